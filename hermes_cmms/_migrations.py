@@ -1,0 +1,78 @@
+"""Append-only, named migrations, applied on open. Never edit one that has shipped."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from sqlalchemy import Connection, text
+
+Migration = tuple[str, Callable[[Connection], None]]
+
+
+def _serial(conn: Connection) -> str:
+    """The auto-incrementing integer key type for this dialect."""
+    if conn.dialect.name == "postgresql":
+        return "BIGSERIAL PRIMARY KEY"
+    return "INTEGER PRIMARY KEY AUTOINCREMENT"
+
+
+def _0001_initial(conn: Connection) -> None:
+    statements = [
+        f"""CREATE TABLE memories (
+            seq {_serial(conn)},
+            id VARCHAR(32) NOT NULL UNIQUE,
+            scope TEXT NOT NULL,
+            tier TEXT NOT NULL DEFAULT 'episodic',
+            kind TEXT NOT NULL DEFAULT 'message',
+            role TEXT,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            session_id TEXT,
+            turn INTEGER,
+            source TEXT NOT NULL DEFAULT '',
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+            state TEXT NOT NULL DEFAULT 'active',
+            superseded_by VARCHAR(32),
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX ix_memories_scope_created ON memories (scope, created_at)",
+        "CREATE INDEX ix_memories_scope_session ON memories (scope, session_id, turn)",
+        """CREATE TABLE sessions (
+            scope TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            last_turn INTEGER NOT NULL DEFAULT 0,
+            flushed_at DOUBLE PRECISION,
+            PRIMARY KEY (scope, session_id))""",
+        f"""CREATE TABLE outbox (
+            id {_serial(conn)},
+            memory_id VARCHAR(32) NOT NULL,
+            scope TEXT NOT NULL,
+            op TEXT NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            created_at DOUBLE PRECISION NOT NULL)""",
+    ]
+    for statement in statements:
+        conn.execute(text(statement))
+
+
+CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial)]
+
+
+def apply(conn: Connection, migrations: list[Migration]) -> list[str]:
+    """Apply the migrations not yet recorded; return the names applied now."""
+    conn.execute(text(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"))
+    done = {row[0] for row in conn.execute(text("SELECT name FROM schema_migrations"))}
+    applied = []
+    for name, migrate in migrations:
+        if name in done:
+            continue
+        migrate(conn)
+        conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"),
+                     {"n": name, "t": time.time()})
+        applied.append(name)
+    return applied

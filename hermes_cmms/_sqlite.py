@@ -1,0 +1,38 @@
+"""SQLite specifics: WAL, busy timeout, BEGIN IMMEDIATE for writers, integrity check."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Connection, create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.engine.url import make_url
+
+BUSY_TIMEOUT_MS = 15000
+
+
+def make_engine(url: str) -> Engine:
+    path = make_url(url).database
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False,
+                                              "timeout": BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+        for pragma in ("journal_mode=WAL", f"busy_timeout={BUSY_TIMEOUT_MS}",
+                       "synchronous=FULL", "foreign_keys=ON"):
+            dbapi_conn.execute(f"PRAGMA {pragma}")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        # Writers take the lock up front so a read never has to upgrade (and fail) later.
+        immediate = conn.get_execution_options().get("cmms_write")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def quick_check(conn: Connection) -> str:
+    """'ok', or SQLite's description of the first problem it finds."""
+    return conn.exec_driver_sql("PRAGMA quick_check").scalar_one()

@@ -1,0 +1,94 @@
+"""Settings: environment beats `memory.cmms` in $HERMES_HOME/config.yaml beats default."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InvalidInput
+
+EMBEDDER_CHOICES = ("auto", "chroma-default", "sentence-transformers", "none")
+
+# setting name -> (environment variable, default)
+SETTINGS: dict[str, tuple[str, Any]] = {
+    "database_url": ("CMMS_DATABASE_URL", ""),
+    "chroma_url": ("CMMS_CHROMA_URL", ""),
+    "embedder": ("CMMS_EMBEDDER", "auto"),
+    "recall_tokens": ("CMMS_RECALL_TOKENS", 600),
+}
+
+
+def hermes_home(explicit: str | os.PathLike | None = None) -> Path:
+    """The Hermes home directory: explicit argument, $HERMES_HOME, else ~/.hermes."""
+    raw = explicit or os.environ.get("HERMES_HOME") or Path.home() / ".hermes"
+    return Path(raw).expanduser()
+
+
+def read_config_section(home: Path) -> dict:
+    """Return `memory.cmms` from config.yaml, or {} when absent or unreadable."""
+    try:
+        data = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    memory = data.get("memory") if isinstance(data, dict) else None
+    section = memory.get("cmms") if isinstance(memory, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    database_url: str
+    chroma_url: str = ""
+    embedder: str = "auto"
+    recall_tokens: int = 600
+    sources: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "cmms"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @classmethod
+    def load(cls, home: str | os.PathLike | None = None, **overrides: Any) -> "Settings":
+        """Resolve every setting; `overrides` (e.g. from a CLI flag) beat everything."""
+        home_path = hermes_home(home)
+        section = read_config_section(home_path)
+        values, sources = {}, {}
+        for name, (env, default) in SETTINGS.items():
+            if overrides.get(name) not in (None, ""):
+                values[name], sources[name] = overrides[name], "argument"
+            elif os.environ.get(env):
+                values[name], sources[name] = os.environ[env], env
+            elif section.get(name) not in (None, ""):
+                values[name], sources[name] = section[name], "config.yaml memory.cmms"
+            else:
+                values[name], sources[name] = default, "default"
+        if not values["database_url"]:
+            values["database_url"] = f"sqlite:///{home_path / 'cmms' / 'cmms.db'}"
+        values["recall_tokens"] = _positive_int("recall_tokens", values["recall_tokens"])
+        _check_embedder(values["embedder"])
+        return cls(home=home_path, sources=sources, **values)
+
+
+def _positive_int(name: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"Setting {name} must be a whole number, not {value!r}.") from None
+    if number <= 0:
+        raise InvalidInput(f"Setting {name} must be positive, not {number}.")
+    return number
+
+
+def _check_embedder(value: str) -> None:
+    kind = str(value).split(":", 1)[0]
+    if kind not in EMBEDDER_CHOICES:
+        choices = ", ".join(EMBEDDER_CHOICES)
+        raise InvalidInput(f"Unknown embedder {value!r}; choose one of {choices}.")

@@ -1,0 +1,20 @@
+"""Typed errors with one-sentence messages; each door translates them once."""
+
+
+class CmmsError(Exception):
+    """Base class for every error hermes-cmms raises on purpose."""
+
+
+class InvalidInput(CmmsError, ValueError):
+    """A caller passed an argument the engine cannot accept."""
+
+
+class UnknownMemory(CmmsError, KeyError):
+    """A memory id that does not exist in the caller's scope."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "Unknown memory."
+
+
+class StoreUnavailable(CmmsError):
+    """The SQL store could not be opened or written."""

@@ -1,0 +1,68 @@
+"""Round-trip edits of $HERMES_HOME/config.yaml that keep the user's comments and keys."""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Callable
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+
+from .errors import InvalidInput
+
+
+def _yaml() -> YAML:
+    yaml = YAML()  # round-trip mode
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def read(home: Path) -> CommentedMap:
+    path = Path(home) / "config.yaml"
+    if not path.exists():
+        return CommentedMap()
+    try:
+        data = _yaml().load(path.read_text(encoding="utf-8"))
+    except Exception as exc:  # noqa: BLE001 - ruamel raises many parser error types
+        raise InvalidInput(f"Cannot parse {path}: {exc}") from exc
+    if data is None:
+        return CommentedMap()
+    if not isinstance(data, CommentedMap):
+        raise InvalidInput(f"{path} does not hold a YAML mapping at the top level.")
+    return data
+
+
+def render(data: CommentedMap) -> str:
+    out = io.StringIO()
+    _yaml().dump(data, out)
+    return out.getvalue()
+
+
+def edit(home: Path, change: Callable[[CommentedMap], None], dry_run: bool = False) -> bool:
+    """Apply `change` to config.yaml; write atomically if it changed anything. True if changed."""
+    path = Path(home) / "config.yaml"
+    before = path.read_text(encoding="utf-8") if path.exists() else ""
+    data = read(home)
+    change(data)
+    after = render(data)
+    if after == before or (not before and not data):
+        return False
+    if not dry_run:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".yaml.cmms-tmp")
+        tmp.write_text(after, encoding="utf-8")
+        os.replace(tmp, path)
+    return True
+
+
+def section(data: CommentedMap, *keys: str) -> CommentedMap:
+    """The mapping at data[k1][k2]..., created when missing."""
+    node = data
+    for key in keys:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = CommentedMap()
+        node = child
+    return node

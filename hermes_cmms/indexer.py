@@ -1,0 +1,106 @@
+"""Background worker: turns outbox rows into vector-index writes, in batches."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from typing import Callable, Optional
+
+from .embedders import Embedder
+from .store import Store
+from .vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+BATCH = 64
+MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
+
+
+class Indexer:
+    """Loads the embedder off the caller's thread, then drains the outbox as work arrives."""
+
+    def __init__(self, store: Store, load_embedder: Callable[[], Optional[Embedder]],
+                 open_vectors: Callable[[], VectorIndex]):
+        self.store = store
+        self._load_embedder = load_embedder
+        self._open_vectors = open_vectors
+        self.embedder: Optional[Embedder] = None
+        self.vectors: Optional[VectorIndex] = None
+        self.error: Optional[str] = None
+        self.ready = threading.Event()  # set once the embedder has loaded (or failed to)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cmms-indexer", daemon=True)
+        self._thread.start()
+
+    @property
+    def active(self) -> bool:
+        return self.embedder is not None and self.vectors is not None
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until the outbox is empty (True) or `timeout` passes (False)."""
+        deadline = time.monotonic() + timeout
+        if not self.ready.wait(timeout) or not self.active:
+            return False
+        while time.monotonic() < deadline:
+            if not self.store.pending(1):
+                return True
+            self.notify()
+            time.sleep(0.02)
+        return False
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        self._start()
+        while not self._stop.is_set():
+            worked = self.active and self._step()
+            if not worked:
+                self._wake.wait(1.0)
+                self._wake.clear()
+
+    def _start(self) -> None:
+        try:
+            self.embedder = self._load_embedder()
+            if self.embedder is not None:
+                self.vectors = self._open_vectors()
+        except Exception as exc:  # noqa: BLE001 - a broken index degrades recall, never the turn
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("hermes-cmms: vector index unavailable, recall is keyword-only: %s", self.error)
+            self.embedder = None
+        finally:
+            self.ready.set()
+
+    def _step(self) -> bool:
+        batch = self.store.pending(BATCH)
+        if not batch:
+            return False
+        try:
+            self._apply(batch)
+            self.store.done([row.id for row in batch])
+        except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
+            log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
+            self.store.failed([row.id for row in batch], f"{type(exc).__name__}: {exc}")
+            self._stop.wait(min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6)))
+        return True
+
+    def _apply(self, batch) -> None:
+        by_scope: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for row in batch:
+            by_scope[row.scope][row.op].append(row.memory_id)
+        for scope, ops in by_scope.items():
+            if ops["delete"]:
+                self.vectors.delete(scope, ops["delete"])
+            rows = self.store.get(ops["upsert"], scope)
+            if rows:
+                memories = list(rows.values())
+                vectors = self.embedder.embed([m.content[:MAX_EMBED_CHARS] for m in memories])
+                metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
+                self.vectors.upsert(scope, [m.id for m in memories], vectors, metadata)

@@ -1,0 +1,65 @@
+"""SQLModel tables: the store is the source of truth; every index is derived from it."""
+from __future__ import annotations
+
+from typing import Optional
+
+from sqlmodel import Field, SQLModel
+
+
+class Memory(SQLModel, table=True):
+    """One remembered item: a verbatim message, an observation or a note."""
+
+    __tablename__ = "memories"
+
+    seq: Optional[int] = Field(default=None, primary_key=True)  # physical key, keyword-index rowid
+    id: str = Field(unique=True, max_length=32)  # public id
+    scope: str
+    tier: str = "episodic"  # working | episodic | semantic
+    kind: str = "message"  # message | observation | note
+    role: Optional[str] = None  # user | assistant for messages
+    content: str
+    content_hash: str
+    session_id: Optional[str] = None
+    turn: Optional[int] = None
+    source: str = ""  # receipt: which door and event wrote it
+    tags: str = "[]"  # JSON list
+    confidence: float = 1.0
+    state: str = "active"
+    superseded_by: Optional[str] = None
+    created_at: float
+    updated_at: float
+
+
+class ConversationSession(SQLModel, table=True):
+    """A conversation session of one scope: turn counter and flush state."""
+
+    __tablename__ = "sessions"
+
+    scope: str = Field(primary_key=True)
+    session_id: str = Field(primary_key=True)
+    started_at: float
+    last_turn: int = 0
+    flushed_at: Optional[float] = None
+
+
+class Outbox(SQLModel, table=True):
+    """Pending vector-index work, written in the same transaction as the memory."""
+
+    __tablename__ = "outbox"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    memory_id: str
+    scope: str
+    op: str  # upsert | delete
+    attempts: int = 0
+    last_error: Optional[str] = None
+    created_at: float
+
+
+class SchemaMigration(SQLModel, table=True):
+    """Names of the migrations applied to this database."""
+
+    __tablename__ = "schema_migrations"
+
+    name: str = Field(primary_key=True)
+    applied_at: float

@@ -1,0 +1,210 @@
+"""The Hermes MemoryProvider `cmms`: a thin door from Hermes' lifecycle to the engine."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from agent.memory_provider import MemoryProvider
+
+from . import hermes_config, service as engine
+from .config import SETTINGS, Settings, hermes_home
+from .errors import CmmsError
+from .tools import TOOL_SCHEMAS, call_tool
+
+log = logging.getLogger(__name__)
+
+QUEUED_RESULT_TTL_S = 120.0
+
+
+def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: Optional[str]) -> str:
+    """Gateway users get their own scope per platform; local users share the profile's."""
+    if user_id:
+        return f"user:{platform or 'unknown'}:{user_id}"
+    return f"local:{agent_identity or 'default'}"
+
+
+class CmmsMemoryProvider(MemoryProvider):
+    """Composite Memory: every turn retained, relevant memories recalled before each turn."""
+
+    name = "cmms"
+
+    def __init__(self) -> None:
+        self.service: Optional[engine.MemoryService] = None
+        self.settings: Optional[Settings] = None
+        self.scope = scope_for(None, None, None)
+        self.session_id = ""
+        self.platform = "cli"
+        self.primary = True
+        self._queued: Optional[tuple[str, float, str]] = None  # (query, when, text)
+        self._lock = threading.Lock()
+
+    # -- setup ----------------------------------------------------------------------------
+
+    def is_available(self) -> bool:
+        return True  # local only: nothing to reach, no key to check
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        self.session_id = session_id or ""
+        self.platform = kwargs.get("platform") or "cli"
+        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"))
+        self.primary = kwargs.get("agent_context", "primary") == "primary"
+        self.settings = Settings.load(kwargs.get("hermes_home"))
+        self.service = engine.acquire(self.settings)
+
+    def get_tool_schemas(self) -> List[Dict[str, Any]]:
+        return [dict(schema) for schema in TOOL_SCHEMAS]
+
+    def system_prompt_block(self) -> str:
+        return ("Long-term memory (cmms) is on: relevant memories from earlier sessions are "
+                "added to user messages inside <memory-context>. Use cmms_recall to search "
+                "memory, cmms_remember to store a fact, cmms_forget to delete one.")
+
+    # -- recall ---------------------------------------------------------------------------
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        if self.service is None:
+            return ""
+        with self._lock:
+            queued, self._queued = self._queued, None
+        if queued and queued[0] == query and time.monotonic() - queued[1] < QUEUED_RESULT_TTL_S:
+            return queued[2]
+        return self._recall(query)
+
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        if self.service is not None and query:
+            text = self._recall(query)
+            with self._lock:
+                self._queued = (query, time.monotonic(), text)
+
+    def _recall(self, query: str) -> str:
+        try:
+            return self.service.recall(self.scope, query, session_id=self.session_id)
+        except Exception as exc:  # noqa: BLE001 - recall failures never break a turn
+            log.warning("cmms recall failed: %s", exc)
+            return ""
+
+    def on_pre_compress(self, messages: List[Dict[str, Any]]) -> str:
+        users = [m.get("content") for m in messages or [] if m.get("role") == "user"]
+        last = next((u for u in reversed(users) if isinstance(u, str) and u.strip()), "")
+        return self._recall(last) if last and self.service is not None else ""
+
+    # -- retain ---------------------------------------------------------------------------
+
+    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
+                  messages: Optional[List[Dict[str, Any]]] = None) -> None:
+        if self.service is None or not self.primary:
+            return
+        self.service.retain_turn(self.scope, session_id or self.session_id, user_content,
+                                 assistant_content, source=f"hermes:{self.platform}")
+
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        return None  # turn numbers are assigned by the store, atomically with the write
+
+    def on_memory_write(self, action: str, target: str, content: str,
+                        metadata: Optional[Dict[str, Any]] = None) -> None:
+        if self.service is None or not self.primary or action not in ("add", "replace"):
+            return
+        self.service.remember(self.scope, content, tags=[f"hermes-{target}"],
+                              source="hermes:memory-tool", session_id=self.session_id or None)
+
+    def on_delegation(self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any) -> None:
+        if not self.primary or not (result or "").strip():
+            return
+        text = f"Delegated task: {task}\nResult: {result}"
+        service = self.service or (engine.acquire(self.settings) if self.settings else None)
+        if service is None:
+            return
+        try:
+            service.remember(self.scope, text, kind="observation", tier="episodic",
+                             source="hermes:delegation", session_id=self.session_id or None)
+        finally:
+            if service is not self.service:  # arrived after shutdown: borrow and give back
+                engine.release(service, drain_timeout=0.0)
+
+    # -- session boundaries ---------------------------------------------------------------
+
+    def on_session_end(self, messages: List[Dict[str, Any]]) -> None:
+        if self.service is not None and self.session_id:
+            self.service.flush_session(self.scope, self.session_id)
+
+    def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "",
+                          reset: bool = False, **kwargs: Any) -> None:
+        old = self.session_id
+        self.session_id = new_session_id or old
+        if self.service is not None and old and (reset or old != self.session_id):
+            self.service.flush_session(self.scope, old)
+
+    def shutdown(self) -> None:
+        service, self.service = self.service, None
+        if service is not None:
+            engine.release(service)
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def handle_tool_call(self, tool_name: str, args: Dict[str, Any], **kwargs: Any) -> str:
+        if self.service is None:
+            return json.dumps({"error": "cmms memory is not initialised."})
+        try:
+            result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
+        except CmmsError as exc:
+            return json.dumps({"error": str(exc)})
+        return json.dumps(result, ensure_ascii=False)
+
+    # -- configuration --------------------------------------------------------------------
+
+    def get_config_schema(self) -> List[Dict[str, Any]]:
+        return [
+            {"key": "embedder", "description": "Embedding model for semantic recall (never downloads)",
+             "default": "auto", "choices": ["auto", "chroma-default", "sentence-transformers", "none"]},
+            {"key": "recall_tokens", "description": "Token budget of the memory injected per turn",
+             "default": "600"},
+            {"key": "database_url", "description": "SQL store URL (empty: SQLite under $HERMES_HOME/cmms)",
+             "default": ""},
+            {"key": "chroma_url", "description": "Chroma server URL (empty: embedded Chroma)",
+             "default": ""},
+        ]
+
+    def save_config(self, values: Dict[str, Any], hermes_home: str) -> None:
+        known = {k: v for k, v in (values or {}).items() if k in SETTINGS}
+
+        def change(data):
+            hermes_config.section(data, "memory", "cmms").update(known)
+
+        hermes_config.edit(Path(hermes_home), change)
+
+    def get_status_config(self, provider_config: Dict[str, Any]) -> Dict[str, Any]:
+        return dict(provider_config or {})
+
+    def backup_paths(self) -> List[str]:
+        settings = Settings.load()
+        home = hermes_home().resolve()
+        paths = []
+        if settings.database_url.startswith("sqlite:///"):
+            db = Path(settings.database_url[len("sqlite:///"):]).resolve()
+            if home not in db.parents:
+                paths += [str(p) for p in (db, Path(f"{db}-wal")) if p.exists()]
+        return paths
+
+
+def on_session_finalize(session_id: str = "", **kwargs: Any) -> None:
+    """General Hermes plugin hook (dual-mode plugin): flush the session that just ended."""
+    _flush(session_id=session_id or None) if session_id else None
+
+
+def on_gateway_event(event_type: str, context: Dict[str, Any]) -> None:
+    """Gateway hook for session:end / session:reset: flush that user's open sessions."""
+    context = context or {}
+    if context.get("user_id"):
+        _flush(scope=scope_for(context.get("platform"), str(context["user_id"]), None))
+
+
+def _flush(**filters: Any) -> None:
+    service = engine.acquire(Settings.load())
+    try:
+        service.flush_open_sessions(**filters)
+    finally:
+        engine.release(service, drain_timeout=0.0)

@@ -1,0 +1,176 @@
+"""MemoryService: the one engine behind every door (Hermes provider, MCP bridge, CLI)."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Optional, Sequence
+
+import pluggy
+
+from .config import Settings
+from .embedders import load_embedder
+from .errors import InvalidInput, UnknownMemory
+from .indexer import MAX_EMBED_CHARS, Indexer
+from .plugins import make_plugin_manager, run_redactors
+from .recall import Hit, rank
+from .store import NewMemory, Store
+from .text import clean
+from .vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+CANDIDATES = 50  # per retriever, before fusion
+EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
+MAX_CONTENT_CHARS = 10_000_000
+
+
+class MemoryService:
+    """Retain, recall, forget and flush, for any number of scopes in one store."""
+
+    def __init__(self, settings: Settings, pm: Optional[pluggy.PluginManager] = None):
+        self.settings = settings
+        self.pm = pm or make_plugin_manager()
+        self.store = Store(settings.database_url)
+        self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder),
+                               lambda: VectorIndex(settings))
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def retain_turn(self, scope: str, session_id: str, user: str, assistant: str,
+                    source: str = "hermes") -> list[str]:
+        """Store one conversation turn verbatim; durable when this returns."""
+        items = [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source)
+                 for role, text in (("user", user), ("assistant", assistant))
+                 if isinstance(text, str) and text.strip()]
+        if not items:
+            return []
+        return self._retain(scope, session_id, items, turn_of=(scope, session_id))
+
+    def remember(self, scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
+                 tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None) -> str:
+        """Store one explicit memory (a note, an observation); return its id."""
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput("Memory content must be a non-empty string.")
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(f"Memory content is {len(content):,} characters; the limit is "
+                               f"{MAX_CONTENT_CHARS:,}.")
+        item = NewMemory(scope=scope, content=content, kind=kind, tier=tier, tags=tuple(tags),
+                         source=source, session_id=session_id)
+        return self._retain(scope, session_id, [item], turn_of=None)[0]
+
+    def _retain(self, scope: str, session_id: Optional[str], items: list[NewMemory],
+                turn_of: Optional[tuple[str, str]]) -> list[str]:
+        _check_scope(scope)
+        for item in items:
+            text = clean(item.content)[:MAX_CONTENT_CHARS]
+            item.content = run_redactors(self.pm, text, scope)
+        results = self.pm.hook.retain(service=self, scope=scope, session_id=session_id,
+                                      items=items, turn_of=turn_of)
+        self.indexer.notify()
+        return [memory_id for ids in results if ids for memory_id in ids]
+
+    def forget(self, scope: str, memory_id: str) -> None:
+        """Delete a memory from the store and every index; UnknownMemory if not in `scope`."""
+        _check_scope(scope)
+        if not isinstance(memory_id, str) or not self.store.delete(scope, memory_id):
+            raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
+        self.indexer.notify()
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def search(self, scope: str, query: str, limit: int = 30) -> list[Hit]:
+        """Hybrid search inside one scope, best first."""
+        _check_scope(scope)
+        if not isinstance(query, str):
+            raise InvalidInput("The query must be a string.")
+        query = clean(query)
+        if not query.strip():
+            return []
+        keyword_ids = [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES)]
+        vector_ids = self._vector_search(scope, query)
+        memories = self.store.get(list({*keyword_ids, *vector_ids}), scope)
+        return rank(memories, keyword_ids, vector_ids)[:limit]
+
+    def _vector_search(self, scope: str, query: str) -> list[str]:
+        indexer = self.indexer
+        if not indexer.ready.wait(EMBEDDER_WAIT_S) or not indexer.active:
+            return []
+        try:
+            vector = indexer.embedder.embed([query[:MAX_EMBED_CHARS]])[0]
+            return [m for m, _ in indexer.vectors.query(scope, vector, CANDIDATES)]
+        except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
+            log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
+            return []
+
+    def recall(self, scope: str, query: str, budget_tokens: Optional[int] = None,
+               session_id: Optional[str] = None) -> str:
+        """The memory block for `query`, fitted to the token budget ('' if nothing fits)."""
+        budget = budget_tokens or self.settings.recall_tokens
+        if not isinstance(budget, int) or budget <= 0:
+            raise InvalidInput(f"The token budget must be a positive whole number, not {budget!r}.")
+        return self.pm.hook.recall(service=self, scope=scope, query=query, budget_tokens=budget,
+                                   session_id=session_id) or ""
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def flush_session(self, scope: str, session_id: str) -> None:
+        """Session boundary: idempotent, safe to call any number of times."""
+        self.pm.hook.session_flush(service=self, scope=scope, session_id=session_id)
+
+    def flush_open_sessions(self, scope: Optional[str] = None, session_id: Optional[str] = None) -> int:
+        """Flush every unflushed session matching the filters; return how many."""
+        sessions = self.store.unflushed_sessions(scope=scope, session_id=session_id)
+        for session_scope, sid in sessions:
+            self.flush_session(session_scope, sid)
+        return len(sessions)
+
+    # -- health ---------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        indexer = self.indexer
+        if not indexer.ready.is_set():
+            embedder = "loading"
+        else:
+            embedder = indexer.embedder.name if indexer.embedder else "none (keyword-only)"
+        return {"database": self.settings.database_url,
+                "vectors": indexer.vectors.location if indexer.vectors else None,
+                "embedder": embedder, "index_error": indexer.error,
+                **self.store.counts()}
+
+    def close(self, drain_timeout: float = 5.0) -> None:
+        self.indexer.drain(drain_timeout)
+        self.indexer.stop()
+        self.store.close()
+
+
+def _check_scope(scope: str) -> None:
+    if not isinstance(scope, str) or not scope.strip():
+        raise InvalidInput("A scope must be a non-empty string.")
+
+
+_shared: dict[tuple, list] = {}  # key -> [service, users]
+_shared_lock = threading.Lock()
+
+
+def acquire(settings: Settings) -> MemoryService:
+    """The process-wide service for these settings, shared by every provider instance."""
+    key = (settings.database_url, settings.chroma_url or str(settings.chroma_path), settings.embedder)
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is None:
+            entry = _shared[key] = [MemoryService(settings), 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def release(service: MemoryService, drain_timeout: float = 5.0) -> None:
+    """Give back a service from `acquire`; the last user closes it."""
+    with _shared_lock:
+        for key, entry in list(_shared.items()):
+            if entry[0] is service:
+                entry[1] -= 1
+                if entry[1] > 0:
+                    return
+                del _shared[key]
+                break
+    service.close(drain_timeout)

@@ -1,0 +1,197 @@
+"""The SQL store: engine setup, migrations on open, and every read and write of rows."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence
+
+from sqlalchemy import Connection, create_engine, delete, func, insert, select, text, update
+from sqlalchemy.engine import Engine
+
+from . import _migrations, _sqlite
+from .errors import StoreUnavailable
+from .keyword import KeywordIndex, keyword_index_for
+from .models import ConversationSession, Memory, Outbox
+from .text import content_hash
+
+
+@dataclass
+class NewMemory:
+    """What a caller hands the store to remember (already redacted and cleaned)."""
+
+    scope: str
+    content: str
+    kind: str = "message"
+    tier: str = "episodic"
+    role: Optional[str] = None
+    session_id: Optional[str] = None
+    source: str = ""
+    tags: Sequence[str] = ()
+    confidence: float = 1.0
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        return _sqlite.make_engine(url)
+    return create_engine(url, pool_pre_ping=True)
+
+
+class Store:
+    """Row-level access to the memories, sessions and outbox tables."""
+
+    def __init__(self, url: str):
+        self.url = url
+        try:
+            self.engine = make_engine(url)
+            self.keyword: KeywordIndex = keyword_index_for(self.engine.dialect.name)
+            with self.write() as conn:
+                _migrations.apply(conn, _migrations.CORE_MIGRATIONS + self.keyword.migrations)
+        except Exception as exc:  # noqa: BLE001 - one clear message for any driver failure
+            raise StoreUnavailable(f"Cannot open the memory store at {url}: {exc}") from exc
+        self._write_lock = threading.Lock()  # one writer per process; others wait on busy_timeout
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with self.engine.connect().execution_options(cmms_write=True) as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def add(self, items: Sequence[NewMemory], *, turn_of: Optional[tuple[str, str]] = None) -> list[str]:
+        """Insert memories and their outbox rows in one transaction; return their ids.
+
+        With `turn_of=(scope, session_id)` the session's turn counter advances by one and the
+        items are stamped with that turn number.
+        """
+        now = time.time()
+        rows = [self._row(item, now) for item in items]
+        with self._write_lock, self.write() as conn:
+            if turn_of:
+                turn = self._next_turn(conn, *turn_of, now)
+                for row in rows:
+                    row["turn"] = turn
+            if rows:
+                conn.execute(insert(Memory), rows)
+                conn.execute(insert(Outbox), [
+                    {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
+                    for r in rows])
+        return [row["id"] for row in rows]
+
+    @staticmethod
+    def _row(item: NewMemory, now: float) -> dict:
+        return {
+            "id": uuid.uuid4().hex, "scope": item.scope, "tier": item.tier, "kind": item.kind,
+            "role": item.role, "content": item.content, "content_hash": content_hash(item.content),
+            "session_id": item.session_id, "turn": None, "source": item.source,
+            "tags": json.dumps(list(item.tags)), "confidence": item.confidence, "state": "active",
+            "superseded_by": None, "created_at": now, "updated_at": now,
+        }
+
+    @staticmethod
+    def _next_turn(conn: Connection, scope: str, session_id: str, now: float) -> int:
+        key = {"scope": scope, "session_id": session_id}
+        current = conn.execute(select(ConversationSession.last_turn).filter_by(**key)).scalar()
+        if current is None:
+            conn.execute(insert(ConversationSession).values(**key, started_at=now, last_turn=1))
+            return 1
+        conn.execute(update(ConversationSession).filter_by(**key)
+                     .values(last_turn=current + 1, flushed_at=None))
+        return current + 1
+
+    def delete(self, scope: str, memory_id: str) -> bool:
+        """Delete one memory of `scope` and queue its vector removal; False if absent."""
+        with self._write_lock, self.write() as conn:
+            gone = conn.execute(delete(Memory).where(Memory.scope == scope, Memory.id == memory_id))
+            if gone.rowcount:
+                conn.execute(insert(Outbox).values(memory_id=memory_id, scope=scope, op="delete",
+                                                   created_at=time.time()))
+            return bool(gone.rowcount)
+
+    def mark_flushed(self, scope: str, session_id: str) -> bool:
+        """Record that a session was flushed; False when it was already flushed or unknown."""
+        with self._write_lock, self.write() as conn:
+            done = conn.execute(update(ConversationSession)
+                                .where(ConversationSession.scope == scope,
+                                       ConversationSession.session_id == session_id,
+                                       ConversationSession.flushed_at.is_(None))
+                                .values(flushed_at=time.time()))
+            return bool(done.rowcount)
+
+    # -- outbox ---------------------------------------------------------------------------
+
+    def pending(self, limit: int) -> list[Outbox]:
+        with self.read() as conn:
+            rows = conn.execute(select(Outbox).order_by(Outbox.id).limit(limit))
+            return [Outbox.model_validate(row._mapping) for row in rows]
+
+    def done(self, outbox_ids: Sequence[int]) -> None:
+        if outbox_ids:
+            with self._write_lock, self.write() as conn:
+                conn.execute(delete(Outbox).where(Outbox.id.in_(list(outbox_ids))))
+
+    def failed(self, outbox_ids: Sequence[int], error: str) -> None:
+        if outbox_ids:
+            with self._write_lock, self.write() as conn:
+                conn.execute(update(Outbox).where(Outbox.id.in_(list(outbox_ids)))
+                             .values(attempts=Outbox.attempts + 1, last_error=error[:500]))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, ids: Sequence[str], scope: str) -> dict[str, Memory]:
+        """The memories among `ids` that belong to `scope` (never any other scope)."""
+        if not ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(select(Memory).where(Memory.scope == scope,
+                                                     Memory.id.in_(list(ids))))
+            return {row.id: Memory.model_validate(row._mapping) for row in rows}
+
+    def keyword_search(self, scope: str, query: str, limit: int) -> list[tuple[str, float]]:
+        with self.read() as conn:
+            return self.keyword.search(conn, scope, query, limit)
+
+    def recent(self, scope: str, limit: int) -> list[Memory]:
+        with self.read() as conn:
+            rows = conn.execute(select(Memory).where(Memory.scope == scope, Memory.state == "active")
+                                .order_by(Memory.created_at.desc()).limit(limit))
+            return [Memory.model_validate(row._mapping) for row in rows]
+
+    def unflushed_sessions(self, scope: Optional[str] = None,
+                           session_id: Optional[str] = None) -> list[tuple[str, str]]:
+        query = select(ConversationSession.scope, ConversationSession.session_id).where(
+            ConversationSession.flushed_at.is_(None))
+        if scope is not None:
+            query = query.where(ConversationSession.scope == scope)
+        if session_id is not None:
+            query = query.where(ConversationSession.session_id == session_id)
+        with self.read() as conn:
+            return [tuple(row) for row in conn.execute(query)]
+
+    def counts(self) -> dict[str, int]:
+        with self.read() as conn:
+            return {
+                "memories": conn.execute(select(func.count()).select_from(Memory)).scalar_one(),
+                "scopes": conn.execute(select(func.count(func.distinct(Memory.scope)))).scalar_one(),
+                "sessions": conn.execute(select(func.count()).select_from(ConversationSession)).scalar_one(),
+                "outbox": conn.execute(select(func.count()).select_from(Outbox)).scalar_one(),
+            }
+
+    def integrity(self) -> str:
+        """'ok' or the database's own description of what is wrong."""
+        with self.read() as conn:
+            if self.engine.dialect.name == "sqlite":
+                return _sqlite.quick_check(conn)
+            conn.execute(text("SELECT 1"))
+            return "ok"

@@ -1,0 +1,47 @@
+"""Text helpers shared by indexing and recall: terms, hashing, cleaning."""
+from __future__ import annotations
+
+import hashlib
+import re
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not of off on once only or other our ours ourselves out over
+own same she should so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where which while who
+whom why will with would you your yours yourself yourselves s t don didn doesn isn wasn ll ve re
+d m o y also ever much many let lets tell know get got like did does
+""".split())
+
+
+def clean(text: str) -> str:
+    """Make text storable anywhere: drop NUL bytes and unpaired surrogates."""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def terms(text: str, limit: int = 32) -> list[str]:
+    """Distinct lower-cased content words of `text`, in order, stopwords removed."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if len(word) > 1 and word not in STOPWORDS and word not in seen:
+            seen[word] = None
+            if len(seen) >= limit:
+                break
+    return list(seen)
+
+
+def content_hash(text: str) -> str:
+    """Hash of the normalised text: same words, same hash."""
+    normal = _SPACE.sub(" ", text.strip().lower())
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()

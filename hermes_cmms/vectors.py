@@ -1,0 +1,74 @@
+"""The Chroma vector index (derived data): one collection per scope, vectors computed by us."""
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Sequence
+from urllib.parse import urlparse
+
+from .config import Settings
+
+SPACE = {"hnsw:space": "cosine"}
+
+
+def collection_name(scope: str) -> str:
+    """A Chroma-safe, fixed-length collection name for a scope."""
+    return "cmms_" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
+
+
+class VectorIndex:
+    """Upsert, delete and query vectors of one store, isolated per scope."""
+
+    def __init__(self, settings: Settings):
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        if settings.chroma_url:
+            url = urlparse(settings.chroma_url)
+            self.client = chromadb.HttpClient(host=url.hostname or "127.0.0.1", port=url.port or 8000,
+                                              ssl=url.scheme == "https", settings=chroma_settings)
+            self.location = settings.chroma_url
+        else:
+            settings.chroma_path.mkdir(parents=True, exist_ok=True)
+            self.client = chromadb.PersistentClient(path=str(settings.chroma_path),
+                                                    settings=chroma_settings)
+            self.location = str(settings.chroma_path)
+        self._collections: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def _collection(self, scope: str, create: bool):
+        name = collection_name(scope)
+        with self._lock:
+            if name not in self._collections:
+                if create:
+                    self._collections[name] = self.client.get_or_create_collection(
+                        name, embedding_function=None, metadata=SPACE)
+                else:
+                    try:
+                        self._collections[name] = self.client.get_collection(name, embedding_function=None)
+                    except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
+                        return None
+            return self._collections[name]
+
+    def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[dict]) -> None:
+        self._collection(scope, create=True).upsert(
+            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas))
+
+    def delete(self, scope: str, ids: Sequence[str]) -> None:
+        collection = self._collection(scope, create=False)
+        if collection is not None and ids:
+            collection.delete(ids=list(ids))
+
+    def query(self, scope: str, vector: Sequence[float], limit: int) -> list[tuple[str, float]]:
+        """(memory id, cosine similarity) pairs, most similar first."""
+        collection = self._collection(scope, create=False)
+        if collection is None:
+            return []
+        found = collection.query(query_embeddings=[list(vector)], n_results=limit, include=["distances"])
+        return [(memory_id, 1.0 - distance)
+                for memory_id, distance in zip(found["ids"][0], found["distances"][0])]
+
+    def count(self) -> int:
+        return sum(c.count() for c in self.client.list_collections() if c.name.startswith("cmms_"))

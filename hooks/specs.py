@@ -1,0 +1,56 @@
+"""The hermes-cmms hook specifications.
+
+Hooks are called with keyword arguments; an implementation may accept any subset of them.
+Arguments are only ever added, never renamed. hermes-cmms' own behaviour (auto-recall,
+auto-retain, session flush, secret redaction) is implemented with these same hooks.
+"""
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("hermes_cmms")
+hookimpl = pluggy.HookimplMarker("hermes_cmms")
+
+
+@hookspec
+def redact(text, scope):
+    """Remove secrets from `text` before anything is stored.
+
+    Fires for every text about to be retained, on the caller's thread. Implementations run in
+    turn, each receiving the previous one's output. Return the redacted text, or None to leave
+    it unchanged.
+    """
+
+
+@hookspec
+def retain(service, scope, session_id, items, turn_of):
+    """Store already-redacted memories durably.
+
+    Fires on the caller's thread for every write (conversation turns, tool calls, Hermes'
+    memory writes, delegation results). `items` is a list of `hermes_cmms.NewMemory`;
+    `turn_of` is (scope, session_id) when the items are one conversation turn, else None.
+    Return the list of memory ids written, or None if this implementation wrote nothing.
+    The built-in auto-retain writes the rows and queues them for background indexing.
+    """
+
+
+@hookspec(firstresult=True)
+def recall(service, scope, query, budget_tokens, session_id):
+    """Build the memory text injected before a turn.
+
+    Fires once per user turn (Hermes' prefetch) and for explicit recall calls. Return the
+    text to inject (already fitted to `budget_tokens`), "" for nothing relevant, or None to
+    defer to the next implementation. The first non-None result wins; the built-in
+    auto-recall runs last (trylast).
+    """
+
+
+@hookspec
+def session_flush(service, scope, session_id):
+    """Close out a conversation session.
+
+    Fires at every session boundary Hermes reports (provider on_session_end, session switch,
+    on_session_finalize, gateway session:end / session:reset). It can fire several times for
+    one session and race the session's last turn, so implementations must be idempotent.
+    Return value is ignored.
+    """

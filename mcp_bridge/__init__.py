@@ -1,0 +1,1 @@
+"""MCP bridge (arrives with issue order 3)."""
