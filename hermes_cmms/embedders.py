@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Optional, Protocol, Sequence
 
@@ -43,6 +44,8 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model: Optional[str] = None) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: local files only
         from sentence_transformers import SentenceTransformer
         source = model or packaged_minilm_path()
         if source is None:
@@ -70,7 +73,19 @@ def packaged_minilm_path() -> Optional[Path]:
     return path if (path / "config.json").exists() else None
 
 
+_cache: dict[str, Optional[Embedder]] = {}
+_cache_lock = threading.Lock()
+
+
 def load_embedder(choice: str) -> Optional[Embedder]:
+    """The embedder `choice` names, built once per process and shared; None = keyword-only."""
+    with _cache_lock:
+        if choice not in _cache:
+            _cache[choice] = _build(choice)
+        return _cache[choice]
+
+
+def _build(choice: str) -> Optional[Embedder]:
     """Build the embedder `choice` names; None means keyword-only recall.
 
     `auto` tries Chroma's on-disk ONNX model, then the packaged MiniLM, then logs one warning

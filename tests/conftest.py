@@ -1,0 +1,55 @@
+"""Shared fixtures: a fresh Hermes home per test, real SQLite, real Chroma, real MiniLM."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """An empty HERMES_HOME, exported so every layer (Hermes, hermes-cmms) uses it."""
+    path = tmp_path / "hermes_home"
+    path.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(path))
+    for name in ("CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_RECALL_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture
+def service(home):
+    """A MemoryService on the embedded default (SQLite + Chroma + packaged MiniLM)."""
+    from hermes_cmms import MemoryService, Settings
+
+    svc = MemoryService(Settings.load(home))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def keyword_service(home):
+    """A MemoryService with CMMS_EMBEDDER=none: keyword-only recall, no model."""
+    from hermes_cmms import MemoryService, Settings
+
+    svc = MemoryService(Settings.load(home, embedder="none"))
+    yield svc
+    svc.close()
+
+
+def python() -> str:
+    return sys.executable
+
+
+def hermes_bin() -> str:
+    return str(Path(sys.executable).with_name("hermes"))
+
+
+def subprocess_env(home: Path, **extra: str) -> dict:
+    env = dict(os.environ, HERMES_HOME=str(home), **extra)
+    return env

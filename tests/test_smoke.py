@@ -1,0 +1,16 @@
+from hermes_cmms.provider import CmmsMemoryProvider
+
+
+def test_turn_is_recalled_in_a_later_session(home):
+    writer = CmmsMemoryProvider()
+    writer.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary")
+    writer.sync_turn("My cat is called Biscuit.", "What a lovely name!", session_id="s1")
+    writer.on_session_end([])
+    writer.shutdown()
+
+    reader = CmmsMemoryProvider()
+    reader.initialize("s2", hermes_home=str(home), platform="cli", agent_context="primary")
+    block = reader.prefetch("What is my cat's name?")
+    reader.shutdown()
+    assert "Biscuit" in block
+    assert "session s1" in block
