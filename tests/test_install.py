@@ -1,0 +1,250 @@
+"""install-hermes-plugin against real Hermes: its memory loader, CLI, plugin manager and gateway hooks."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+import hermes_cmms
+from hermes_cmms import InvalidInput, MemoryService, Settings
+from hermes_cmms.install import install, uninstall
+from hermes_cmms.provider import CmmsMemoryProvider
+
+from conftest import REPO, hermes_bin, python, subprocess_env
+
+TEMPLATES = REPO / "install" / "templates"
+
+COMMENTED_CONFIG = """\
+# my Hermes setup
+model:
+  default: gpt-5  # the good one
+memory:
+  memory_enabled: true
+  # picked after a long evening
+  provider: holographic
+plugins:
+  enabled:
+    - disk-cleanup
+"""
+
+
+def tree(home: Path) -> dict[str, bytes | None]:
+    """Every path under `home` with its bytes (None for directories)."""
+    return {str(p.relative_to(home)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(home.rglob("*"))}
+
+
+def run(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(argv, env=subprocess_env(home, CMMS_EMBEDDER="none", **env),
+                            capture_output=True, text=True, timeout=120, cwd=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def run_python(home: Path, code: str) -> subprocess.CompletedProcess:
+    return run(home, python(), "-c", textwrap.dedent(code))
+
+
+def open_session(home: Path, scope: str, session_id: str) -> None:
+    service = MemoryService(Settings.load(home, embedder="none"))
+    try:
+        service.retain_turn(scope, session_id, "hi", "hello")
+        assert service.store.unflushed_sessions(scope=scope) == [(scope, session_id)]
+    finally:
+        service.close()
+
+
+def unflushed(home: Path, scope: str) -> list:
+    service = MemoryService(Settings.load(home, embedder="none"))
+    try:
+        return service.store.unflushed_sessions(scope=scope)
+    finally:
+        service.close()
+
+
+# -- the package's own files ---------------------------------------------------------------
+
+
+def test_manifest_copies_agree_and_satisfy_hermes():
+    manifest = yaml.safe_load((REPO / "plugin.yaml").read_text(encoding="utf-8"))
+    assert (REPO / "plugin.yaml").read_bytes() == (TEMPLATES / "plugin.yaml").read_bytes()
+    assert manifest["name"] == "cmms" and manifest["kind"] == "standalone"
+    assert manifest["version"] == hermes_cmms.__version__
+    assert manifest["hooks"] == ["on_session_finalize"]
+    assert "pip_dependencies" not in manifest
+    assert "MemoryProvider" in (TEMPLATES / "plugin__init__.py").read_text(encoding="utf-8")[:8192]
+
+
+# -- real Hermes sees what install wrote -----------------------------------------------------
+
+
+def test_hermes_memory_loader_returns_our_provider(home, monkeypatch):
+    install(home)
+    monkeypatch.delitem(sys.modules, "_hermes_user_memory.cmms", raising=False)
+    from plugins.memory import find_provider_dir, load_memory_provider
+
+    assert find_provider_dir("cmms") == home / "plugins" / "cmms"
+    assert isinstance(load_memory_provider("cmms"), CmmsMemoryProvider)
+
+
+def test_hermes_memory_status_reports_cmms_active_and_available(home):
+    install(home)
+    out = run(home, hermes_bin(), "memory", "status").stdout
+    assert re.search(r"Provider:\s+cmms\n", out), out
+    assert re.search(r"Plugin:\s+installed ✓", out), out
+    assert re.search(r"Status:\s+available ✓", out), out
+    assert re.search(r"• cmms\s+\(local\) ← active", out), out
+
+
+def test_general_plugin_manager_loads_the_finalize_hook_and_it_flushes(home):
+    install(home)
+    open_session(home, "local:default", "s1")
+    out = run_python(home, """
+        import json
+        from hermes_cli import plugins
+        plugins.discover_plugins()
+        manager = plugins.get_plugin_manager()
+        info = next(p for p in manager.list_plugins() if p["key"] == "cmms")
+        info["has_hook"] = manager.has_hook("on_session_finalize")
+        plugins.invoke_hook("on_session_finalize", session_id="s1", platform="cli", reason="shutdown")
+        print(json.dumps(info))
+    """).stdout
+    info = json.loads(out.strip().splitlines()[-1])
+    assert (info["kind"], info["source"], info["enabled"], info["error"]) == ("standalone", "user", True, None)
+    assert info["has_hook"] and info["hooks"] == 1
+    assert unflushed(home, "local:default") == []
+    listing = run(home, hermes_bin(), "plugins", "list", "--plain", "--no-bundled").stdout
+    assert re.search(r"^enabled\s+user\s+0\.1\.0\s+cmms$", listing, re.M), listing
+
+
+def test_gateway_hook_loads_and_session_end_flushes_that_user(home):
+    install(home)
+    open_session(home, "user:telegram:42", "s1")
+    open_session(home, "user:telegram:7", "s2")
+    result = run_python(home, """
+        import asyncio
+        from gateway.hooks import HookRegistry
+        registry = HookRegistry()
+        registry.discover_and_load()
+        context = {"platform": "telegram", "user_id": "42", "session_key": "k"}
+        asyncio.run(registry.emit("session:end", context))
+    """)
+    assert "[hooks] Loaded hook 'cmms-session-flush' for events: ['session:end', 'session:reset']" in result.stdout
+    assert "Error" not in result.stdout and "flush failed" not in result.stderr, result.stdout + result.stderr
+    assert unflushed(home, "user:telegram:42") == []
+    assert unflushed(home, "user:telegram:7") == [("user:telegram:7", "s2")]
+
+
+# -- config.yaml, idempotence, dry run, uninstall ---------------------------------------------
+
+
+def test_install_keeps_comments_and_uninstall_restores_the_previous_provider(home):
+    config = home / "config.yaml"
+    config.write_text(COMMENTED_CONFIG, encoding="utf-8")
+    lines = install(home)
+    assert any("was holographic" in line for line in lines)
+    text = config.read_text(encoding="utf-8")
+    assert "# my Hermes setup" in text and "# the good one" in text and "# picked after" in text
+    data = yaml.safe_load(text)
+    assert data["memory"]["provider"] == "cmms" and data["memory"]["memory_enabled"] is True
+    assert data["plugins"]["enabled"] == ["disk-cleanup", "cmms"]
+    assert data["model"] == {"default": "gpt-5"}
+
+    lines = uninstall(home)
+    assert "restored memory.provider: holographic in config.yaml" in lines
+    assert config.read_text(encoding="utf-8") == COMMENTED_CONFIG
+    assert not (home / "plugins" / "cmms").exists()
+    assert not (home / "hooks" / "cmms-session-flush").exists()
+
+
+def test_uninstall_without_a_previous_provider_turns_memory_off(home):
+    install(home)
+    uninstall(home)
+    data = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    assert data["memory"] == {"provider": ""}
+    assert data["plugins"]["enabled"] == []
+
+
+def test_second_install_changes_nothing(home):
+    (home / "config.yaml").write_text(COMMENTED_CONFIG, encoding="utf-8")
+    install(home)
+    before = tree(home)
+    lines = install(home)
+    assert tree(home) == before
+    assert lines[0] == f"hermes-cmms is already installed in {home}: nothing to do."
+    assert lines[-1].startswith("Next step:")
+
+
+def test_dry_runs_write_nothing(home):
+    (home / "config.yaml").write_text(COMMENTED_CONFIG, encoding="utf-8")
+    before = tree(home)
+    lines = install(home, dry_run=True)
+    assert tree(home) == before
+    assert lines[0] == "Dry run: nothing is written."
+    assert "would set memory.provider: cmms in config.yaml (was holographic; uninstall restores it)" in lines
+
+    install(home)
+    (home / "cmms").mkdir()
+    installed = tree(home)
+    lines = uninstall(home, purge=True, dry_run=True)
+    assert tree(home) == installed
+    assert f"would delete {home / 'cmms'}" in lines
+
+
+def test_uninstall_keeps_memories_unless_purged(home):
+    install(home)
+    open_session(home, "local:default", "s1")
+    lines = uninstall(home)
+    assert (home / "cmms" / "cmms.db").exists()
+    assert any(line.startswith("kept your memories in") for line in lines)
+
+    install(home)
+    lines = uninstall(home, purge=True)
+    assert f"deleted {home / 'cmms'}" in lines
+    assert not (home / "cmms").exists()
+
+
+def test_uninstall_where_nothing_is_installed_changes_nothing(home):
+    (home / "config.yaml").write_text(COMMENTED_CONFIG, encoding="utf-8")
+    before = tree(home)
+    assert uninstall(home) == [f"hermes-cmms is not installed in {home}: nothing to do."]
+    assert tree(home) == before
+
+
+def test_user_settings_survive_reinstall_and_go_only_with_purge(home):
+    install(home)
+    CmmsMemoryProvider().save_config({"recall_tokens": "300"}, str(home))
+    uninstall(home)
+    assert yaml.safe_load((home / "config.yaml").read_text())["memory"]["cmms"] == {"recall_tokens": "300"}
+    install(home)
+    uninstall(home, purge=True)
+    assert "cmms" not in yaml.safe_load((home / "config.yaml").read_text())["memory"]
+
+
+# -- unusable input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("memory:\n  provider: [oops\n", "is not valid YAML"),
+    ("plugins:\n  - a\n  - b\n", "config.yaml key 'plugins' holds"),
+    ("plugins:\n  enabled: 3\n", "config.yaml key plugins.enabled holds 3"),
+])
+def test_unusable_config_is_refused_before_anything_is_written(home, text, fragment):
+    (home / "config.yaml").write_text(text, encoding="utf-8")
+    before = tree(home)
+    with pytest.raises(InvalidInput) as error:
+        install(home)
+    assert fragment in str(error.value) and "\n" not in str(error.value)
+    assert tree(home) == before
+
+
+def test_a_file_is_not_a_hermes_home(tmp_path):
+    (tmp_path / "home").write_text("")
+    with pytest.raises(InvalidInput, match="is a file, not a directory"):
+        install(tmp_path / "home")
