@@ -14,7 +14,7 @@ from .indexer import MAX_EMBED_CHARS, Indexer
 from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, rank
 from .store import NewMemory, Store
-from .text import clean
+from .text import clean, clean_key
 from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -39,9 +39,10 @@ class MemoryService:
     def retain_turn(self, scope: str, session_id: str, user: str, assistant: str,
                     source: str = "hermes") -> list[str]:
         """Store one conversation turn verbatim; durable when this returns."""
+        scope, session_id = _scope(scope), clean_key(session_id or "")
         items = [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source)
                  for role, text in (("user", user), ("assistant", assistant))
-                 if isinstance(text, str) and text.strip()]
+                 if isinstance(text, str) and clean(text).strip()]
         if not items:
             return []
         return self._retain(scope, session_id, items, turn_of=(scope, session_id))
@@ -49,21 +50,22 @@ class MemoryService:
     def remember(self, scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
                  tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None) -> str:
         """Store one explicit memory (a note, an observation); return its id."""
-        if not isinstance(content, str) or not content.strip():
+        if not isinstance(content, str) or not clean(content).strip():
             raise InvalidInput("Memory content must be a non-empty string.")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"Memory content is {len(content):,} characters; the limit is "
                                f"{MAX_CONTENT_CHARS:,}.")
+        scope, session_id = _scope(scope), clean_key(session_id) if session_id else None
         item = NewMemory(scope=scope, content=content, kind=kind, tier=tier, tags=tuple(tags),
                          source=source, session_id=session_id)
         return self._retain(scope, session_id, [item], turn_of=None)[0]
 
     def _retain(self, scope: str, session_id: Optional[str], items: list[NewMemory],
                 turn_of: Optional[tuple[str, str]]) -> list[str]:
-        _check_scope(scope)
         for item in items:
             text = clean(item.content)[:MAX_CONTENT_CHARS]
             item.content = run_redactors(self.pm, text, scope)
+            item.tags = tuple(run_redactors(self.pm, clean(str(tag)), scope) for tag in item.tags)
         results = self.pm.hook.retain(service=self, scope=scope, session_id=session_id,
                                       items=items, turn_of=turn_of)
         self.indexer.notify()
@@ -71,8 +73,8 @@ class MemoryService:
 
     def forget(self, scope: str, memory_id: str) -> None:
         """Delete a memory from the store and every index; UnknownMemory if not in `scope`."""
-        _check_scope(scope)
-        if not isinstance(memory_id, str) or not self.store.delete(scope, memory_id):
+        scope = _scope(scope)
+        if not isinstance(memory_id, str) or not self.store.delete(scope, clean_key(memory_id)):
             raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
         self.indexer.notify()
 
@@ -80,9 +82,11 @@ class MemoryService:
 
     def search(self, scope: str, query: str, limit: int = 30) -> list[Hit]:
         """Hybrid search inside one scope, best first."""
-        _check_scope(scope)
+        scope = _scope(scope)
         if not isinstance(query, str):
             raise InvalidInput("The query must be a string.")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInput(f"The result limit must be a positive whole number, not {limit!r}.")
         query = clean(query)
         if not query.strip():
             return []
@@ -115,7 +119,7 @@ class MemoryService:
 
     def flush_session(self, scope: str, session_id: str) -> None:
         """Session boundary: idempotent, safe to call any number of times."""
-        self.pm.hook.session_flush(service=self, scope=scope, session_id=session_id)
+        self.pm.hook.session_flush(service=self, scope=_scope(scope), session_id=clean_key(session_id))
 
     def flush_open_sessions(self, scope: Optional[str] = None, session_id: Optional[str] = None) -> int:
         """Flush every unflushed session matching the filters; return how many."""
@@ -143,9 +147,11 @@ class MemoryService:
         self.store.close()
 
 
-def _check_scope(scope: str) -> None:
+def _scope(scope: str) -> str:
+    """The scope as stored; InvalidInput unless it is a non-empty string."""
     if not isinstance(scope, str) or not scope.strip():
         raise InvalidInput("A scope must be a non-empty string.")
+    return clean_key(scope)
 
 
 _shared: dict[tuple, list] = {}  # key -> [service, users]

@@ -30,6 +30,17 @@ def clean(text: str) -> str:
     return text
 
 
+def clean_key(text: str) -> str:
+    """Make an identifier (scope, session id, memory id) storable; distinct inputs stay distinct."""
+    if not isinstance(text, str):
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def terms(text: str, limit: int = 32) -> list[str]:
     """Distinct lower-cased content words of `text`, in order, stopwords removed."""
     seen: dict[str, None] = {}

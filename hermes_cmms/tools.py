@@ -31,6 +31,10 @@ TOOL_SCHEMAS = [
 ]
 
 
+KIND_NAMES = {str: "a string", int: "a whole number", list: "a list", dict: "an object",
+              bool: "a boolean", float: "a number"}
+
+
 def _arg(args: Any, name: str, kind: type, required: bool = False, default: Any = None) -> Any:
     if not isinstance(args, dict):
         raise InvalidInput("Tool arguments must be a JSON object.")
@@ -40,7 +44,8 @@ def _arg(args: Any, name: str, kind: type, required: bool = False, default: Any 
             raise InvalidInput(f"Missing required argument {name!r}.")
         return default
     if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        raise InvalidInput(f"Argument {name!r} must be a {kind.__name__}, not {type(value).__name__}.")
+        given = KIND_NAMES.get(type(value), type(value).__name__)
+        raise InvalidInput(f"Argument {name!r} must be {KIND_NAMES[kind]}, not {given}.")
     return value
 
 
@@ -58,15 +63,15 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
         query = _arg(args, "query", str, required=True)
         limit = _arg(args, "limit", int, default=8)
         if not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise InvalidInput(f"'query' must hold 1 to {MAX_QUERY_CHARS:,} characters.")
+            raise InvalidInput(f"Argument 'query' must hold 1 to {MAX_QUERY_CHARS:,} characters.")
         if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"'limit' must be between 1 and {MAX_LIMIT}, not {limit}.")
+            raise InvalidInput(f"Argument 'limit' must be between 1 and {MAX_LIMIT}, not {limit}.")
         return {"results": [_hit(h) for h in service.search(scope, query, limit)]}
     if name == "cmms_remember":
         content = _arg(args, "content", str, required=True)
         tags = _arg(args, "tags", list, default=[])
         if not all(isinstance(t, str) for t in tags):
-            raise InvalidInput("'tags' must be a list of strings.")
+            raise InvalidInput("Argument 'tags' must be a list of strings.")
         memory_id = service.remember(scope, content, tags=tags, source="hermes:cmms_remember",
                                      session_id=session_id or None)
         return {"stored": True, "id": memory_id}
