@@ -1,0 +1,109 @@
+"""Secrets are redacted before anything is stored; ordinary text is stored as written."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hermes_cmms.redact import redact_text
+
+SCOPE = "test:redact"
+
+# (label, text, secret): `secret` must not survive anywhere in the database files.
+SECRETS = [
+    ("openai-key", "staging key sk-proj-Ab12Cd34Ef56Gh78Ij90KlMnOp for the deploy", "Ab12Cd34Ef56Gh78Ij90KlMnOp"),
+    ("openai-key", "OPENAI_API_KEY=sk-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe", "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe"),
+    ("github-token", "use ghp_AbCdEf0123456789GhIjKlMnOpQrStUvWx12 to push", "AbCdEf0123456789GhIjKlMnOpQrStUvWx12"),
+    ("github-token", "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz expires Friday",
+     "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz"),
+    ("aws-access-key", "the access key id is AKIAQ3EGTWXMPLZ7RK4N in us-east-1", "AKIAQ3EGTWXMPLZ7RK4N"),
+    ("aws-secret-key", "aws_secret_access_key = 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",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq9Lm2Pq8T"),
+    ("aws-secret-key", "my aws secret key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq9Lm2Pq8T ok",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq9Lm2Pq8T"),
+    ("bearer-token", 'curl -H "Authorization: Bearer a8f5f167f44f4964e6c998dee827110c" https://api',
+     "a8f5f167f44f4964e6c998dee827110c"),
+    ("private-key", "here it is\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU"
+     "\nQyNTUxOQAAACDx7Kp\n-----END OPENSSH PRIVATE KEY-----\nthanks", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"),
+    ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQ (pasted half)",
+     "MIIEowIBAAKCAQEAq7BFUpkGp3"),
+    ("password", "db settings: password=Hunter2Hunter2 host=db1", "Hunter2Hunter2"),
+    ("password", 'PASSWORD: "correct horse battery staple"', "correct horse battery staple"),
+    ("password", "My password is Tr0ub4dor&3, don't tell anyone", "Tr0ub4dor&3"),
+    ("password", "the wifi passphrase was: zebra-mango-91", "zebra-mango-91"),
+    ("jwt", "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9P",
+     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9P"),
+    ("slack-token", "bot token xoxb-2048-1234567890-AbCdEfGhIjKl", "1234567890-AbCdEfGhIjKl"),
+    ("url-password", "DATABASE_URL=postgres://app:s3cr3tPw0rd@db.internal:5432/app", "s3cr3tPw0rd"),
+]
+
+ORDINARY = [
+    "I know the template is temporary",
+    "skip this",
+    "the password field is empty",
+    "The password is incorrect, please reset it",
+    "Your password was changed yesterday",
+    "The password policy requires 12 characters",
+    "task-based scheduling is the approach we picked",
+    "He is the bearer of good news",
+    "Bearer tokens go in the Authorization header",
+    "Use the AWS console in eu-west-1",
+    "See https://example.com/docs:intro for details",
+    "Ask about the secret ingredient: nutmeg",
+    "ratio 3:2, sk-8 is a shoe size",
+]
+
+
+def _db_bytes(home: Path) -> bytes:
+    data = home / "cmms"
+    return b"".join(p.read_bytes() for p in data.glob("cmms.db*"))
+
+
+def _sql(home: Path, query: str, *params) -> list:
+    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
+        return conn.execute(query, params).fetchall()
+
+
+@pytest.mark.parametrize("label,text,secret", SECRETS, ids=[f"{s[0]}-{i}" for i, s in enumerate(SECRETS)])
+def test_secret_is_redacted_before_storage(keyword_service, home, label, text, secret):
+    memory_id = keyword_service.remember(SCOPE, text)
+    stored = keyword_service.store.get([memory_id], SCOPE)[memory_id].content
+    assert secret not in stored
+    assert f"[REDACTED:{label}]" in stored
+    assert _sql(home, "SELECT count(*) FROM memories WHERE instr(content, ?)", secret) == [(0,)]
+    assert _sql(home, "SELECT count(*) FROM memories_fts WHERE instr(content, ?)", secret) == [(0,)]
+    assert _sql(home, "SELECT count(*) FROM memories_fts") == [(1,)]
+    assert secret.encode() not in _db_bytes(home)  # nowhere: no shadow table, no WAL frame
+
+
+def test_redaction_keeps_the_words_around_the_secret(keyword_service):
+    memory_id = keyword_service.remember(SCOPE, "staging key sk-proj-Ab12Cd34Ef56Gh78Ij90KlMnOp for the deploy")
+    stored = keyword_service.store.get([memory_id], SCOPE)[memory_id].content
+    assert stored == "staging key [REDACTED:openai-key] for the deploy"
+    assert [h.memory.id for h in keyword_service.search(SCOPE, "staging deploy")] == [memory_id]
+
+
+def test_turns_tags_and_every_role_are_redacted(keyword_service, home):
+    ids = keyword_service.retain_turn(SCOPE, "s1", "my password is Hunter2Hunter2",
+                                      "Saved; your token ghp_AbCdEf0123456789GhIjKlMnOpQrStUvWx12 too")
+    rows = keyword_service.store.get(ids, SCOPE)
+    assert sorted(m.content for m in rows.values()) == [
+        "Saved; your token [REDACTED:github-token] too", "my password is [REDACTED:password]"]
+    note = keyword_service.remember(SCOPE, "deploy notes", tags=["prod", "password=Hunter2Hunter2"])
+    assert json.loads(keyword_service.store.get([note], SCOPE)[note].tags) == [
+        "prod", "password=[REDACTED:password]"]
+    data = _db_bytes(home)
+    assert b"Hunter2Hunter2" not in data and b"GhIjKlMnOpQrStUvWx12" not in data
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_stored_unchanged(keyword_service, text):
+    memory_id = keyword_service.remember(SCOPE, text)
+    assert keyword_service.store.get([memory_id], SCOPE)[memory_id].content == text
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_passes_the_redactor_unchanged(text):
+    assert redact_text(text) == text

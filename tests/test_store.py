@@ -1,0 +1,160 @@
+"""The SQL store: migrations, schema, WAL, and the FTS5 index kept in sync with the rows."""
+from __future__ import annotations
+
+import sqlite3
+
+from sqlalchemy import inspect, text
+
+from hermes_cmms import _migrations
+from hermes_cmms.models import ConversationSession, Memory, Outbox, SchemaMigration
+from hermes_cmms.store import NewMemory, Store
+
+MODELS = (Memory, ConversationSession, Outbox, SchemaMigration)
+EXPECTED_MIGRATIONS = ["0001_initial", "0001_fts5_memories"]
+SCOPE = "test:store"
+
+
+def _url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'cmms.db'}"
+
+
+def _sql(path, query, *params):
+    with sqlite3.connect(path) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def _fts_rows(service, seq: int) -> list:
+    with service.store.read() as conn:
+        return conn.execute(text("SELECT content FROM memories_fts WHERE rowid = :s"), {"s": seq}).all()
+
+
+def _seq(service, memory_id: str) -> int:
+    with service.store.read() as conn:
+        return conn.execute(text("SELECT seq FROM memories WHERE id = :i"), {"i": memory_id}).scalar_one()
+
+
+# -- schema and migrations ------------------------------------------------------------------
+
+
+def test_blank_database_migrates_to_the_models_schema(tmp_path):
+    store = Store(_url(tmp_path))
+    try:
+        inspector = inspect(store.engine)
+        for model in MODELS:
+            table = model.__table__
+            columns = {c["name"]: c for c in inspector.get_columns(table.name)}
+            assert set(columns) == set(table.columns.keys()), table.name
+            for column in table.columns:
+                if column.primary_key:  # SQLite reports an INTEGER PRIMARY KEY (rowid) as nullable
+                    continue
+                assert columns[column.name]["nullable"] == column.nullable, (table.name, column.name)
+            primary = inspector.get_pk_constraint(table.name)["constrained_columns"]
+            assert sorted(primary) == sorted(c.name for c in table.primary_key), table.name
+        tables = set(inspector.get_table_names())
+        ours = {m.__table__.name for m in MODELS} | {"memories_fts"}
+        extra = {t for t in tables - ours
+                 if not t.startswith("memories_fts_") and t != "sqlite_sequence"}
+        assert extra == set()
+    finally:
+        store.close()
+
+
+def test_migrations_are_recorded_by_name_and_reopening_applies_nothing(tmp_path):
+    path = tmp_path / "cmms.db"
+    Store(_url(tmp_path)).close()
+    first = _sql(path, "SELECT name, applied_at FROM schema_migrations ORDER BY rowid")
+    assert [name for name, _ in first] == EXPECTED_MIGRATIONS
+
+    store = Store(_url(tmp_path))
+    try:
+        assert _sql(path, "SELECT name, applied_at FROM schema_migrations ORDER BY rowid") == first
+        with store.write() as conn:
+            assert _migrations.apply(conn, _migrations.CORE_MIGRATIONS + store.keyword.migrations) == []
+    finally:
+        store.close()
+
+
+def test_reopening_keeps_rows_and_their_keyword_index(tmp_path):
+    path = tmp_path / "cmms.db"
+    store = Store(_url(tmp_path))
+    [memory_id] = store.add([NewMemory(scope=SCOPE, content="The lighthouse keeper likes marmalade")])
+    store.close()
+
+    store = Store(_url(tmp_path))
+    try:
+        assert [m for m, _ in store.keyword_search(SCOPE, "marmalade", 5)] == [memory_id]
+        assert _sql(path, "SELECT count(*) FROM memories_fts") == [(1,)]
+    finally:
+        store.close()
+
+
+def test_database_runs_in_wal_mode(tmp_path):
+    store = Store(_url(tmp_path))
+    try:
+        with store.read() as conn:
+            assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+    finally:
+        store.close()
+    # WAL is a property of the file: a plain connection sees it too.
+    assert _sql(tmp_path / "cmms.db", "PRAGMA journal_mode") == [("wal",)]
+
+
+def test_turns_are_numbered_per_session(tmp_path):
+    store = Store(_url(tmp_path))
+    try:
+        for _ in range(3):
+            store.add([NewMemory(scope=SCOPE, content="u", role="user", session_id="s1"),
+                       NewMemory(scope=SCOPE, content="a", role="assistant", session_id="s1")],
+                      turn_of=(SCOPE, "s1"))
+        store.add([NewMemory(scope=SCOPE, content="other", session_id="s2")], turn_of=(SCOPE, "s2"))
+        rows = _sql(tmp_path / "cmms.db",
+                    "SELECT session_id, turn, count(*) FROM memories GROUP BY 1, 2 ORDER BY 1, 2")
+        assert rows == [("s1", 1, 2), ("s1", 2, 2), ("s1", 3, 2), ("s2", 1, 1)]
+        assert store.counts()["outbox"] == 7
+    finally:
+        store.close()
+
+
+# -- keyword index stays in sync --------------------------------------------------------------
+
+
+def test_keyword_index_follows_insert_update_and_delete(keyword_service):
+    svc = keyword_service
+    memory_id = svc.remember(SCOPE, "Grandma's recipe uses cardamom and saffron")
+    seq = _seq(svc, memory_id)
+    assert _fts_rows(svc, seq) == [("Grandma's recipe uses cardamom and saffron",)]
+    assert [h.memory.id for h in svc.search(SCOPE, "cardamom")] == [memory_id]
+
+    with svc.store.write() as conn:  # the update trigger: the index follows the row
+        conn.execute(text("UPDATE memories SET content = 'Grandma uses nutmeg' WHERE id = :i"),
+                     {"i": memory_id})
+    assert svc.search(SCOPE, "cardamom") == []
+    assert [h.memory.id for h in svc.search(SCOPE, "nutmeg")] == [memory_id]
+
+    svc.forget(SCOPE, memory_id)
+    assert _fts_rows(svc, seq) == []
+    assert svc.search(SCOPE, "nutmeg") == []
+    assert svc.store.get([memory_id], SCOPE) == {}
+
+
+def test_keyword_search_stays_inside_the_scope(keyword_service):
+    mine = keyword_service.remember(SCOPE, "The spare key is under the blue flowerpot")
+    keyword_service.remember("test:other", "The spare key is under the red flowerpot")
+    assert [m for m, _ in keyword_service.store.keyword_search(SCOPE, "flowerpot", 10)] == [mine]
+
+
+def test_forgotten_memory_leaves_the_vector_index(service):
+    keep = service.remember(SCOPE, "The boat is moored at pier seven")
+    gone = service.remember(SCOPE, "My allergy is to hazelnuts")
+    assert service.indexer.drain(30)
+    hits = {h.memory.id: h for h in service.search(SCOPE, "what am I allergic to")}
+    assert hits[gone].vector_rank is not None  # found by the vector index before forgetting
+
+    service.forget(SCOPE, gone)
+    assert service.indexer.drain(30)
+    found = service.indexer.vectors._collection(SCOPE, create=False).get(ids=[gone, keep])["ids"]
+    assert found == [keep]
+    hits = {h.memory.id: h for h in service.search(SCOPE, "allergy hazelnuts")}
+    assert gone not in hits
+    assert hits[keep].vector_rank is not None
+    assert service.store.counts()["outbox"] == 0
