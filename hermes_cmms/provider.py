@@ -139,8 +139,15 @@ class CmmsMemoryProvider(MemoryProvider):
             self.service.flush_session(self.scope, old)
 
     def shutdown(self) -> None:
+        # Hermes drains its sync queue before calling this, so the last turn is stored by now
+        # (on_session_end can race it, e.g. under `hermes -z`): flush once more, then let go.
         service, self.service = self.service, None
-        if service is not None:
+        if service is None:
+            return
+        try:
+            if self.session_id:
+                service.flush_session(self.scope, self.session_id)
+        finally:
             engine.release(service)
 
     # -- tools ----------------------------------------------------------------------------

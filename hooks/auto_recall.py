@@ -8,4 +8,4 @@ from .specs import hookimpl
 def recall(service, scope, query, budget_tokens):
     from hermes_cmms.recall import render
 
-    return render(service.search(scope, query), budget_tokens)
+    return render(service.search(scope, query), budget_tokens, query)

@@ -1,0 +1,117 @@
+"""The `hermes-cmms` command: a thin skin over the engine and the installer."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Optional, Sequence
+
+from .errors import CmmsError
+
+
+def _service(args):
+    from .config import Settings
+    from .service import MemoryService
+
+    return MemoryService(Settings.load(args.hermes_home))
+
+
+def cmd_install(args) -> int:
+    from .config import hermes_home
+    from .install import install, uninstall
+
+    home = hermes_home(args.hermes_home)
+    lines = (uninstall(home, purge=args.purge, dry_run=args.dry_run) if args.uninstall
+             else install(home, dry_run=args.dry_run))
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_status(args) -> int:
+    service = _service(args)
+    try:
+        service.indexer.ready.wait(30)
+        status = service.status()
+    finally:
+        service.close(drain_timeout=0)
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        for key, value in status.items():
+            print(f"{key:>12}: {value}")
+    return 0
+
+
+def cmd_search(args) -> int:
+    from .tools import call_tool
+
+    service = _service(args)
+    try:
+        result = call_tool(service, args.scope, "cmms_recall", {"query": args.query, "limit": args.limit})
+    finally:
+        service.close(drain_timeout=0)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    for hit in result["results"]:
+        print(f"{hit['id']}  {hit['date'][:10]}  {hit['role'] or hit['kind']:<9} {hit['content'][:200]}")
+    if not result["results"]:
+        print(f"No memories match {args.query!r} in scope {args.scope!r}.")
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import run_checks
+
+    failed = False
+    for level, name, detail in run_checks(args.hermes_home):
+        print(f"{level:<4} {name}: {detail}")
+        failed = failed or level == "FAIL"
+    return 1 if failed else 0
+
+
+def cmd_plugins(args) -> int:
+    from .plugins import describe, make_plugin_manager
+
+    for plugin in describe(make_plugin_manager()):
+        print(f"{plugin['name']}: {', '.join(plugin['hooks'])}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hermes-cmms", description="Composite Memory for Hermes Agent.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func: Callable, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--hermes-home", help="Hermes home directory (default: $HERMES_HOME or ~/.hermes)")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("install-hermes-plugin", cmd_install, "Install (or remove) the cmms provider in a Hermes home.")
+    p.add_argument("--dry-run", action="store_true", help="Show what would change, change nothing.")
+    p.add_argument("--uninstall", action="store_true", help="Remove the plugin and restore the previous provider.")
+    p.add_argument("--purge", action="store_true", help="With --uninstall: also delete the stored memories.")
+    p = add("status", cmd_status, "Show the store, its counts, the embedder in use and the index lag.")
+    p.add_argument("--json", action="store_true")
+    p = add("search", cmd_search, "Search memories of one scope.")
+    p.add_argument("query")
+    p.add_argument("--scope", default="local:default", help="Scope to search (default: local:default).")
+    p.add_argument("--limit", type=int, default=8)
+    p.add_argument("--json", action="store_true")
+    add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
+    add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CmmsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
