@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Callable, Optional, Sequence
 
-from .errors import CmmsError
+from .errors import CmmsError, InvalidInput
 
 
 def _service(args):
@@ -20,6 +20,8 @@ def cmd_install(args) -> int:
     from .config import hermes_home
     from .install import install, uninstall
 
+    if args.purge and not args.uninstall:
+        raise InvalidInput("--purge only makes sense with --uninstall.")
     home = hermes_home(args.hermes_home)
     lines = (uninstall(home, purge=args.purge, dry_run=args.dry_run) if args.uninstall
              else install(home, dry_run=args.dry_run))

@@ -26,7 +26,9 @@ def read(home: Path) -> CommentedMap:
     try:
         data = _yaml().load(path.read_text(encoding="utf-8"))
     except Exception as exc:  # noqa: BLE001 - ruamel raises many parser error types
-        raise InvalidInput(f"Cannot parse {path}: {exc}") from exc
+        mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+        where = f" ({problem} at line {mark.line + 1})" if mark is not None and problem else ""
+        raise InvalidInput(f"{path} is not valid YAML{where}.") from exc
     if data is None:
         return CommentedMap()
     if not isinstance(data, CommentedMap):
@@ -53,6 +55,8 @@ def edit(home: Path, change: Callable[[CommentedMap], None], dry_run: bool = Fal
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".yaml.cmms-tmp")
         tmp.write_text(after, encoding="utf-8")
+        if before:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep e.g. Hermes' 0600
         os.replace(tmp, path)
     return True
 

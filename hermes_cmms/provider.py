@@ -184,7 +184,13 @@ class CmmsMemoryProvider(MemoryProvider):
         hermes_config.edit(Path(hermes_home), change)
 
     def get_status_config(self, provider_config: Dict[str, Any]) -> Dict[str, Any]:
-        return dict(provider_config or {})
+        """The effective settings and where each comes from, for `hermes memory status`."""
+        try:
+            settings = Settings.load()
+        except CmmsError as exc:
+            return {"settings error": str(exc)}
+        return {name: f"{getattr(settings, name) or '(embedded)'}  [{settings.sources[name]}]"
+                for name in SETTINGS}
 
     def backup_paths(self) -> List[str]:
         settings = Settings.load()

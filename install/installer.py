@@ -197,12 +197,7 @@ def _read_config(home: Path) -> CommentedMap:
     try:
         return hermes_config.read(home)
     except InvalidInput as exc:
-        mark, problem = getattr(exc.__cause__, "problem_mark", None), getattr(exc.__cause__, "problem", None)
-        if mark is None or not problem:
-            raise
-        where = home / "config.yaml"
-        raise InvalidInput(f"{where} is not valid YAML ({problem} at line {mark.line + 1}); "
-                           "fix it and run the installer again.") from exc
+        raise InvalidInput(f"{exc} Fix it and run the installer again.") from exc
 
 
 # -- messages and checks ------------------------------------------------------------------
