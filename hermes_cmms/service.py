@@ -20,6 +20,7 @@ from .vectors import VectorIndex
 log = logging.getLogger(__name__)
 
 CANDIDATES = 50  # per retriever, before fusion
+VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at all
 EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
 MAX_CONTENT_CHARS = 10_000_000
 
@@ -101,7 +102,8 @@ class MemoryService:
             return []
         try:
             vector = indexer.embedder.embed([query[:MAX_EMBED_CHARS]])[0]
-            return [m for m, _ in indexer.vectors.query(scope, vector, CANDIDATES)]
+            found = indexer.vectors.query(scope, vector, CANDIDATES)
+            return [m for m, similarity in found if similarity >= VECTOR_FLOOR]
         except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
             log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
             return []

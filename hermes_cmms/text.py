@@ -16,7 +16,8 @@ own same she should so some such than that the their theirs them themselves then
 they this those through to too under until up very was we were what when where which while who
 whom why will with would you your yours yourself yourselves s t don didn doesn isn wasn ll ve re
 d m o y also ever much many let lets tell know get got like did does
-""".split())
+hi hello hey ok okay thanks thank yes yeah yep sure please lol haha hmm
+""".split())  # the last line: small talk, which should recall nothing by itself
 
 
 def clean(text: str) -> str:
