@@ -1,0 +1,27 @@
+"""The README's commands exist and the test command is the one CI runs."""
+import re
+from pathlib import Path
+
+from hermes_cmms.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+
+def test_every_cli_command_in_the_readme_exists():
+    shown = set(re.findall(r"^hermes-cmms ([a-z-]+)", README, re.M))
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    assert shown and shown <= set(subparsers.choices)
+
+
+def test_ci_runs_the_readme_test_command():
+    test_command = re.search(r"\*\*Test\*\*.*?```bash\n(.*?)\n```", README, re.S).group(1)
+    assert test_command.endswith("python -m pytest -q")
+    assert "python -m pytest -q" in (REPO / ".ci" / "run").read_text()
+
+
+def test_every_setting_in_the_readme_is_a_real_setting():
+    from hermes_cmms.config import SETTINGS
+
+    rows = set(re.findall(r"^\| `([a-z_]+)` \| `(CMMS_[A-Z_]+)`", README, re.M))
+    assert rows == {(name, env) for name, (env, _) in SETTINGS.items()}
