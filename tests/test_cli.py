@@ -1,0 +1,65 @@
+"""The hermes-cmms command line, run as a real subprocess."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes_cmms import MemoryService, Settings
+
+CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+
+
+def run(home, *args, **env):
+    import os
+
+    full_env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none", **env)
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env=full_env, timeout=120)
+
+
+def test_doctor_fails_before_install_and_passes_after(home):
+    before = run(home, "doctor")
+    assert before.returncode == 1
+    assert "FAIL plugin files" in before.stdout and "FAIL config" in before.stdout
+    assert run(home, "install-hermes-plugin").returncode == 0
+    after = run(home, "doctor")
+    assert after.returncode == 0, after.stdout
+    lines = after.stdout.splitlines()
+    assert {line.split()[0] for line in lines} <= {"ok", "warn"}
+    assert any(line.startswith("ok   database:") for line in lines)
+    assert any(line.startswith("warn embedder: none") for line in lines)  # CMMS_EMBEDDER=none
+
+
+def test_status_and_search_read_the_store(home):
+    svc = MemoryService(Settings.load(home, embedder="none"))
+    svc.retain_turn("local:default", "s1", "The boat is moored at Pier 9.", "Noted.")
+    svc.close()
+    status = json.loads(run(home, "status", "--json").stdout)
+    assert (status["memories"], status["sessions"], status["embedder"]) == (2, 1, "none (keyword-only)")
+    found = run(home, "search", "where is the boat moored", "--json")
+    assert [r["content"] for r in json.loads(found.stdout)["results"]][0] == "The boat is moored at Pier 9."
+    other = run(home, "search", "boat", "--scope", "user:telegram:7")
+    assert "No memories match 'boat' in scope 'user:telegram:7'." in other.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("search", "boat", "--limit", "0"), "'limit' must be between 1 and 50"),
+    (("install-hermes-plugin", "--purge"), "--purge only makes sense with --uninstall."),
+])
+def test_bad_input_is_one_clean_sentence(home, args, message):
+    result = run(home, *args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_setting_is_reported_not_raised(home):
+    result = run(home, "status", CMMS_RECALL_TOKENS="lots")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: Setting recall_tokens must be a whole number, not 'lots'."
+
+
+def test_plugins_lists_the_built_ins_and_their_hooks(home):
+    out = run(home, "plugins").stdout
+    assert "hermes_cmms.hooks.auto_recall: recall" in out
+    assert "hermes_cmms.redact: redact" in out

@@ -1,0 +1,122 @@
+"""Hermes lifecycle methods of the cmms provider, on a real store."""
+import json
+
+import pytest
+
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.provider import CmmsMemoryProvider
+
+
+def _provider(home, session="s1", **kw):
+    p = CmmsMemoryProvider()
+    p.initialize(session, hermes_home=str(home), platform="cli", agent_context="primary",
+                 agent_identity="default", **kw)
+    return p
+
+
+def _rows(home, scope="local:default"):
+    svc = MemoryService(Settings.load(home, embedder="none"))
+    try:
+        with svc.store.read() as conn:
+            return [dict(r._mapping) for r in conn.exec_driver_sql(
+                "SELECT kind, role, content, session_id, source FROM memories WHERE scope = ?", (scope,))]
+    finally:
+        svc.close()
+
+
+@pytest.fixture
+def kw_home(home, monkeypatch):
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
+    return home
+
+
+def test_delegation_after_shutdown_is_still_retained(kw_home):
+    p = _provider(kw_home)
+    p.shutdown()
+    p.on_delegation("Summarise the report", "The report says revenue grew 12%.", child_session_id="c1")
+    rows = _rows(kw_home)
+    assert [(r["kind"], r["source"]) for r in rows] == [("observation", "hermes:delegation")]
+    assert "revenue grew 12%" in rows[0]["content"]
+
+
+def test_memory_tool_writes_are_mirrored(kw_home):
+    p = _provider(kw_home)
+    p.on_memory_write("add", "user", "User prefers tea over coffee.", metadata={"write_origin": "assistant_tool"})
+    p.on_memory_write("remove", "user", "Something else.")
+    p.shutdown()
+    rows = _rows(kw_home)
+    assert [(r["kind"], r["content"], r["source"]) for r in rows] == [
+        ("note", "User prefers tea over coffee.", "hermes:memory-tool")]
+
+
+def test_queued_prefetch_is_used_only_for_the_same_query(kw_home):
+    p = _provider(kw_home)
+    p.sync_turn("I water the ferns every Sunday.", "Noted.", session_id="s1")
+    p.queue_prefetch("When do I water the ferns?")
+    queued = p._queued[2]
+    assert "ferns" in queued
+    p.sync_turn("The ferns moved to the balcony.", "Good idea.", session_id="s1")
+    assert p.prefetch("When do I water the ferns?") == queued  # precomputed answer for this query
+    fresh = p.prefetch("When do I water the ferns?")  # used once, then computed again
+    assert "balcony" in fresh and "balcony" not in queued
+    p.queue_prefetch("something about ferns")
+    assert "balcony" in p.prefetch("Where are the ferns now?")  # different query: not the queued one
+    p.shutdown()
+
+
+def test_pre_compress_recalls_for_the_latest_user_message(kw_home):
+    p = _provider(kw_home, session="old")
+    p.sync_turn("Our wifi password rotation happens on the first Monday.", "OK.", session_id="old")
+    p.on_session_switch("new", reset=True)
+    text = p.on_pre_compress([{"role": "user", "content": "When does the wifi rotation happen?"},
+                              {"role": "assistant", "content": "Let me check."}])
+    p.shutdown()
+    assert "first Monday" in text
+
+
+def test_session_switch_and_end_flush_idempotently(kw_home):
+    p = _provider(kw_home, session="a")
+    p.sync_turn("first", "one", session_id="a")
+    p.on_session_switch("b", reset=True)
+    assert p.service.store.unflushed_sessions() == []
+    p.sync_turn("second", "two", session_id="b")
+    p.on_session_end([])
+    p.on_session_end([])
+    assert p.service.store.unflushed_sessions() == []
+    p.sync_turn("late turn after end", "three", session_id="b")  # e.g. hermes -z race
+    assert p.service.store.unflushed_sessions() == [("local:default", "b")]
+    p.shutdown()  # flushes again once the last turn is in
+    svc = MemoryService(Settings.load(kw_home))
+    try:
+        assert svc.store.unflushed_sessions() == []
+    finally:
+        svc.close()
+
+
+def test_tool_schemas_do_not_depend_on_initialize_and_avoid_core_names():
+    from toolsets import _HERMES_CORE_TOOLS
+
+    names = [s["name"] for s in CmmsMemoryProvider().get_tool_schemas()]
+    assert names == ["cmms_recall", "cmms_remember", "cmms_forget"]
+    assert not set(names) & set(_HERMES_CORE_TOOLS)
+
+
+def test_remember_then_recall_then_forget_through_tools(kw_home):
+    p = _provider(kw_home)
+    stored = json.loads(p.handle_tool_call("cmms_remember", {"content": "The spare key is under the blue pot."}))
+    found = json.loads(p.handle_tool_call("cmms_recall", {"query": "where is the spare key"}))
+    assert [r["id"] for r in found["results"]] == [stored["id"]]
+    assert json.loads(p.handle_tool_call("cmms_forget", {"memory_id": stored["id"]})) == {
+        "forgotten": True, "id": stored["id"]}
+    assert json.loads(p.handle_tool_call("cmms_recall", {"query": "spare key"})) == {"results": []}
+    p.shutdown()
+
+
+def test_save_config_writes_memory_cmms_and_settings_read_it(home):
+    (home / "config.yaml").write_text("# my settings\nmemory:\n  provider: cmms\n")
+    CmmsMemoryProvider().save_config({"recall_tokens": "900", "embedder": "none"}, str(home))
+    text = (home / "config.yaml").read_text()
+    assert text.startswith("# my settings") and "cmms:" in text
+    settings = Settings.load(home)
+    assert (settings.recall_tokens, settings.embedder) == (900, "none")
+    assert settings.sources["recall_tokens"] == "config.yaml memory.cmms"
