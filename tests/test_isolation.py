@@ -75,8 +75,10 @@ def test_b_never_recalls_a(users):
     block = b.prefetch(query)
     assert "pineapple" not in block and "drawer" not in block
     results = _tool(b, "cmms_recall", query=query, limit=50)["results"]
-    assert results and all("pineapple" not in r["content"] for r in results)  # B finds only B's
     assert {r["content"] for r in results} <= {"I like climbing and tea", "Good to know."}
+    own = _tool(b, "cmms_recall", query=f"{query} Do I like climbing?", limit=50)["results"]
+    assert "I like climbing and tea" in {r["content"] for r in own}  # control: B finds B's own
+    assert all("pineapple" not in r["content"] for r in own)
     assert a_note in {r["id"] for r in _tool(a, "cmms_recall", query=query)["results"]}
 
 
