@@ -55,7 +55,8 @@ class SentenceTransformerEmbedder:
         self._model = SentenceTransformer(str(source), device="cpu", local_files_only=True)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors = self._model.encode(list(texts), batch_size=64, normalize_embeddings=True,
+        # encode() sorts by length; small batches pad less (16 measured ~2x faster than 64 here)
+        vectors = self._model.encode(list(texts), batch_size=16, normalize_embeddings=True,
                                      show_progress_bar=False, convert_to_numpy=True)
         return vectors.tolist()
 

@@ -19,6 +19,11 @@ from .models import ConversationSession, Memory, Outbox
 from .text import content_hash
 
 
+def _memory(row) -> Memory:
+    """A Memory from a row we wrote ourselves: no re-validation needed."""
+    return Memory.model_construct(**row._mapping)
+
+
 @dataclass
 class NewMemory:
     """What a caller hands the store to remember (already redacted and cleaned)."""
@@ -154,9 +159,10 @@ class Store:
         if not ids:
             return {}
         with self.read() as conn:
-            rows = conn.execute(select(Memory).where(Memory.scope == scope,
-                                                     Memory.id.in_(list(ids))))
-            return {row.id: Memory.model_validate(row._mapping) for row in rows}
+            # Look up by the unique id index alone (a scope filter in SQL tempts the planner into
+            # scanning the whole scope), then keep only this scope's rows.
+            rows = conn.execute(select(Memory).where(Memory.id.in_(list(ids))))
+            return {row.id: _memory(row) for row in rows if row.scope == scope}
 
     def keyword_search(self, scope: str, query: str, limit: int) -> list[tuple[str, float]]:
         with self.read() as conn:
@@ -166,7 +172,7 @@ class Store:
         with self.read() as conn:
             rows = conn.execute(select(Memory).where(Memory.scope == scope, Memory.state == "active")
                                 .order_by(Memory.created_at.desc()).limit(limit))
-            return [Memory.model_validate(row._mapping) for row in rows]
+            return [_memory(row) for row in rows]
 
     def unflushed_sessions(self, scope: Optional[str] = None,
                            session_id: Optional[str] = None) -> list[tuple[str, str]]:
