@@ -155,6 +155,8 @@ class CmmsMemoryProvider(MemoryProvider):
     def handle_tool_call(self, tool_name: str, args: Dict[str, Any], **kwargs: Any) -> str:
         if self.service is None:
             return json.dumps({"error": "cmms memory is not initialised."})
+        if not self.primary and tool_name != "cmms_recall":
+            return json.dumps({"error": "Memory is read-only in this agent; only the primary agent writes."})
         try:
             result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
         except CmmsError as exc:

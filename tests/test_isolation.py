@@ -114,6 +114,8 @@ def test_non_primary_context_writes_nothing(home, monkeypatch, context):
         other.sync_turn("cron system prompt: summarise the news", "Here is the news")
         other.on_memory_write("add", "memory", "User prefers cron summaries")
         other.on_delegation("Summarise", "Summary text")
+        refused = _tool(other, "cmms_remember", content="cron wants this remembered")
+        assert refused == {"error": "Memory is read-only in this agent; only the primary agent writes."}
         assert _rows(home, primary.scope) == before and len(before) == 2
         assert "primary turn" in other.prefetch("primary turn")  # it may still read
     finally:
