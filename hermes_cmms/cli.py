@@ -80,6 +80,34 @@ def cmd_plugins(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from . import bench
+
+    result = bench.run(args.suite, args.file, budget=args.budget, json_out=args.json,
+                       convs=getattr(args, "convs", ""), ks=getattr(args, "k", ""),
+                       limit=getattr(args, "limit", None))
+    bench.report(result)
+    return 0
+
+
+def _add_bench(sub) -> None:
+    bench = sub.add_parser("bench", help="Measure recall on LoCoMo or LongMemEval data.",
+                           description="Measure recall by driving the cmms provider as Hermes does, "
+                                       "one fresh temporary Hermes home per conversation.")
+    suites = bench.add_subparsers(dest="suite", required=True)
+    for name, help_text in (("locomo", "LoCoMo evidence recall (categories 1-4)."),
+                            ("longmemeval", "LongMemEval_S recall_any@k / recall_all@k.")):
+        p = suites.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("file", help="The benchmark data (JSON).")
+        p.add_argument("--budget", type=int, help="Recall token budget (default: the cmms setting, 600).")
+        p.add_argument("--json", metavar="OUT", help="Also write every figure to this JSON file.")
+        p.set_defaults(func=cmd_bench)
+    suites.choices["locomo"].add_argument("--convs", default="", help="Only these sample ids, comma-separated.")
+    lme = suites.choices["longmemeval"]
+    lme.add_argument("--k", default="1,3,5,10", help="Cut-offs for recall@k (default: 1,3,5,10).")
+    lme.add_argument("--limit", type=int, help="Only the first N answerable questions.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hermes-cmms", description="Composite Memory for Hermes Agent.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
+    _add_bench(sub)
     return parser
 
 

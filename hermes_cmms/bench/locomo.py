@@ -1,0 +1,169 @@
+"""LoCoMo evidence recall, measured exactly as ../shared/bench/locomo_recall.py measures it.
+
+Per conversation, in a fresh HERMES_HOME: every session is fed turn by turn (the first
+speaker is the user), each session is ended, the provider is shut down and a new one is
+opened (what was retained must survive a restart), then every question of categories 1-4
+is asked through prefetch(). An evidence turn is recalled when the first 60 normalised
+characters of its text are in the injected context. Totals weight each conversation by
+its number of questions, like the reference harness.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Optional, Sequence
+
+from .. import tokens
+from ..errors import InvalidInput
+from . import _drive
+from ._display import Table, progress
+
+CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial, unanswerable) has no evidence to recall
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_SESSION_KEY = re.compile(r"session_(\d+)")
+
+
+def run(path: str, budget: Optional[int] = None, convs: Sequence[str] = ()) -> dict:
+    """Benchmark every (or every named) conversation of a LoCoMo file; return the figures."""
+    samples = select(load(path), convs)
+    steps = sum(len(pairs) for s in samples for _, pairs in sessions(s)) + \
+        sum(len(questions(s)) for s in samples)
+    result = {"benchmark": "locomo", "file": str(path)}
+    with progress(steps, "locomo") as tick:
+        done = [run_conversation(sample, budget, tick, result) for sample in samples]
+    rows = [row for row, _ in done]
+    result.update(rows=rows, total=total(rows, [s for _, scored in done for s in scored]))
+    return result
+
+
+def load(path: str) -> list[dict]:
+    data = _drive.load_json(path)
+    if not isinstance(data, list) or not data:
+        raise InvalidInput(f"{path!r} is not a LoCoMo file: expected a non-empty list of samples.")
+    for i, sample in enumerate(data):
+        _check_sample(path, i, sample)
+    return data
+
+
+def _check_sample(path: str, i: int, sample: object) -> None:
+    where = f"{path!r} is not a LoCoMo file:"
+    conv = sample.get("conversation") if isinstance(sample, dict) else None
+    qa = sample.get("qa") if isinstance(sample, dict) else None
+    if not isinstance(conv, dict) or "speaker_a" not in conv or "sample_id" not in sample or \
+            not isinstance(qa, list) or not all(isinstance(q, dict) and "question" in q for q in qa):
+        raise InvalidInput(f"{where} sample {i} lacks sample_id, conversation.speaker_a "
+                           "or a qa list of questions.")
+    for key, turns in _session_items(conv):
+        if not isinstance(turns, list) or not all(_is_turn(t) for t in turns):
+            raise InvalidInput(f"{where} {sample['sample_id']} {key} is not a list of turns "
+                               "with speaker, text and dia_id.")
+
+
+def _is_turn(turn: object) -> bool:
+    return isinstance(turn, dict) and {"speaker", "text", "dia_id"} <= turn.keys()
+
+
+def select(samples: list[dict], convs: Sequence[str]) -> list[dict]:
+    known = {s["sample_id"] for s in samples}
+    unknown = [c for c in convs if c not in known]
+    if unknown:
+        raise InvalidInput(f"No conversation {unknown[0]!r} in the file; it has {', '.join(sorted(known))}.")
+    return [s for s in samples if not convs or s["sample_id"] in convs]
+
+
+def _session_items(conv: dict) -> list[tuple[str, list]]:
+    keys = [k for k in conv if _SESSION_KEY.fullmatch(k)]
+    return [(k, conv[k]) for k in sorted(keys, key=lambda k: int(k.split("_")[1]))]
+
+
+def sessions(sample: dict) -> list[tuple[str, list[_drive.Pair]]]:
+    """(session id, turn pairs) per session, in order; the first speaker is the user."""
+    conv = sample["conversation"]
+    return [(f"{sample['sample_id']}-{key}",
+             _drive.pair_up([(t["speaker"] == conv["speaker_a"], line(t), t["dia_id"]) for t in turns]))
+            for key, turns in _session_items(conv)]
+
+
+def line(turn: dict) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    return text + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+
+
+def questions(sample: dict) -> list[tuple[dict, list[str]]]:
+    """The scored questions with their evidence turn ids (categories 1-4, known evidence only)."""
+    dia = dialogue(sample)
+    out = []
+    for qa in sample["qa"]:
+        evidence = [e.strip() for e in qa.get("evidence", []) if e.strip() in dia]
+        if qa.get("category") != 5 and evidence:
+            out.append((qa, evidence))
+    return out
+
+
+def dialogue(sample: dict) -> dict[str, dict]:
+    return {t["dia_id"]: t for _, turns in _session_items(sample["conversation"]) for t in turns}
+
+
+def run_conversation(sample: dict, budget: Optional[int], tick, result: dict) -> tuple[dict, list]:
+    name = sample["sample_id"]
+    with _drive.fresh_home(budget) as home:
+        ingest_s = _drive.ingest(home, sessions(sample), tick)
+        provider = _drive.open_provider(home, f"{name}-questions")
+        try:
+            result.setdefault("budget", provider.settings.recall_tokens)
+            dia = dialogue(sample)
+            scored = [ask(provider, f"{name}-questions", qa, ev, dia, tick)
+                      for qa, ev in questions(sample)]
+            result.setdefault("embedder", _drive.embedder_name(provider))
+        finally:
+            provider.shutdown()
+    return conversation_row(name, scored, ingest_s), scored
+
+
+def ask(provider, session_id: str, qa: dict, evidence: list[str], dia: dict, tick) -> dict:
+    context, ms = _drive.prefetch(provider, qa["question"], session_id)
+    tick("questions")
+    found = _drive.norm(context)
+    got = [_drive.evidence_in(found, dia[e]["text"]) for e in evidence]
+    return {"category": qa.get("category"), "got": got, "tokens": tokens.count(context), "ms": ms}
+
+
+def conversation_row(name: str, scored: list[dict], ingest_s: float) -> dict:
+    return {"conv": name, **recall_of(scored),
+            "tokens": statistics.mean(s["tokens"] for s in scored) if scored else 0,
+            "ingest_s": ingest_s, **_drive.latency([s["ms"] for s in scored]),
+            "by_category": by_category(scored)}
+
+
+def recall_of(scored: list[dict]) -> dict:
+    evidence = sum(len(s["got"]) for s in scored)
+    return {"questions": len(scored), "evidence": evidence,
+            "ev_recall": _drive.ratio(sum(sum(s["got"]) for s in scored), evidence),
+            "all_hit": _drive.ratio(sum(all(s["got"]) for s in scored), len(scored))}
+
+
+def by_category(scored: list[dict]) -> dict:
+    return {str(c): recall_of([s for s in scored if s["category"] == c]) for c in CATEGORIES}
+
+
+def total(rows: list[dict], scored: list[dict]) -> dict:
+    """Conversation rows combined the reference harness' way (weighted by questions);
+    per-category figures pool every question of that category."""
+    n = sum(r["questions"] for r in rows)
+    weighted = {key: _drive.ratio(sum(r[key] * r["questions"] for r in rows), n)
+                for key in ("ev_recall", "all_hit", "tokens")}
+    return {"convs": len(rows), "questions": n, "evidence": sum(r["evidence"] for r in rows),
+            **weighted, "ingest_s": sum(r["ingest_s"] for r in rows),
+            "p50_ms": statistics.median([r["p50_ms"] for r in rows]) if rows else 0,
+            "p95_ms": max([r["p95_ms"] for r in rows], default=0), "by_category": by_category(scored)}
+
+
+def tables(result: dict) -> list[Table]:
+    keys = ("questions", "ev_recall", "all_hit", "tokens", "ingest_s", "p50_ms", "p95_ms")
+    conv_rows = [[r["conv"], *(r[k] for k in keys)] for r in result["rows"]]
+    conv_rows.append(["total", *(result["total"][k] for k in keys)])
+    cat_rows = [[f"{c} {CATEGORY_NAMES[int(c)]}", v["questions"], v["evidence"], v["ev_recall"], v["all_hit"]]
+                for c, v in result["total"]["by_category"].items()]
+    title = f"LoCoMo evidence recall, budget {result.get('budget')} tokens, embedder {result.get('embedder')}"
+    return [(title, ["conv", *keys], conv_rows),
+            ("By category", ["category", "questions", "evidence", "ev_recall", "all_hit"], cat_rows)]

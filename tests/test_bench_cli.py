@@ -1,0 +1,170 @@
+"""`hermes-cmms bench`, run as a real subprocess on tiny fixtures whose figures are known.
+
+The fixtures are built so keyword search (CMMS_EMBEDDER=none) must find some evidence and
+cannot find the rest (no word in common with the question), so every expected figure below
+follows from the scoring rules alone; a scoring mistake changes at least one of them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED
+
+CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+DATA = Path(__file__).parent / "data"
+REFERENCE = SHARED / "bench" / "locomo_recall.py"
+
+
+def bench(tmp_path, *args, embedder="none"):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
+    env.update(HERMES_HOME=str(tmp_path / "unused_home"), **({"CMMS_EMBEDDER": embedder} if embedder else {}))
+    return subprocess.run([CLI, "bench", *args], capture_output=True, text=True, env=env, timeout=240)
+
+
+def run_json(tmp_path, *args, **kwargs) -> dict:
+    out = tmp_path / "result.json"
+    done = bench(tmp_path, *args, "--json", str(out), **kwargs)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def levels(figures: dict, level: str) -> dict:
+    return {k: v for k, v in figures[level].items() if k != "questions"}
+
+
+def at(any_by_k, all_by_k):
+    return {f"recall_{kind}@{k}": float(v) for k, a, b in zip((1, 3, 5, 10), any_by_k, all_by_k)
+            for kind, v in (("any", a), ("all", b))}
+
+
+# Per question (keyword-only): q1 finds its one gold turn first; q2 has two gold sessions and
+# finds one at rank 1 and both by rank 2; q3's gold shares no word with the question; q4's
+# gold session is found through another turn, its gold turn is not.
+EXPECTED_SESSION = {"lme_q1": at([1] * 4, [1] * 4), "lme_q2": at([1] * 4, [0, 1, 1, 1]),
+                    "lme_q3": at([0] * 4, [0] * 4), "lme_q4": at([1] * 4, [1] * 4)}
+EXPECTED_TURN = {"lme_q1": at([1] * 4, [1] * 4), "lme_q2": at([1] * 4, [0, 1, 1, 1]),
+                 "lme_q3": at([0] * 4, [0] * 4), "lme_q4": at([0] * 4, [0] * 4)}
+EXPECTED_IN_CONTEXT = {"lme_q1": (1, 1), "lme_q2": (2, 2), "lme_q3": (1, 0), "lme_q4": (1, 0)}
+
+
+def test_longmemeval_scores_the_fixture_exactly(tmp_path):
+    result = run_json(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"))
+
+    assert (result["skipped_abstention"], result["k"], result["budget"]) == (1, [1, 3, 5, 10], 600)
+    assert result["embedder"] == "none (keyword-only)"
+    rows = {r["question_id"]: r for r in result["rows"]}
+    assert list(rows) == ["lme_q1", "lme_q2", "lme_q3", "lme_q4"]  # lme_q5_abs skipped
+    assert {q: r["session"] for q, r in rows.items()} == EXPECTED_SESSION
+    assert {q: r["turn"] for q, r in rows.items()} == EXPECTED_TURN
+    assert {q: (r["evidence"], r["evidence_found"]) for q, r in rows.items()} == EXPECTED_IN_CONTEXT
+    assert rows["lme_q2"]["retrieved_sessions"] == ["answer_q2_a", "answer_q2_b"]
+    assert rows["lme_q3"]["retrieved_sessions"] == ["q3_noise"]
+
+    total = result["total"]
+    assert total["questions"] == total["session"]["questions"] == total["turn"]["questions"] == 4
+    assert levels(total, "session") == at([0.75] * 4, [0.5, 0.75, 0.75, 0.75])
+    assert levels(total, "turn") == at([0.5] * 4, [0.25, 0.5, 0.5, 0.5])
+    assert (total["evidence"], total["ev_recall"], total["all_hit"]) == (5, 0.6, 0.5)
+    assert total["tokens"] == pytest.approx(sum(r["tokens"] for r in rows.values()) / 4)
+    assert 0 < total["p50_ms"] <= total["p95_ms"] and total["ingest_s"] > 0
+    by_type = result["by_type"]
+    assert {t: v["questions"] for t, v in by_type.items()} == {"multi-session": 1, "single-session-user": 3}
+    assert by_type["single-session-user"]["session"]["recall_any@1"] == pytest.approx(2 / 3)
+
+
+def test_longmemeval_k_and_budget_options(tmp_path):
+    result = run_json(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"),
+                      "--k", "2,1", "--budget", "30", "--limit", "2")
+    assert (result["k"], result["budget"]) == ([1, 2], 30)
+    assert [r["question_id"] for r in result["rows"]] == ["lme_q1", "lme_q2"]
+    assert result["rows"][1]["session"] == {"recall_any@1": 1.0, "recall_all@1": 0.0,
+                                            "recall_any@2": 1.0, "recall_all@2": 1.0}
+    assert all(r["tokens"] <= 30 for r in result["rows"])
+
+
+def test_longmemeval_with_the_default_embedder(tmp_path):
+    started = time.monotonic()
+    result = run_json(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"), embedder=None)
+    assert time.monotonic() - started < 60
+    assert "keyword-only" not in result["embedder"]
+    rows = {r["question_id"]: r for r in result["rows"]}
+    # Vectors only add candidates, so the deepest cut-off finds at least what keywords found.
+    for qid, expected in EXPECTED_SESSION.items():
+        assert rows[qid]["session"]["recall_all@10"] >= expected["recall_all@10"]
+        assert rows[qid]["turn"]["recall_any@10"] >= EXPECTED_TURN[qid]["recall_any@10"]
+    assert rows["lme_q1"]["session"]["recall_all@1"] == 1.0
+
+
+def test_locomo_scores_the_fixture_exactly(tmp_path):
+    result = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))
+
+    total = result["total"]
+    # chew (found) / half marathon (found) / ceramics (not found) / Biscuit (one of two found)
+    assert (total["questions"], total["evidence"], total["ev_recall"], total["all_hit"]) == (4, 5, 0.6, 0.5)
+    assert total["by_category"] == {
+        "1": {"questions": 1, "evidence": 2, "ev_recall": 0.5, "all_hit": 0.0},
+        "2": {"questions": 1, "evidence": 1, "ev_recall": 1.0, "all_hit": 1.0},
+        "3": {"questions": 1, "evidence": 1, "ev_recall": 0.0, "all_hit": 0.0},
+        "4": {"questions": 1, "evidence": 1, "ev_recall": 1.0, "all_hit": 1.0}}
+    assert [r["conv"] for r in result["rows"]] == ["tiny-1"] and total["tokens"] > 0
+
+
+@pytest.mark.skipif(not REFERENCE.exists(), reason="the shared reference harness is not here")
+def test_locomo_matches_the_reference_harness(tmp_path):
+    ours = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))["total"]
+    install = f'{CLI} install-hermes-plugin --hermes-home "$HERMES_HOME"'
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
+    env.update(CMMS_EMBEDDER="none", PATH=f"{Path(CLI).parent}{os.pathsep}{env.get('PATH', '')}")
+    done = subprocess.run([sys.executable, str(REFERENCE), "--provider", "cmms", "--install", install,
+                           "--data", str(DATA / "locomo_tiny.json")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout.splitlines()[-1])
+    assert {k: theirs[k] for k in ("questions", "ev_recall", "all_hit", "tokens")} == \
+        {k: ours[k] for k in ("questions", "ev_recall", "all_hit", "tokens")}
+
+
+def test_locomo_prints_a_table_and_picks_conversations(tmp_path):
+    done = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--convs", "tiny-1")
+    assert done.returncode == 0, done.stderr
+    assert "ev_recall" in done.stdout and "tiny-1" in done.stdout and "3 open-domain" in done.stdout
+    unknown = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--convs", "conv-99")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == "error: No conversation 'conv-99' in the file; it has tiny-1."
+
+
+@pytest.mark.parametrize("suite, content, message", [
+    ("longmemeval", None, "Cannot read '{path}': No such file or directory."),
+    ("longmemeval", "{not json", "'{path}' is not valid JSON"),
+    ("longmemeval", '{"a": 1}', "'{path}' is not a LongMemEval file: expected a non-empty list of questions."),
+    ("longmemeval", '[{"question_id": "x"}]', "'{path}' is not a LongMemEval file: item 0 has no 'question_type'."),
+    ("locomo", '[{"sample_id": "s"}]', "'{path}' is not a LoCoMo file: sample 0 lacks sample_id"),
+    ("locomo", "LONGMEMEVAL", "'{path}' is not a LoCoMo file: sample 0 lacks sample_id"),
+])
+def test_bad_file_is_one_sentence_and_exit_2(tmp_path, suite, content, message):
+    path = tmp_path / "data.json"
+    if content == "LONGMEMEVAL":
+        content = (DATA / "longmemeval_tiny.json").read_text(encoding="utf-8")
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    done = bench(tmp_path, suite, str(path))
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: " + message.format(path=path))
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--k", "1,x"), "error: --k must be comma-separated positive whole numbers, not '1,x'."),
+    (("--budget", "0"), "error: The token budget must be a positive whole number, not 0."),
+    (("--json", "/no/such/dir/out.json"), "error: Cannot write '/no/such/dir/out.json': its directory does not exist."),
+])
+def test_bad_options_are_one_sentence(tmp_path, args, message):
+    done = bench(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"), *args)
+    assert (done.returncode, done.stderr.strip()) == (2, message)
