@@ -12,7 +12,7 @@ from .embedders import load_embedder
 from .errors import InvalidInput, UnknownMemory
 from .indexer import MAX_EMBED_CHARS, Indexer
 from .plugins import make_plugin_manager, run_redactors
-from .recall import Hit, rank
+from .recall import Hit, query_names, rank
 from .store import NewMemory, Store
 from .text import clean, clean_key
 from .vectors import VectorIndex
@@ -91,10 +91,10 @@ class MemoryService:
         query = clean(query)
         if not query.strip():
             return []
-        keyword_ids = [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES)]
-        vector_ids = self._vector_search(scope, query)
-        memories = self.store.get(list({*keyword_ids, *vector_ids}), scope)
-        return rank(memories, keyword_ids, vector_ids)[:limit]
+        rankings = {"keyword": [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES)],
+                    "vector": self._vector_search(scope, query)}
+        memories = self.store.get(list({m for ids in rankings.values() for m in ids}), scope)
+        return rank(memories, rankings, query_names(query))[:limit]
 
     def _vector_search(self, scope: str, query: str) -> list[str]:
         indexer = self.indexer

@@ -13,4 +13,4 @@ def test_turn_is_recalled_in_a_later_session(home):
     block = reader.prefetch("What is my cat's name?")
     reader.shutdown()
     assert "Biscuit" in block
-    assert "session s1" in block
+    assert "· s1\n" in block  # grouped under its session (id suffix) and date
