@@ -58,7 +58,12 @@ def _0001_initial(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
-CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial)]
+def _0002_memory_context(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE memories ADD COLUMN context TEXT"))
+
+
+CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
+                                    ("0002_memory_context", _0002_memory_context)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

@@ -98,9 +98,18 @@ class Indexer:
         for scope, ops in by_scope.items():
             if ops["delete"]:
                 self.vectors.delete(scope, ops["delete"])
-            rows = self.store.get(ops["upsert"], scope)
-            if rows:
-                memories = list(rows.values())
-                vectors = self.embedder.embed([m.content[:MAX_EMBED_CHARS] for m in memories])
-                metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
-                self.vectors.upsert(scope, [m.id for m in memories], vectors, metadata)
+            memories = list(self.store.get(ops["upsert"], scope).values())
+            if memories:
+                self._upsert(scope, memories)
+
+    def _upsert(self, scope: str, memories) -> None:
+        """Embed each memory alone, and (when it has one) after the message before it."""
+        in_context = [m for m in memories if m.context]
+        vectors = self.embedder.embed([m.content[:MAX_EMBED_CHARS] for m in memories] +
+                                      [f"{m.context}\n{m.content}"[:MAX_EMBED_CHARS] for m in in_context])
+        plain = dict(zip((m.id for m in memories), vectors))
+        framed = dict(zip((m.id for m in in_context), vectors[len(memories):]))
+        ids = [m.id for m in memories]
+        metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
+        self.vectors.upsert(scope, ids, [plain[i] for i in ids], metadata)
+        self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")

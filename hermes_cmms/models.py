@@ -19,6 +19,7 @@ class Memory(SQLModel, table=True):
     role: Optional[str] = None  # user | assistant for messages
     content: str
     content_hash: str
+    context: Optional[str] = None  # the message before it in its session (end of it), for search
     session_id: Optional[str] = None
     turn: Optional[int] = None
     source: str = ""  # receipt: which door and event wrote it

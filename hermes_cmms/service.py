@@ -91,22 +91,26 @@ class MemoryService:
         query = clean(query)
         if not query.strip():
             return []
-        rankings = {"keyword": [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES)],
-                    "vector": self._vector_search(scope, query)}
+        rankings = {
+            "keyword": [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES)],
+            "keyword_context": [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES, True)],
+            **self._vector_search(scope, query)}
         memories = self.store.get(list({m for ids in rankings.values() for m in ids}), scope)
         return rank(memories, rankings, query_names(query))[:limit]
 
-    def _vector_search(self, scope: str, query: str) -> list[str]:
+    def _vector_search(self, scope: str, query: str) -> dict[str, list[str]]:
+        """Rankings by cosine similarity, of the memories alone and in context; {} if no index."""
         indexer = self.indexer
         if not indexer.ready.wait(EMBEDDER_WAIT_S) or not indexer.active:
-            return []
+            return {}
         try:
             vector = indexer.embedder.embed([query[:MAX_EMBED_CHARS]])[0]
-            found = indexer.vectors.query(scope, vector, CANDIDATES)
-            return [m for m, similarity in found if similarity >= VECTOR_FLOOR]
+            return {name: [m for m, similarity in indexer.vectors.query(scope, vector, CANDIDATES, view)
+                           if similarity >= VECTOR_FLOOR]
+                    for name, view in (("vector", "content"), ("vector_context", "context"))}
         except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
             log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
-            return []
+            return {}
 
     def recall(self, scope: str, query: str, budget_tokens: Optional[int] = None,
                session_id: Optional[str] = None) -> str:

@@ -18,10 +18,17 @@ from .keyword import KeywordIndex, keyword_index_for
 from .models import ConversationSession, Memory, Outbox
 from .text import content_hash
 
+CONTEXT_CHARS = 400
+
 
 def _memory(row) -> Memory:
     """A Memory from a row we wrote ourselves: no re-validation needed."""
     return Memory.model_construct(**row._mapping)
+
+
+def _tail(text: Optional[str]) -> Optional[str]:
+    """The end of the previous message: where a question usually sits."""
+    return text[-CONTEXT_CHARS:] if text else None
 
 
 @dataclass
@@ -85,8 +92,10 @@ class Store:
         with self._write_lock, self.write() as conn:
             if turn_of:
                 turn = self._next_turn(conn, *turn_of, now)
+                previous = self._last_message(conn, *turn_of)
                 for row in rows:
-                    row["turn"] = turn
+                    row["turn"], row["context"] = turn, _tail(previous)
+                    previous = row["content"]
             if rows:
                 conn.execute(insert(Memory), rows)
                 conn.execute(insert(Outbox), [
@@ -99,7 +108,7 @@ class Store:
         return {
             "id": uuid.uuid4().hex, "scope": item.scope, "tier": item.tier, "kind": item.kind,
             "role": item.role, "content": item.content, "content_hash": content_hash(item.content),
-            "session_id": item.session_id, "turn": None, "source": item.source,
+            "session_id": item.session_id, "turn": None, "context": None, "source": item.source,
             "tags": json.dumps(list(item.tags)), "confidence": item.confidence, "state": "active",
             "superseded_by": None, "created_at": now, "updated_at": now,
         }
@@ -114,6 +123,13 @@ class Store:
         conn.execute(update(ConversationSession).filter_by(**key)
                      .values(last_turn=current + 1, flushed_at=None))
         return current + 1
+
+    @staticmethod
+    def _last_message(conn: Connection, scope: str, session_id: str) -> Optional[str]:
+        return conn.execute(select(Memory.content)
+                            .where(Memory.scope == scope, Memory.session_id == session_id,
+                                   Memory.kind == "message")
+                            .order_by(Memory.seq.desc()).limit(1)).scalar()
 
     def delete(self, scope: str, memory_id: str) -> bool:
         """Delete one memory of `scope` and queue its vector removal; False if absent."""
@@ -164,9 +180,10 @@ class Store:
             rows = conn.execute(select(Memory).where(Memory.id.in_(list(ids))))
             return {row.id: _memory(row) for row in rows if row.scope == scope}
 
-    def keyword_search(self, scope: str, query: str, limit: int) -> list[tuple[str, float]]:
+    def keyword_search(self, scope: str, query: str, limit: int,
+                       with_context: bool = False) -> list[tuple[str, float]]:
         with self.read() as conn:
-            return self.keyword.search(conn, scope, query, limit)
+            return self.keyword.search(conn, scope, query, limit, with_context)
 
     def recent(self, scope: str, limit: int) -> list[Memory]:
         with self.read() as conn:

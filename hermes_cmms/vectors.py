@@ -11,9 +11,12 @@ from .config import Settings
 SPACE = {"hnsw:space": "cosine"}
 
 
-def collection_name(scope: str) -> str:
-    """A Chroma-safe, fixed-length collection name for a scope."""
-    return "cmms_" + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
+VIEWS = {"content": "cmms_", "context": "cmmsc_"}  # what was embedded: the text, or it in context
+
+
+def collection_name(scope: str, view: str = "content") -> str:
+    """A Chroma-safe, fixed-length collection name for a scope and view."""
+    return VIEWS[view] + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
 
 
 class VectorIndex:
@@ -37,8 +40,8 @@ class VectorIndex:
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
 
-    def _collection(self, scope: str, create: bool):
-        name = collection_name(scope)
+    def _collection(self, scope: str, create: bool, view: str = "content"):
+        name = collection_name(scope, view)
         with self._lock:
             if name not in self._collections:
                 if create:
@@ -52,18 +55,21 @@ class VectorIndex:
             return self._collections[name]
 
     def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
-               metadatas: Sequence[dict]) -> None:
-        self._collection(scope, create=True).upsert(
+               metadatas: Sequence[dict], view: str = "content") -> None:
+        self._collection(scope, create=True, view=view).upsert(
             ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas))
 
     def delete(self, scope: str, ids: Sequence[str]) -> None:
-        collection = self._collection(scope, create=False)
-        if collection is not None and ids:
-            collection.delete(ids=list(ids))
+        """Remove the ids from every view of the scope."""
+        for view in VIEWS:
+            collection = self._collection(scope, create=False, view=view)
+            if collection is not None and ids:
+                collection.delete(ids=list(ids))
 
-    def query(self, scope: str, vector: Sequence[float], limit: int) -> list[tuple[str, float]]:
+    def query(self, scope: str, vector: Sequence[float], limit: int,
+              view: str = "content") -> list[tuple[str, float]]:
         """(memory id, cosine similarity) pairs, most similar first."""
-        collection = self._collection(scope, create=False)
+        collection = self._collection(scope, create=False, view=view)
         if collection is None:
             return []
         found = collection.query(query_embeddings=[list(vector)], n_results=limit, include=["distances"])
@@ -71,4 +77,5 @@ class VectorIndex:
                 for memory_id, distance in zip(found["ids"][0], found["distances"][0])]
 
     def count(self) -> int:
+        """Vectors of the content view (one per indexed memory)."""
         return sum(c.count() for c in self.client.list_collections() if c.name.startswith("cmms_"))

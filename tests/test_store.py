@@ -10,7 +10,7 @@ from hermes_cmms.models import ConversationSession, Memory, Outbox, SchemaMigrat
 from hermes_cmms.store import NewMemory, Store
 
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration)
-EXPECTED_MIGRATIONS = ["0001_initial", "0001_fts5_memories"]
+EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0001_fts5_memories", "0002_fts5_context"]
 SCOPE = "test:store"
 
 
@@ -159,3 +159,46 @@ def test_forgotten_memory_leaves_the_vector_index(service):
     hits = {h.memory.id: h for h in service.search(SCOPE, "where is my boat moored")}
     assert hits[keep].vector_rank is not None  # the kept memory is still in the vector index
     assert service.store.counts()["outbox"] == 0
+
+
+def test_an_answer_is_found_through_the_question_before_it(keyword_service):
+    keyword_service.retain_turn(SCOPE, "s1", "What did you paint last weekend?", "A sunrise over the lake.")
+    keyword_service.retain_turn(SCOPE, "s1", "Lovely. Anything else?", "Nothing else, I rested.")
+    rows = {m.content: m for m in keyword_service.store.recent(SCOPE, 10)}
+    assert rows["A sunrise over the lake."].context == "What did you paint last weekend?"
+    assert rows["Lovely. Anything else?"].context == "A sunrise over the lake."
+    assert rows["What did you paint last weekend?"].context is None  # first message of the session
+    answer = rows["A sunrise over the lake."].id
+    by_content = [m for m, _ in keyword_service.store.keyword_search(SCOPE, "paint", 10)]
+    in_context = [m for m, _ in keyword_service.store.keyword_search(SCOPE, "paint", 10, with_context=True)]
+    assert answer not in by_content and answer in in_context
+    assert answer in {h.memory.id for h in keyword_service.search(SCOPE, "what did they paint")}
+
+
+def test_context_never_crosses_sessions_or_scopes(keyword_service):
+    keyword_service.retain_turn(SCOPE, "s1", "What is the wifi password?", "It is on the router.")
+    keyword_service.retain_turn(SCOPE, "s2", "Good morning", "Morning!")
+    keyword_service.retain_turn("test:other", "s1", "Hello there", "Hi")
+    rows = {m.content: m for m in keyword_service.store.recent(SCOPE, 10)}
+    assert rows["Good morning"].context is None
+    other = keyword_service.store.recent("test:other", 10)
+    assert {m.content: m.context for m in other} == {"Hello there": None, "Hi": "Hello there"}
+
+
+def test_a_database_from_the_first_release_upgrades_in_place(tmp_path):
+    from sqlalchemy import create_engine, text
+
+    from hermes_cmms.keyword import SqliteKeywordIndex
+
+    engine = create_engine(_url(tmp_path))
+    with engine.begin() as conn:  # the schema as 0.1.0's first migrations left it, with a row
+        _migrations.apply(conn, _migrations.CORE_MIGRATIONS[:1] + SqliteKeywordIndex.migrations[:1])
+        conn.execute(text("INSERT INTO memories (id, scope, content, content_hash, created_at, updated_at) "
+                          "VALUES ('old1', :s, 'The attic key hangs by the door', 'h', 1, 1)"), {"s": SCOPE})
+    engine.dispose()
+    store = Store(_url(tmp_path))
+    try:
+        assert [m for m, _ in store.keyword_search(SCOPE, "attic key", 5)] == ["old1"]
+        assert store.get(["old1"], SCOPE)["old1"].context is None
+    finally:
+        store.close()
