@@ -39,7 +39,9 @@ class CmmsMemoryProvider(MemoryProvider):
         self.session_id = ""
         self.platform = "cli"
         self.primary = True
-        self._queued: Optional[tuple[str, float, str]] = None  # (query, when, text)
+        self._queued: Optional[tuple[str, float, str, set]] = None  # (query, when, text, ids)
+        self._seen: set[str] = set()  # memory ids injected by turns this session completed
+        self._pending: set[str] = set()  # ids injected into the turn in progress
         self._lock = threading.Lock()
 
     # -- setup ----------------------------------------------------------------------------
@@ -71,31 +73,53 @@ class CmmsMemoryProvider(MemoryProvider):
         with self._lock:
             queued, self._queued = self._queued, None
         if queued and queued[0] == query and time.monotonic() - queued[1] < QUEUED_RESULT_TTL_S:
-            return queued[2]
-        return self._recall(query)
+            text, injected = queued[2], queued[3]
+        else:
+            text, injected = self._recall(query)
+        with self._lock:
+            self._pending = injected  # part of the conversation once the turn completes
+        return text
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         if self.service is not None and query:
-            text = self._recall(query)
+            text, injected = self._recall(query)
             with self._lock:
-                self._queued = (query, time.monotonic(), text)
+                self._queued = (query, time.monotonic(), text, injected)
 
-    def _recall(self, query: str) -> str:
+    def _recall(self, query: str) -> tuple[str, set[str]]:
+        """Recall text for `query` that repeats nothing already injected, and the ids it adds.
+
+        Hermes re-sends every earlier <memory-context> block with each turn, so a memory
+        injected into a completed turn of this session is already in front of the model.
+        """
+        with self._lock:
+            seen = set(self._seen)
+        before = set(seen)
         try:
-            return self.service.recall(self.scope, query, session_id=self.session_id)
+            text = self.service.recall(self.scope, query, session_id=self.session_id, seen=seen)
         except Exception as exc:  # noqa: BLE001 - recall failures never break a turn
             log.warning("cmms recall failed: %s", exc)
-            return ""
+            return "", set()
+        return text, seen - before
 
     def on_pre_compress(self, messages: List[Dict[str, Any]]) -> str:
         users = [m.get("content") for m in messages or [] if m.get("role") == "user"]
         last = next((u for u in reversed(users) if isinstance(u, str) and u.strip()), "")
-        return self._recall(last) if last and self.service is not None else ""
+        if not last or self.service is None:
+            return ""
+        try:  # the summary is written fresh, so earlier injections do not count here
+            return self.service.recall(self.scope, last, session_id=self.session_id)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("cmms recall failed: %s", exc)
+            return ""
 
     # -- retain ---------------------------------------------------------------------------
 
     def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
                   messages: Optional[List[Dict[str, Any]]] = None) -> None:
+        with self._lock:  # the turn completed: its memory block is now in the history
+            self._seen |= self._pending
+            self._pending = set()
         if self.service is None or not self.primary:
             return
         self.service.retain_turn(self.scope, session_id or self.session_id, user_content,
@@ -135,6 +159,8 @@ class CmmsMemoryProvider(MemoryProvider):
                           reset: bool = False, **kwargs: Any) -> None:
         old = self.session_id
         self.session_id = new_session_id or old
+        with self._lock:  # a new or compacted conversation no longer carries earlier blocks
+            self._seen, self._pending, self._queued = set(), set(), None
         if self.service is not None and old and (reset or old != self.session_id):
             self.service.flush_session(self.scope, old)
 

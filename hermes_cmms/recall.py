@@ -18,7 +18,7 @@ RANKING_WEIGHTS = {"keyword": 1.0, "vector": 1.0, "keyword_context": 1.0, "vecto
 SPEAKER_BOOST = 1.0  # relevance x2 when the memory's speaker is named in the query
 RECENCY_WEIGHT = 0.004  # a tie-breaker: one fresh memory outranks an equal month-old one
 RECENCY_HALF_LIFE_DAYS = 30.0
-MAX_ITEM_TOKENS = 40
+MAX_ITEM_TOKENS = 45
 LEAD_TOKENS = 24  # the opening of a memory is always kept
 SESSION_LABEL_CHARS = 6  # the end of the session id: tells sessions apart; tools give the full id
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -123,21 +123,33 @@ def _line(memory: Memory, query_terms: Sequence[str]) -> str:
     return f"{label}{via}: {snippet(memory, query_terms)}"
 
 
-def render(hits: Sequence[Hit], budget_tokens: int, query: str = "") -> str:
-    """Pack the best hits into `budget_tokens`, grouped by session and day, oldest first."""
+def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
+           seen: set[str] | None = None) -> str:
+    """Pack the best hits into `budget_tokens`, grouped by session and day, oldest first.
+
+    Hits whose id is in `seen` (already injected into this conversation) are skipped, as are
+    repeats of a text already packed; the ids packed now are added to `seen`.
+    """
     query_terms = terms(query)
     used = tokens.count(HEADER) + 1
     groups: dict[str, list[tuple[Memory, str]]] = {}
+    texts: set[str] = set()
     for hit in hits:
-        header = _group_header(hit.memory)
-        line = _line(hit.memory, query_terms)
+        memory = hit.memory
+        if (seen and memory.id in seen) or memory.content_hash in texts:
+            continue
+        header = _group_header(memory)
+        line = _line(memory, query_terms)
         cost = tokens.count(line) + 1 + (0 if header in groups else tokens.count(header) + 1)
         if used + cost > budget_tokens:
             continue
-        groups.setdefault(header, []).append((hit.memory, line))
+        groups.setdefault(header, []).append((memory, line))
+        texts.add(memory.content_hash)
         used += cost
     if not groups:
         return ""
+    if seen is not None:
+        seen.update(m.id for members in groups.values() for m, _ in members)
     ordered = sorted(groups.items(), key=lambda g: min(m.created_at for m, _ in g[1]))
     parts = [HEADER]
     for header, members in ordered:

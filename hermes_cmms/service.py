@@ -113,13 +113,16 @@ class MemoryService:
             return {}
 
     def recall(self, scope: str, query: str, budget_tokens: Optional[int] = None,
-               session_id: Optional[str] = None) -> str:
-        """The memory block for `query`, fitted to the token budget ('' if nothing fits)."""
+               session_id: Optional[str] = None, seen: Optional[set[str]] = None) -> str:
+        """The memory block for `query`, fitted to the token budget ('' if nothing fits).
+
+        With `seen`, memories whose ids it holds are left out and the injected ids are added.
+        """
         budget = budget_tokens or self.settings.recall_tokens
         if not isinstance(budget, int) or budget <= 0:
             raise InvalidInput(f"The token budget must be a positive whole number, not {budget!r}.")
         return self.pm.hook.recall(service=self, scope=scope, query=query, budget_tokens=budget,
-                                   session_id=session_id) or ""
+                                   session_id=session_id, seen=seen) or ""
 
     # -- sessions -------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from .specs import hookimpl
 
 
 @hookimpl(trylast=True)
-def recall(service, scope, query, budget_tokens):
+def recall(service, scope, query, budget_tokens, seen):
     from hermes_cmms.recall import render
 
-    return render(service.search(scope, query), budget_tokens, query)
+    return render(service.search(scope, query), budget_tokens, query, seen)

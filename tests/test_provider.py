@@ -60,7 +60,8 @@ def test_queued_prefetch_is_used_only_for_the_same_query(kw_home):
     fresh = p.prefetch("When do I water the ferns?")  # used once, then computed again
     assert "balcony" in fresh and "balcony" not in queued
     p.queue_prefetch("something about ferns")
-    assert "balcony" in p.prefetch("Where are the ferns now?")  # different query: not the queued one
+    p.sync_turn("The ferns need repotting in spring.", "Noted.", session_id="s1")
+    assert "repotting" in p.prefetch("Where are the ferns now?")  # computed now, not the queued one
     p.shutdown()
 
 
@@ -120,3 +121,21 @@ def test_save_config_writes_memory_cmms_and_settings_read_it(home):
     settings = Settings.load(home)
     assert (settings.recall_tokens, settings.embedder) == (900, "none")
     assert settings.sources["recall_tokens"] == "config.yaml memory.cmms"
+
+
+def test_a_memory_is_injected_once_per_session(kw_home):
+    writer = _provider(kw_home, session="old")
+    writer.sync_turn("The bakery on Elm Street opens at 7.", "Good to know.", session_id="old")
+    writer.sync_turn("The bakery sells rye bread on Fridays.", "Yum.", session_id="old")
+    writer.shutdown()
+    p = _provider(kw_home, session="new")
+    first = p.prefetch("When does the bakery open?")
+    assert "opens at 7" in first and "rye bread" in first
+    assert "opens at 7" in p.prefetch("When does the bakery open?")  # that turn never completed
+    p.sync_turn("When does the bakery open?", "At 7.", session_id="new")  # now it is history
+    later = p.prefetch("Tell me about the bakery")
+    assert "opens at 7" not in later and "rye bread" not in later  # already in the context
+    p.queue_prefetch("bakery hours")  # precomputed but never used: marks nothing as injected
+    p.on_session_switch("newer", reset=True)  # a fresh conversation carries no earlier blocks
+    assert "opens at 7" in p.prefetch("When does the bakery open?")
+    p.shutdown()
