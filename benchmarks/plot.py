@@ -1,0 +1,62 @@
+"""Draw docs/ figures from benchmark JSON files (needs matplotlib: pip install 'hermes-cmms[plot]').
+
+    python benchmarks/plot.py recall OUT.png BENCH_JSON...   # `hermes-cmms bench locomo --json`, one per budget
+    python benchmarks/plot.py latency OUT.png LATENCY_JSON   # `benchmarks/latency.py --json`
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def recall_vs_budget(paths: list[str], out: str) -> None:
+    runs = sorted((json.load(open(p)) for p in paths), key=lambda r: r["budget"])
+    budgets = [r["budget"] for r in runs]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(budgets, [r["total"]["ev_recall"] for r in runs], "o-", label="evidence recall")
+    ax.plot(budgets, [r["total"]["all_hit"] for r in runs], "s--", label="all evidence hit")
+    for r in runs:
+        ax.annotate(f"{r['total']['ev_recall']:.3f}", (r["budget"], r["total"]["ev_recall"]),
+                    textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    ax.set(xlabel="recall token budget (CMMS_RECALL_TOKENS)", ylabel="fraction",
+           title="LoCoMo dev split: recall vs token budget", ylim=(0, 1))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def latency_vs_size(path: str, out: str) -> None:
+    sizes = json.load(open(path))["sizes"]
+    n = [s["memories"] for s in sizes]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("p50", "prefetch p50"), ("p95", "prefetch p95")):
+        ax.plot(n, [s["prefetch_ms"][key] for s in sizes], "o-", label=label)
+    ax.plot(n, [s["sync_turn_ms"]["p99"] for s in sizes], "s--", label="sync_turn p99")
+    ax.set(xscale="log", xlabel="memories in the store", ylabel="ms",
+           title="Latency vs store size (embedded default)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=["recall", "latency"])
+    parser.add_argument("out")
+    parser.add_argument("inputs", nargs="+")
+    args = parser.parse_args()
+    if args.kind == "recall":
+        recall_vs_budget(args.inputs, args.out)
+    else:
+        latency_vs_size(args.inputs[0], args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""benchmarks/plot.py draws both figures from the JSON the benchmarks write."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+PLOT = Path(__file__).resolve().parents[1] / "benchmarks" / "plot.py"
+
+
+def test_plots_are_written(tmp_path):
+    runs = []
+    for budget, recall in ((200, 0.5), (600, 0.7)):
+        path = tmp_path / f"b{budget}.json"
+        path.write_text(json.dumps({"budget": budget, "total": {"ev_recall": recall, "all_hit": recall - 0.1}}))
+        runs.append(str(path))
+    latency = tmp_path / "lat.json"
+    latency.write_text(json.dumps({"sizes": [
+        {"memories": n, "prefetch_ms": {"p50": 20, "p95": 30}, "sync_turn_ms": {"p99": 5}} for n in (1000, 10000)]}))
+    for kind, inputs in (("recall", runs), ("latency", [str(latency)])):
+        out = tmp_path / f"{kind}.png"
+        subprocess.run([sys.executable, str(PLOT), kind, str(out), *inputs], check=True, timeout=120)
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
