@@ -72,6 +72,16 @@ def load_json(path: str | os.PathLike) -> Any:
         raise InvalidInput(f"{str(path)!r} is not valid JSON ({exc}).") from None
 
 
+def load_list(path: str, benchmark: str, noun: str, check: Callable[[str, int, object], None]) -> list:
+    """A benchmark file: a non-empty JSON list whose every entry passes `check`."""
+    data = load_json(path)
+    if not isinstance(data, list) or not data:
+        raise InvalidInput(f"{path!r} is not a {benchmark} file: expected a non-empty list of {noun}.")
+    for i, entry in enumerate(data):
+        check(path, i, entry)
+    return data
+
+
 @contextmanager
 def fresh_home(budget: Optional[int]) -> Iterator[Path]:
     """An empty HERMES_HOME whose store lives inside it, with `budget` as the recall budget;

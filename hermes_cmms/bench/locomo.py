@@ -37,12 +37,7 @@ def run(path: str, budget: Optional[int] = None, convs: Sequence[str] = ()) -> d
 
 
 def load(path: str) -> list[dict]:
-    data = _drive.load_json(path)
-    if not isinstance(data, list) or not data:
-        raise InvalidInput(f"{path!r} is not a LoCoMo file: expected a non-empty list of samples.")
-    for i, sample in enumerate(data):
-        _check_sample(path, i, sample)
-    return data
+    return _drive.load_list(path, "LoCoMo", "samples", _check_sample)
 
 
 def _check_sample(path: str, i: int, sample: object) -> None:

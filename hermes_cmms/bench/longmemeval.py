@@ -57,12 +57,7 @@ def is_abstention(item: dict) -> bool:
 
 
 def load(path: str) -> list[dict]:
-    data = _drive.load_json(path)
-    if not isinstance(data, list) or not data:
-        raise InvalidInput(f"{path!r} is not a LongMemEval file: expected a non-empty list of questions.")
-    for i, item in enumerate(data):
-        _check_item(path, i, item)
-    return data
+    return _drive.load_list(path, "LongMemEval", "questions", _check_item)
 
 
 def _check_item(path: str, i: int, item: object) -> None:
