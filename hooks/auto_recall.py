@@ -8,4 +8,6 @@ from .specs import hookimpl
 def recall(service, scope, query, budget_tokens, seen):
     from hermes_cmms.recall import render
 
-    return render(service.search(scope, query), budget_tokens, query, seen)
+    # enough candidates to fill the budget even with short memories (~15 tokens a line)
+    hits = service.search(scope, query, limit=max(30, budget_tokens // 15))
+    return render(hits, budget_tokens, query, seen)
