@@ -131,6 +131,20 @@ class Store:
                                    Memory.kind == "message")
                             .order_by(Memory.seq.desc()).limit(1)).scalar()
 
+    def previous_message_ids(self, scope: str, memories: Sequence[Memory]) -> dict[str, str]:
+        """For each memory, the id of the message before it in its session (when there is one)."""
+        query = (select(Memory.id).where(Memory.scope == scope, Memory.kind == "message")
+                 .order_by(Memory.seq.desc()).limit(1))
+        found = {}
+        with self.read() as conn:
+            for m in memories:
+                if m.session_id is not None and m.seq is not None:
+                    before = conn.execute(query.where(Memory.session_id == m.session_id,
+                                                      Memory.seq < m.seq)).scalar()
+                    if before:
+                        found[m.id] = before
+        return found
+
     def delete(self, scope: str, memory_id: str) -> bool:
         """Delete one memory of `scope` and queue its vector removal; False if absent."""
         with self._write_lock, self.write() as conn:

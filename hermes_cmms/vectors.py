@@ -59,6 +59,14 @@ class VectorIndex:
         self._collection(scope, create=True, view=view).upsert(
             ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas))
 
+    def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The content-view vectors stored for `ids` (those that exist)."""
+        collection = self._collection(scope, create=False)
+        if collection is None or not ids:
+            return {}
+        found = collection.get(ids=list(ids), include=["embeddings"])
+        return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
+
     def delete(self, scope: str, ids: Sequence[str]) -> None:
         """Remove the ids from every view of the scope."""
         for view in VIEWS:
