@@ -147,6 +147,7 @@ class MemoryService:
             embedder = indexer.embedder.name if indexer.embedder else "none (keyword-only)"
         return {"database": self.settings.database_url,
                 "vectors": indexer.vectors.location if indexer.vectors else None,
+                "indexed": indexer.vectors.count() if indexer.vectors else 0,
                 "embedder": embedder, "index_error": indexer.error,
                 **self.store.counts()}
 

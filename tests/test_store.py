@@ -158,6 +158,7 @@ def test_forgotten_memory_leaves_the_vector_index(service):
     assert gone not in hits
     hits = {h.memory.id: h for h in service.search(SCOPE, "where is my boat moored")}
     assert hits[keep].vector_rank is not None  # the kept memory is still in the vector index
+    assert service.status()["indexed"] == 1
     assert service.store.counts()["outbox"] == 0
 
 
