@@ -86,14 +86,14 @@ class CmmsMemoryProvider(MemoryProvider):
             with self._lock:
                 self._queued = (query, time.monotonic(), text, injected)
 
-    def _recall(self, query: str) -> tuple[str, set[str]]:
+    def _recall(self, query: str, skip_injected: bool = True) -> tuple[str, set[str]]:
         """Recall text for `query` that repeats nothing already injected, and the ids it adds.
 
         Hermes re-sends every earlier <memory-context> block with each turn, so a memory
         injected into a completed turn of this session is already in front of the model.
         """
         with self._lock:
-            seen = set(self._seen)
+            seen = set(self._seen) if skip_injected else set()
         before = set(seen)
         try:
             text = self.service.recall(self.scope, query, session_id=self.session_id, seen=seen)
@@ -107,11 +107,7 @@ class CmmsMemoryProvider(MemoryProvider):
         last = next((u for u in reversed(users) if isinstance(u, str) and u.strip()), "")
         if not last or self.service is None:
             return ""
-        try:  # the summary is written fresh, so earlier injections do not count here
-            return self.service.recall(self.scope, last, session_id=self.session_id)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("cmms recall failed: %s", exc)
-            return ""
+        return self._recall(last, skip_injected=False)[0]  # the summary is written fresh
 
     # -- retain ---------------------------------------------------------------------------
 
