@@ -11,12 +11,14 @@ import yaml
 from .errors import InvalidInput
 
 EMBEDDER_CHOICES = ("auto", "chroma-default", "sentence-transformers", "none")
+DTYPE_CHOICES = ("auto", "float32", "bfloat16")
 
 # setting name -> (environment variable, default)
 SETTINGS: dict[str, tuple[str, Any]] = {
     "database_url": ("CMMS_DATABASE_URL", ""),
     "chroma_url": ("CMMS_CHROMA_URL", ""),
     "embedder": ("CMMS_EMBEDDER", "auto"),
+    "embedder_dtype": ("CMMS_EMBEDDER_DTYPE", "auto"),
     "recall_tokens": ("CMMS_RECALL_TOKENS", 600),
 }
 
@@ -44,6 +46,7 @@ class Settings:
     database_url: str
     chroma_url: str = ""
     embedder: str = "auto"
+    embedder_dtype: str = "auto"
     recall_tokens: int = 600
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -74,6 +77,9 @@ class Settings:
             values["database_url"] = f"sqlite:///{home_path / 'cmms' / 'cmms.db'}"
         values["recall_tokens"] = _positive_int("recall_tokens", values["recall_tokens"])
         _check_embedder(values["embedder"])
+        if values["embedder_dtype"] not in DTYPE_CHOICES:
+            raise InvalidInput(f"Unknown embedder_dtype {values['embedder_dtype']!r}; "
+                               f"choose one of {', '.join(DTYPE_CHOICES)}.")
         return cls(home=home_path, sources=sources, **values)
 
 

@@ -18,7 +18,8 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     except Exception as exc:  # noqa: BLE001 - report, don't crash
         yield ("FAIL", "settings", str(exc))
         return
-    yield ("ok", "settings", f"embedder={settings.embedder} recall_tokens={settings.recall_tokens}")
+    yield ("ok", "settings", f"embedder={settings.embedder} embedder_dtype={settings.embedder_dtype} "
+                                  f"recall_tokens={settings.recall_tokens}")
     yield _embedder(settings)
     yield _tokenizer()
     yield _database(settings)
@@ -59,7 +60,7 @@ def _embedder(settings: Settings) -> Check:
     from .embedders import load_embedder
 
     try:
-        embedder = load_embedder(settings.embedder)
+        embedder = load_embedder(settings.embedder, settings.embedder_dtype)
     except Exception as exc:  # noqa: BLE001
         return ("FAIL", "embedder", str(exc))
     if embedder is None:

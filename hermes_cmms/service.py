@@ -32,7 +32,7 @@ class MemoryService:
         self.settings = settings
         self.pm = pm or make_plugin_manager()
         self.store = Store(settings.database_url)
-        self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder),
+        self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
                                lambda: VectorIndex(settings))
 
     # -- writes ---------------------------------------------------------------------------
@@ -170,7 +170,8 @@ _shared_lock = threading.Lock()
 
 def acquire(settings: Settings) -> MemoryService:
     """The process-wide service for these settings, shared by every provider instance."""
-    key = (settings.database_url, settings.chroma_url or str(settings.chroma_path), settings.embedder)
+    key = (settings.database_url, settings.chroma_url or str(settings.chroma_path), settings.embedder,
+           settings.embedder_dtype)
     with _shared_lock:
         entry = _shared.get(key)
         if entry is None:
