@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bulk import bulk_fill  # noqa: E402
 from chat import Chat  # noqa: E402
 
 PACKAGES = ("hermes-cmms", "hermes-agent", "chromadb", "sentence-transformers", "torch",
@@ -41,6 +42,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--turns", type=int, default=200, help="sync_turn calls timed per size")
     parser.add_argument("--queries", type=int, default=200, help="prefetch calls timed per size")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--bulk-from", type=int, default=0, metavar="N",
+                        help="fill sizes >= N with the bulk fill of benchmarks/bulk.py "
+                             "(real texts, pooled vectors) instead of retain_turn; 0 = never")
     parser.add_argument("--home", help="HERMES_HOME to use (must be empty; default: a fresh tmp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the tmp HERMES_HOME afterwards")
     parser.add_argument("--profile", metavar="DIR", help="write cProfile stats per phase to DIR")
@@ -174,7 +178,16 @@ def time_sync_turn(provider, chat: Chat, n: int) -> dict:
 def bench_size(provider, size: int, chat: Chat, clock: Clock, args) -> dict:
     service = provider.service
     with Phase(args.profile, f"fill_{size}"):
-        filled = {**fill(service, provider.scope, size, chat), **clock.take()}
+        if args.bulk_from and size >= args.bulk_from:
+            before = service.store.counts()["memories"]
+            filled = bulk_fill(service, provider.scope, size, chat, seed=args.seed)
+            added = service.store.counts()["memories"] - before
+            filled.update(memories_added=added, drained=True,
+                          writes_per_s=round(added / max(filled["sql_s"], 1e-9), 1),
+                          indexed_per_s=round(added / max(filled["index_s"], 1e-9), 1))
+        else:
+            filled = {**fill(service, provider.scope, size, chat), "method": "retain_turn"}
+        filled.update(clock.take())
     memories = service.store.counts()["memories"]
     with Phase(args.profile, f"prefetch_{size}"):
         prefetch = time_prefetch(provider, chat, args.queries)
@@ -258,8 +271,10 @@ def run(args) -> dict:
               "machine": machine(), "versions": versions(),
               "embedder": provider.service.status()["embedder"],
               "embedder_load_s": round(time.perf_counter() - started, 2),
-              "fill_method": "MemoryService.retain_turn, one turn (2 memories) per transaction",
-              "settings": {"turns": args.turns, "queries": args.queries, "seed": args.seed}}
+              "fill_method": "MemoryService.retain_turn, one turn (2 memories) per transaction"
+              + (f"; sizes >= {args.bulk_from}: benchmarks/bulk.py" if args.bulk_from else ""),
+              "settings": {"turns": args.turns, "queries": args.queries, "seed": args.seed,
+                           "bulk_from": args.bulk_from}}
     chat, clock = Chat(args.seed), Clock(provider.service.indexer)
     try:
         result["sizes"] = [bench_size(provider, size, chat, clock, args) for size in args.sizes]

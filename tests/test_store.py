@@ -6,11 +6,13 @@ import sqlite3
 from sqlalchemy import inspect, text
 
 from hermes_cmms import _migrations
+from hermes_cmms.keyword import SqliteKeywordIndex
 from hermes_cmms.models import ConversationSession, Memory, Outbox, SchemaMigration
 from hermes_cmms.store import NewMemory, Store
 
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration)
-EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0001_fts5_memories", "0002_fts5_context"]
+EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0001_fts5_memories", "0002_fts5_context",
+                       "0003_fts5_scope"]
 SCOPE = "test:store"
 
 
@@ -141,6 +143,35 @@ def test_keyword_search_stays_inside_the_scope(keyword_service):
     mine = keyword_service.remember(SCOPE, "The spare key is under the blue flowerpot")
     keyword_service.remember("test:other", "The spare key is under the red flowerpot")
     assert [m for m, _ in keyword_service.store.keyword_search(SCOPE, "flowerpot", 10)] == [mine]
+
+
+def test_common_words_only_rank_rows_that_also_hold_a_rarer_word(keyword_service, monkeypatch):
+    monkeypatch.setattr(SqliteKeywordIndex, "COMMON", 5)
+    svc = keyword_service
+    for n in range(12):
+        svc.remember(SCOPE, f"Birthday party number {n} was fun")
+    for n in range(8):  # another scope's rows never make a word common in this one
+        svc.remember("test:other", f"Bruno walked the dog, day {n}")
+    for n in range(30):  # BM25 gives no weight to a word in over half the rows: keep it under
+        svc.remember("test:other", f"Unrelated note {n}")
+    bruno = svc.remember(SCOPE, "Bruno's birthday is on the ninth of May")
+    bruno_walk = svc.remember(SCOPE, "Bruno likes long walks")
+    found = [m for m, _ in svc.store.keyword_search(SCOPE, "When is Bruno's birthday?", 50)]
+    assert found == [bruno, bruno_walk]  # 'birthday' (12 rows) only ranks rows with 'bruno'
+
+
+def test_when_every_word_is_common_the_newest_rows_holding_all_of_them_come_first(keyword_service,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(SqliteKeywordIndex, "COMMON", 5)
+    svc = keyword_service
+    both = svc.remember(SCOPE, "Bruno's birthday cake was lemon")
+    for n in range(10):
+        svc.remember(SCOPE, f"Bruno said hello {n}")
+        svc.remember(SCOPE, f"A birthday card {n}")
+    found = [m for m, _ in svc.store.keyword_search(SCOPE, "Bruno birthday", 8)]
+    assert found[0] == both and len(found) == 6  # 1 with both, then the 5 newest with either
+    newest = [m for m, _ in svc.store.keyword_search(SCOPE, "birthday", 50)]
+    assert len(newest) == 5 and both not in newest  # bounded: only the 5 newest are ranked
 
 
 def test_forgotten_memory_leaves_the_vector_index(service):
