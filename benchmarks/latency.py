@@ -45,6 +45,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--bulk-from", type=int, default=0, metavar="N",
                         help="fill sizes >= N with the bulk fill of benchmarks/bulk.py "
                              "(real texts, pooled vectors) instead of retain_turn; 0 = never")
+    parser.add_argument("--bulk-pool", type=int, default=4096, metavar="P",
+                        help="messages embedded for real to make the bulk fill's vectors")
     parser.add_argument("--home", help="HERMES_HOME to use (must be empty; default: a fresh tmp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the tmp HERMES_HOME afterwards")
     parser.add_argument("--profile", metavar="DIR", help="write cProfile stats per phase to DIR")
@@ -180,7 +182,7 @@ def bench_size(provider, size: int, chat: Chat, clock: Clock, args) -> dict:
     with Phase(args.profile, f"fill_{size}"):
         if args.bulk_from and size >= args.bulk_from:
             before = service.store.counts()["memories"]
-            filled = bulk_fill(service, provider.scope, size, chat, seed=args.seed)
+            filled = bulk_fill(service, provider.scope, size, chat, pool=args.bulk_pool, seed=args.seed)
             added = service.store.counts()["memories"] - before
             filled.update(memories_added=added, drained=True,
                           writes_per_s=round(added / max(filled["sql_s"], 1e-9), 1),
@@ -274,7 +276,7 @@ def run(args) -> dict:
               "fill_method": "MemoryService.retain_turn, one turn (2 memories) per transaction"
               + (f"; sizes >= {args.bulk_from}: benchmarks/bulk.py" if args.bulk_from else ""),
               "settings": {"turns": args.turns, "queries": args.queries, "seed": args.seed,
-                           "bulk_from": args.bulk_from}}
+                           "bulk_from": args.bulk_from, "bulk_pool": args.bulk_pool}}
     chat, clock = Chat(args.seed), Clock(provider.service.indexer)
     try:
         result["sizes"] = [bench_size(provider, size, chat, clock, args) for size in args.sizes]

@@ -1,7 +1,7 @@
 """Draw docs/ figures from benchmark JSON files (needs matplotlib: pip install 'hermes-cmms[plot]').
 
     python benchmarks/plot.py recall OUT.png BENCH_JSON...   # `hermes-cmms bench locomo --json`, one per budget
-    python benchmarks/plot.py latency OUT.png LATENCY_JSON   # `benchmarks/latency.py --json`
+    python benchmarks/plot.py latency OUT.png LATENCY_JSON...   # `benchmarks/latency.py --json`
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def recall_vs_budget(paths: list[str], out: str) -> None:
     fig.savefig(out, dpi=120)
 
 
-def latency_vs_size(path: str, out: str) -> None:
-    sizes = json.load(open(path))["sizes"]
+def latency_vs_size(paths: list[str], out: str) -> None:
+    sizes = sorted((s for p in paths for s in json.load(open(p))["sizes"]), key=lambda s: s["memories"])
     n = [s["memories"] for s in sizes]
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, label in (("p50", "prefetch p50"), ("p95", "prefetch p95")):
@@ -55,7 +55,7 @@ def main() -> None:
     if args.kind == "recall":
         recall_vs_budget(args.inputs, args.out)
     else:
-        latency_vs_size(args.inputs[0], args.out)
+        latency_vs_size(args.inputs, args.out)
 
 
 if __name__ == "__main__":

@@ -43,3 +43,32 @@ def test_latency_script_reports_every_figure(tmp_path):
         # filled up to 40, plus two bursts of 4 turns (2 memories each)
         assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 48
         assert db.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
+
+
+def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tmp_path):
+    out = tmp_path / "bulk.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--sizes", "20,300", "--bulk-from", "300", "--bulk-pool", "16",
+         "--turns", "2", "--queries", "3", "--home", str(tmp_path / "home"), "--json", str(out)],
+        capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    bulk = result["sizes"][1]
+    assert bulk["memories"] >= 300 and bulk["fill"]["method"].startswith("bulk")
+    assert bulk["prefetch_ms"]["nonempty"] >= 1
+    with closing(sqlite3.connect(tmp_path / "home" / "cmms" / "cmms.db")) as db:
+        rows = db.execute("SELECT session_id, turn, role, context FROM memories "
+                          "WHERE source = 'bench:bulk' ORDER BY seq").fetchall()
+        assert len(rows) == bulk["memories"] - 24 and db.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == \
+            db.execute("SELECT count(*) FROM memories").fetchone()[0]
+    # (24 = the 20 written by retain_turn and the first burst of 2 turns)
+    # turn numbers restart per session and every message but a session's first has context
+    assert rows[0][1] == 1 and rows[0][3] is None and all(r[3] for r in rows[1:20])
+    assert {r[1] for r in rows} == set(range(1, 21))
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+    client = chromadb.PersistentClient(path=str(tmp_path / "home" / "cmms" / "chroma"),
+                                       settings=ChromaSettings(anonymized_telemetry=False))
+    counts = sorted(c.count() for c in client.list_collections())
+    assert counts[0] == counts[1] == bulk["memories"] + 4  # both views, every row, plus the burst
