@@ -20,7 +20,6 @@ RECENCY_WEIGHT = 0.004  # a tie-breaker: one fresh memory outranks an equal mont
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_ITEM_TOKENS = 45
 LEAD_TOKENS = 24  # the opening of a memory is always kept
-SESSION_LABEL_CHARS = 6  # the end of the session id: tells sessions apart; tools give the full id
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)?\b")
 _SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
@@ -111,10 +110,9 @@ def _day(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d")
 
 
-def _group_header(memory: Memory) -> str:
-    if memory.session_id:
-        return f"## {_day(memory.created_at)} · {memory.session_id[-SESSION_LABEL_CHARS:]}"
-    return f"## {_day(memory.created_at)} · {memory.kind}s"
+def _block(memory: Memory) -> tuple[str, str]:
+    """(day, conversation) a memory is packed under: its session, or its kind for notes."""
+    return _day(memory.created_at), memory.session_id or f"~{memory.kind}"
 
 
 def _line(memory: Memory, query_terms: Sequence[str]) -> str:
@@ -125,35 +123,42 @@ def _line(memory: Memory, query_terms: Sequence[str]) -> str:
 
 def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
            seen: set[str] | None = None) -> str:
-    """Pack the best hits into `budget_tokens`, grouped by session and day, oldest first.
+    """Pack the best hits into `budget_tokens`, oldest first: one `## <date>` heading a day,
+    each conversation of that day a paragraph of its own (sessions are told apart by the blank
+    line between them; tools give their ids).
 
     Hits whose id is in `seen` (already injected into this conversation) are skipped, as are
     repeats of a text already packed; the ids packed now are added to `seen`.
     """
     query_terms = terms(query)
     used = tokens.count(HEADER) + 1
-    groups: dict[str, list[tuple[Memory, str]]] = {}
+    blocks: dict[tuple[str, str], list[tuple[Memory, str]]] = {}
+    days: set[str] = set()
     texts: set[str] = set()
     for hit in hits:
         memory = hit.memory
         if (seen and memory.id in seen) or memory.content_hash in texts:
             continue
-        header = _group_header(memory)
+        key = _block(memory)
         line = _line(memory, query_terms)
-        cost = tokens.count(line) + 1 + (0 if header in groups else tokens.count(header) + 1)
+        cost = tokens.count(line) + 1
+        if key not in blocks:  # a heading for a new day, else a blank line before the paragraph
+            cost += 1 if key[0] in days else tokens.count(f"## {key[0]}") + 1
         if used + cost > budget_tokens:
             continue
-        groups.setdefault(header, []).append((memory, line))
+        blocks.setdefault(key, []).append((memory, line))
+        days.add(key[0])
         texts.add(memory.content_hash)
         used += cost
-    if not groups:
+    if not blocks:
         return ""
     if seen is not None:
-        seen.update(m.id for members in groups.values() for m, _ in members)
-    ordered = sorted(groups.items(), key=lambda g: min(m.created_at for m, _ in g[1]))
-    parts = [HEADER]
-    for header, members in ordered:
-        parts.append(header)
+        seen.update(m.id for members in blocks.values() for m, _ in members)
+    ordered = sorted(blocks.items(), key=lambda b: (b[0][0], min(m.created_at for m, _ in b[1])))
+    parts, day = [HEADER], None
+    for (block_day, _), members in ordered:
+        parts.append(f"## {block_day}" if block_day != day else "")
+        day = block_day
         members.sort(key=lambda ml: (ml[0].turn or 0, ml[0].created_at, ml[0].role != "user"))
         parts.extend(line for _, line in members)
     return "\n".join(parts)

@@ -1,0 +1,32 @@
+"""Packing recalled memories: one heading a day, a paragraph a session, within the budget."""
+from hermes_cmms import tokens
+from hermes_cmms.models import Memory
+from hermes_cmms.recall import HEADER, Hit, render
+from hermes_cmms.text import content_hash
+
+DAY = 86400.0
+
+
+def _hit(content, session, at, turn=1, role="user"):
+    memory = Memory(
+        id=content, scope="s", tier="episodic", kind="message", role=role, content=content,
+        content_hash=content_hash(content), session_id=session, turn=turn, context=None, source="",
+        tags="[]", confidence=1.0, state="active", superseded_by=None, created_at=at, updated_at=at)
+    return Hit(memory, 1.0)
+
+
+def test_one_heading_a_day_and_a_paragraph_a_session():
+    hits = [_hit("Lunch was pasta", "b", 10 * DAY + 50), _hit("Breakfast was toast", "a", 10 * DAY),
+            _hit("Dinner was soup", "c", 12 * DAY), _hit("The toast was burnt", "a", 10 * DAY + 1, 2)]
+    block = render(hits, 200)
+    assert block == "\n".join([
+        HEADER, "## 1970-01-11", "user: Breakfast was toast", "user: The toast was burnt", "",
+        "user: Lunch was pasta", "## 1970-01-13", "user: Dinner was soup"])
+    assert tokens.count(block) <= 200
+
+
+def test_the_budget_holds_for_every_size():
+    hits = [_hit(f"Fact number {i} is about topic {i * 7}", f"s{i % 5}", (i % 3) * DAY + i, i)
+            for i in range(40)]
+    for budget in range(20, 400, 7):
+        assert tokens.count(render(hits, budget)) <= budget
