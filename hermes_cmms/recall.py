@@ -16,6 +16,7 @@ RRF_K = 10
 # keyword / vector: the memory's own text; *_context: its text with the message before it
 RANKING_WEIGHTS = {"keyword": 1.0, "vector": 1.0, "keyword_context": 1.0, "vector_context": 1.0}
 SPEAKER_BOOST = 1.0  # relevance x2 when the memory's speaker is named in the query
+NEIGHBOUR_WEIGHT = 0.3  # share of the best neighbour's score (same session, within a turn) added
 RECENCY_WEIGHT = 0.004  # a tie-breaker: one fresh memory outranks an equal month-old one
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_ITEM_TOKENS = 45
@@ -58,7 +59,9 @@ def speaker(memory: Memory) -> str | None:
 def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
          names: frozenset[str] = frozenset(), now: float | None = None) -> list[Hit]:
     """Order the candidates: fused relevance, raised when a person the query names is the
-    speaker, nudged by recency, scaled by confidence."""
+    speaker, nudged by recency, scaled by confidence; then each raised by a share of its best
+    neighbour's score (another candidate of its session at most one turn away): an answer
+    lifts its question and the reply around it."""
     now = now or time.time()
     fused = fuse(rankings)
     kw_rank = {m: i for i, m in enumerate(rankings.get("keyword", ()))}
@@ -74,8 +77,24 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
         recency = RECENCY_WEIGHT * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
         score = (relevance + recency) * memory.confidence
         hits.append(Hit(memory, score, kw_rank.get(memory_id), vec_rank.get(memory_id)))
+    _lift_neighbours(hits)
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
+
+
+def _lift_neighbours(hits: list[Hit]) -> None:
+    by_turn: dict[tuple[str, int], list[Hit]] = defaultdict(list)
+    for hit in hits:
+        if hit.memory.session_id and hit.memory.turn:
+            by_turn[(hit.memory.session_id, hit.memory.turn)].append(hit)
+    lifts = []
+    for hit in hits:
+        session, turn = hit.memory.session_id, hit.memory.turn or 0
+        near = [other.score for step in (-1, 0, 1) for other in by_turn.get((session, turn + step), ())
+                if other is not hit]
+        lifts.append(NEIGHBOUR_WEIGHT * max(near, default=0.0))
+    for hit, lift in zip(hits, lifts):
+        hit.score += lift
 
 
 def snippet(memory: Memory, query_terms: Sequence[str] = ()) -> str:

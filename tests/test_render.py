@@ -30,3 +30,17 @@ def test_the_budget_holds_for_every_size():
             for i in range(40)]
     for budget in range(20, 400, 7):
         assert tokens.count(render(hits, budget)) <= budget
+
+
+def test_a_neighbour_lifts_a_weak_match_above_a_lone_one():
+    from hermes_cmms.recall import rank
+
+    def memory(content, session, turn, role):
+        return _hit(content, session, 0.0, turn, role).memory
+
+    memories = {m.id: m for m in [
+        memory("What did you paint?", "a", 1, "user"), memory("A sunrise over the lake", "a", 1, "assistant"),
+        memory("Paint is on sale", "b", 5, "user"), memory("Unrelated", "c", 9, "user")]}
+    lone_first = {"keyword": ["What did you paint?", "Paint is on sale", "A sunrise over the lake"]}
+    order = [h.memory.id for h in rank(memories, lone_first, now=1.0)]
+    assert order[:2] == ["What did you paint?", "A sunrise over the lake"]  # the answer beside its question
