@@ -1,7 +1,8 @@
 """Keyword index behind a small interface; the only home of dialect-specific search SQL."""
 from __future__ import annotations
 
-from typing import Protocol
+import re
+from typing import Iterable, Protocol
 
 from sqlalchemy import Connection, text
 
@@ -18,6 +19,9 @@ class KeywordIndex(Protocol):
                with_context: bool = False) -> list[tuple[str, float]]:
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
+
+    def speakers(self, conn: Connection, scope: str, names: Iterable[str]) -> set[str]:
+        """The `names` (lower-case words) that open some memory of `scope` as "Name: ..."."""
 
 
 def _fts5_create(conn: Connection) -> None:
@@ -120,13 +124,29 @@ class SqliteKeywordIndex:
     _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
                   "WHERE memories_fts MATCH :match LIMIT :cap)")
 
+    _OPENING = text(
+        "SELECT m.content FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
+        "WHERE memories_fts MATCH :match AND m.scope = :scope AND m.state = 'active' LIMIT 5")
+
+    def speakers(self, conn: Connection, scope: str, names: Iterable[str]) -> set[str]:
+        found = set()
+        for name in names:
+            if not re.fullmatch(r"\w[\w-]*", name):
+                continue
+            said = re.compile(rf"\s*{re.escape(name)}:\s", re.I)
+            match = f'scope : "{_scope_token(scope)}" AND content : ^"{name}"'
+            openings = conn.execute(self._OPENING, {"match": match, "scope": scope})
+            if any(said.match(content) for content, in openings):
+                found.add(name)
+        return found
+
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
         words = terms(query)
         if not words:
             return []
         columns = "{content context}" if with_context else "content"
-        token = "s" + scope.encode("utf-8").hex()
+        token = _scope_token(scope)
 
         def match(expression: str) -> str:  # words are quoted: no FTS syntax gets through
             return f'scope : "{token}" AND {columns} : ({expression})'
@@ -158,6 +178,11 @@ class SqliteKeywordIndex:
         rows = conn.execute(statement, {"match": match, "scope": scope, "limit": limit,
                                         "newest": self.COMMON})
         return [(memory_id, -rank) for memory_id, rank in rows]
+
+
+def _scope_token(scope: str) -> str:
+    """The scope column's one token for `scope` (what the triggers store: 's' || hex(scope))."""
+    return "s" + scope.encode("utf-8").hex()
 
 
 def keyword_index_for(dialect: str) -> KeywordIndex:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Optional, Sequence
 
@@ -91,12 +92,16 @@ class MemoryService:
         query = clean(query)
         if not query.strip():
             return []
+        names = query_names(query)
+        # A speaker's name matches every line they said (short ones best): the speaker boost
+        # in rank() covers it, so keyword search looks for the rest of the question.
+        words = _without(query, self.store.speakers(scope, names)) if names else query
         rankings = {
-            "keyword": [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES)],
-            "keyword_context": [m for m, _ in self.store.keyword_search(scope, query, CANDIDATES, True)],
+            "keyword": [m for m, _ in self.store.keyword_search(scope, words, CANDIDATES)],
+            "keyword_context": [m for m, _ in self.store.keyword_search(scope, words, CANDIDATES, True)],
             **self._vector_search(scope, query)}
         memories = self.store.get(list({m for ids in rankings.values() for m in ids}), scope)
-        return rank(memories, rankings, query_names(query))[:limit]
+        return rank(memories, rankings, names)[:limit]
 
     def _vector_search(self, scope: str, query: str) -> dict[str, list[str]]:
         """Rankings by cosine similarity, of the memories alone and in context; {} if no index."""
@@ -155,6 +160,13 @@ class MemoryService:
         self.indexer.drain(drain_timeout)
         self.indexer.stop()
         self.store.close()
+
+
+def _without(query: str, words: set[str]) -> str:
+    """The query less the given (lower-case) words, matched as whole words in any case."""
+    for word in words:
+        query = re.sub(rf"\b{re.escape(word)}\b", " ", query, flags=re.IGNORECASE)
+    return query
 
 
 def _scope(scope: str) -> str:

@@ -7,7 +7,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, create_engine, delete, func, insert, select, text, update
 from sqlalchemy.engine import Engine
@@ -198,6 +198,11 @@ class Store:
                        with_context: bool = False) -> list[tuple[str, float]]:
         with self.read() as conn:
             return self.keyword.search(conn, scope, query, limit, with_context)
+
+    def speakers(self, scope: str, names: Iterable[str]) -> set[str]:
+        """The `names` that speak in transcript-style memories of `scope` ("Name: ...")."""
+        with self.read() as conn:
+            return self.keyword.speakers(conn, scope, names)
 
     def recent(self, scope: str, limit: int) -> list[Memory]:
         with self.read() as conn:

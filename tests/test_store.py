@@ -234,3 +234,14 @@ def test_a_database_from_the_first_release_upgrades_in_place(tmp_path):
         assert store.get(["old1"], SCOPE)["old1"].context is None
     finally:
         store.close()
+
+
+def test_a_speakers_name_is_left_to_the_speaker_boost(keyword_service):
+    for line in ["Alice: Hi Bob!", "Alice: Bye now.", "Bob: I took up pottery with Alice.",
+                 "Paris is lovely in spring."]:
+        keyword_service.remember(SCOPE, line)
+    store = keyword_service.store
+    assert store.speakers(SCOPE, {"alice", "bob", "paris", "carol"}) == {"alice", "bob"}
+    assert store.speakers("test:other", {"alice"}) == set()
+    top = keyword_service.search(SCOPE, "What hobby did Alice pick up? pottery")[0].memory.content
+    assert top == "Bob: I took up pottery with Alice."  # not Alice's short small talk
