@@ -90,13 +90,18 @@ class Phase:
 
 
 class Clock:
-    """Time spent inside the indexer's embedder and Chroma upserts (wraps the live objects)."""
+    """Time spent inside the embedder, Chroma upserts and queries, keyword search and row
+    fetches (wraps the live objects; the engine is not changed)."""
 
-    def __init__(self, indexer):
-        self.seconds = {"embed": 0.0, "upsert": 0.0}
+    def __init__(self, service):
+        indexer, store = service.indexer, service.store
+        self.seconds = {"embed": 0.0, "upsert": 0.0, "vector_query": 0.0, "keyword": 0.0, "get": 0.0}
         if indexer.active:
             indexer.embedder.embed = self._wrap("embed", indexer.embedder.embed)
             indexer.vectors.upsert = self._wrap("upsert", indexer.vectors.upsert)
+            indexer.vectors.query = self._wrap("vector_query", indexer.vectors.query)
+        store.keyword_search = self._wrap("keyword", store.keyword_search)
+        store.get = self._wrap("get", store.get)
 
     def _wrap(self, name, fn):
         def timed(*args, **kwargs):
@@ -191,14 +196,16 @@ def bench_size(provider, size: int, chat: Chat, clock: Clock, args) -> dict:
             filled = {**fill(service, provider.scope, size, chat), "method": "retain_turn"}
         filled.update(clock.take())
     memories = service.store.counts()["memories"]
+    clock.take()
     with Phase(args.profile, f"prefetch_{size}"):
         prefetch = time_prefetch(provider, chat, args.queries)
-    embed_ms = clock.take()["embed_s"] * 1000 / (args.queries + WARMUP_QUERIES)
+    parts = {f"{name[:-2]}_mean": round(seconds * 1000 / (args.queries + WARMUP_QUERIES), 3)
+             for name, seconds in clock.take().items() if name != "upsert_s"}
     with Phase(args.profile, f"sync_turn_{size}"):
         sync = time_sync_turn(provider, chat, args.turns)
     clock.take()
     return {"memories": memories, "fill": filled,
-            "prefetch_ms": {**prefetch, "query_embed_mean": round(embed_ms, 3)},
+            "prefetch_ms": {**prefetch, "query_embed_mean": parts.pop("embed_mean"), **parts},
             "sync_turn_ms": sync, "disk": disk_usage(service.settings),
             "peak_rss_mib": peak_rss_mib()}
 
@@ -277,7 +284,7 @@ def run(args) -> dict:
               + (f"; sizes >= {args.bulk_from}: benchmarks/bulk.py" if args.bulk_from else ""),
               "settings": {"turns": args.turns, "queries": args.queries, "seed": args.seed,
                            "bulk_from": args.bulk_from, "bulk_pool": args.bulk_pool}}
-    chat, clock = Chat(args.seed), Clock(provider.service.indexer)
+    chat, clock = Chat(args.seed), Clock(provider.service)
     try:
         result["sizes"] = [bench_size(provider, size, chat, clock, args) for size in args.sizes]
     finally:
