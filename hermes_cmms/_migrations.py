@@ -62,8 +62,31 @@ def _0002_memory_context(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE memories ADD COLUMN context TEXT"))
 
 
+def _0003_memory_expires_at(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE memories ADD COLUMN expires_at DOUBLE PRECISION"))
+
+
+def _0004_facts(conn: Connection) -> None:
+    conn.execute(text("""CREATE TABLE facts (
+        memory_id VARCHAR(32) PRIMARY KEY,
+        scope TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        predicate TEXT NOT NULL,
+        object TEXT NOT NULL)"""))
+    conn.execute(text("CREATE INDEX ix_facts_scope_subject ON facts (scope, subject)"))
+
+
+def _0005_index_state(conn: Connection) -> None:
+    conn.execute(text("CREATE TABLE index_state (name TEXT PRIMARY KEY, "
+                      "generation INTEGER NOT NULL DEFAULT 0)"))
+    conn.execute(text("INSERT INTO index_state (name, generation) VALUES ('vectors', 0)"))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
-                                    ("0002_memory_context", _0002_memory_context)]
+                                    ("0002_memory_context", _0002_memory_context),
+                                    ("0003_memory_expires_at", _0003_memory_expires_at),
+                                    ("0004_facts", _0004_facts),
+                                    ("0005_index_state", _0005_index_state)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

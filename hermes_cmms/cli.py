@@ -72,6 +72,13 @@ def cmd_doctor(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_mcp(args) -> int:
+    from .mcp_bridge import serve
+
+    serve(args.hermes_home, transport=args.transport, host=args.host, port=args.port, scope=args.scope)
+    return 0
+
+
 def cmd_plugins(args) -> int:
     from .plugins import describe, make_plugin_manager
 
@@ -129,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", default="local:default", help="Scope to search (default: local:default).")
     p.add_argument("--limit", type=int, default=8)
     p.add_argument("--json", action="store_true")
+    p = add("mcp", cmd_mcp, "Serve this memory to MCP clients (stdio by default, or streamable HTTP).")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="HTTP address (default 127.0.0.1; any other needs CMMS_MCP_TOKEN)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--scope", help="Scope of the CMMS-style tools (default: the Hermes CLI user's, "
+                                   "local:<profile>)")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
     _add_bench(sub)

@@ -5,23 +5,38 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Callable, Optional
 
 from .embedders import Embedder
 from .store import Store
 from .vectors import VectorIndex
 
+try:
+    import fcntl
+except ImportError:  # Windows: one process per store
+    fcntl = None
+
 log = logging.getLogger(__name__)
 
 BATCH = 64
 MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
+POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
+REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
 
 
 class Indexer:
-    """Loads the embedder off the caller's thread, then drains the outbox as work arrives."""
+    """Loads the embedder off the caller's thread, then drains the outbox as work arrives.
+
+    Several processes may share one store (the Hermes gateway and MCP bridges). Exactly one of
+    them writes the vector index: the one holding the lock file `lock_path`; when it exits,
+    another takes over. The others only read, and re-open the index when the writer's
+    generation counter (in SQL) has moved, since embedded Chroma does not show another
+    process's new vectors to a client that is already open.
+    """
 
     def __init__(self, store: Store, load_embedder: Callable[[], Optional[Embedder]],
-                 open_vectors: Callable[[], VectorIndex]):
+                 open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None):
         self.store = store
         self._load_embedder = load_embedder
         self._open_vectors = open_vectors
@@ -29,10 +44,37 @@ class Indexer:
         self.vectors: Optional[VectorIndex] = None
         self.error: Optional[str] = None
         self.ready = threading.Event()  # set once the embedder has loaded (or failed to)
+        self._lock = WriterLock(lock_path)
+        self._generation = -1  # index generation this process's vector client has seen
+        self._refreshed = 0.0
+        self._refresh_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cmms-indexer", daemon=True)
         self._thread.start()
+
+    @property
+    def writer(self) -> bool:
+        """Whether this process writes the vector index."""
+        return self._lock.held
+
+    def refresh(self) -> None:
+        """In a reader process, re-open the vector index if the writer has moved it on."""
+        if self.writer or self.vectors is None or not self.vectors.embedded:
+            return
+        now = time.monotonic()
+        if now - self._refreshed < REFRESH_S or not self._refresh_lock.acquire(blocking=False):
+            return
+        try:
+            self._refreshed = now
+            generation = self.store.index_generation()
+            if generation != self._generation:
+                self.vectors.reopen()
+                self._generation = generation
+        except Exception as exc:  # noqa: BLE001 - stale vectors beat a failed recall
+            log.warning("hermes-cmms: could not re-open the vector index: %s", exc)
+        finally:
+            self._refresh_lock.release()
 
     @property
     def active(self) -> bool:
@@ -57,19 +99,31 @@ class Indexer:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout)
+        self._lock.release()
 
     def _run(self) -> None:
         self._start()
         while not self._stop.is_set():
-            worked = self.active and self._step()
+            worked = self.active and self._claim() and self._step()
             if not worked:
-                self._wake.wait(1.0)
+                self._wake.wait(POLL_S)
                 self._wake.clear()
+
+    def _claim(self) -> bool:
+        """Whether this process is (or just became) the index writer."""
+        if self._lock.held:
+            return True
+        if not self._lock.acquire():
+            return False
+        if self.vectors.embedded and self.store.index_generation() != self._generation:
+            self.vectors.reopen()  # see what the previous writer wrote before writing on
+        return True
 
     def _start(self) -> None:
         try:
             self.embedder = self._load_embedder()
             if self.embedder is not None:
+                self._generation = self.store.index_generation()  # what the new client shows
                 self.vectors = self._open_vectors()
         except Exception as exc:  # noqa: BLE001 - a broken index degrades recall, never the turn
             self.error = f"{type(exc).__name__}: {exc}"
@@ -116,6 +170,39 @@ class Indexer:
         metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
         self.vectors.upsert(scope, ids, [plain[i] for i in ids], metadata)
         self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")
+
+
+class WriterLock:
+    """A non-blocking exclusive lock on a file, released when the process exits."""
+
+    def __init__(self, path: Optional[Path]):
+        self.path = path
+        self._file = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None
+
+    def acquire(self) -> bool:
+        if self._file is not None:
+            return True
+        if self.path is None or fcntl is None:  # nothing to share with (or no flock here)
+            self._file = True
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+b")  # noqa: SIM115 - kept open while held
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._file = handle
+        return True
+
+    def release(self) -> None:
+        handle, self._file = self._file, None
+        if handle not in (None, True):
+            handle.close()  # closing the descriptor drops the flock
 
 
 def _combine(own, before) -> list[float]:

@@ -29,6 +29,28 @@ class Memory(SQLModel, table=True):
     superseded_by: Optional[str] = None
     created_at: float
     updated_at: float
+    expires_at: Optional[float] = None  # working memory: never recalled after this time
+
+
+class Fact(SQLModel, table=True):
+    """The subject-predicate-object reading of a fact memory (kind 'fact')."""
+
+    __tablename__ = "facts"
+
+    memory_id: str = Field(primary_key=True, max_length=32)
+    scope: str
+    subject: str
+    predicate: str
+    object: str
+
+
+class IndexState(SQLModel, table=True):
+    """A counter the vector-index writer bumps, so other processes know to re-read the index."""
+
+    __tablename__ = "index_state"
+
+    name: str = Field(primary_key=True)
+    generation: int = 0
 
 
 class ConversationSession(SQLModel, table=True):

@@ -1,19 +1,22 @@
 """MemoryService: the one engine behind every door (Hermes provider, MCP bridge, CLI)."""
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
+import time
 from typing import Optional, Sequence
 
 import pluggy
 
 from .config import Settings
 from .embedders import load_embedder
-from .errors import InvalidInput, UnknownMemory
+from .errors import InvalidInput, StoreUnavailable, UnknownMemory
 from .indexer import MAX_EMBED_CHARS, Indexer
 from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, query_names, rank
+from .models import Memory
 from .store import NewMemory, Store
 from .text import clean, clean_key
 from .vectors import VectorIndex
@@ -24,6 +27,10 @@ CANDIDATES = 50  # per retriever, before fusion
 VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at all
 EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
 MAX_CONTENT_CHARS = 10_000_000
+MAX_FACT_PART_CHARS = 2_000
+MAX_TAGS = 32
+MAX_TTL_SECONDS = 10 * 365 * 86400
+TIERS = ("working", "episodic", "semantic")
 
 
 class MemoryService:
@@ -34,7 +41,7 @@ class MemoryService:
         self.pm = pm or make_plugin_manager()
         self.store = Store(settings.database_url)
         self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
-                               lambda: VectorIndex(settings))
+                               lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -50,16 +57,32 @@ class MemoryService:
         return self._retain(scope, session_id, items, turn_of=(scope, session_id))
 
     def remember(self, scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
-                 tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None) -> str:
-        """Store one explicit memory (a note, an observation); return its id."""
+                 tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None,
+                 confidence: float = 1.0, ttl_seconds: Optional[float] = None,
+                 fact: Optional[tuple[str, str, str]] = None) -> str:
+        """Store one explicit memory (a note, an observation, a fact); return its id.
+
+        With `ttl_seconds` it is working memory: never recalled or listed after that time."""
         if not isinstance(content, str) or not clean(content).strip():
             raise InvalidInput("Memory content must be a non-empty string.")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"Memory content is {len(content):,} characters; the limit is "
                                f"{MAX_CONTENT_CHARS:,}.")
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+                or not 0.0 <= confidence <= 1.0:
+            raise InvalidInput(f"Confidence must be a number from 0 to 1, not {confidence!r}.")
+        if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
+                                        or not 0 < ttl_seconds <= MAX_TTL_SECONDS):
+            raise InvalidInput(f"ttl_seconds must be a number of seconds from 1 to {MAX_TTL_SECONDS:,}, "
+                               f"not {ttl_seconds!r}.")
+        tags = _tags(tags)
         scope, session_id = _scope(scope), clean_key(session_id) if session_id else None
-        item = NewMemory(scope=scope, content=content, kind=kind, tier=tier, tags=tuple(tags),
-                         source=source, session_id=session_id)
+        expires_at = time.time() + ttl_seconds if ttl_seconds is not None else None
+        if fact is not None:
+            fact = tuple(run_redactors(self.pm, clean(part), scope) for part in fact)
+        item = NewMemory(scope=scope, content=content, kind=kind, tier="working" if expires_at else tier,
+                         tags=tags, source=source, session_id=session_id, confidence=float(confidence),
+                         expires_at=expires_at, fact=fact)
         return self._retain(scope, session_id, [item], turn_of=None)[0]
 
     def _retain(self, scope: str, session_id: Optional[str], items: list[NewMemory],
@@ -73,6 +96,32 @@ class MemoryService:
         self.indexer.notify()
         return [memory_id for ids in results if ids for memory_id in ids]
 
+    def remember_fact(self, scope: str, subject: str, predicate: str, obj: str, *,
+                      confidence: float = 1.0, source: str = "", tags: Sequence[str] = ()) -> str:
+        """Store a subject-predicate-object fact; it is recalled like any memory and can be
+        filtered by its parts."""
+        parts = {"subject": subject, "predicate": predicate, "object": obj}
+        for name, value in parts.items():
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInput(f"The fact's {name} must be a non-empty string.")
+            if len(value) > MAX_FACT_PART_CHARS:
+                raise InvalidInput(f"The fact's {name} is {len(value):,} characters; the limit is "
+                                   f"{MAX_FACT_PART_CHARS:,}.")
+        subject, predicate, obj = (" ".join(v.split()) for v in parts.values())
+        return self.remember(scope, f"{subject} {predicate} {obj}", kind="fact", tags=tags,
+                             source=source, confidence=confidence, fact=(subject, predicate, obj))
+
+    def forget_where(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = ()) -> list[str]:
+        """Delete every memory of `scope` in `tier` and/or carrying all `tags`; return their ids."""
+        tags = _tags(tags)
+        if tier is not None and tier not in TIERS:
+            raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
+        if tier is None and not tags:
+            raise InvalidInput("Name a memory id, a tier or tags to forget; nothing was forgotten.")
+        gone = self.store.delete_where(_scope(scope), tier=tier, tags=tags)
+        self.indexer.notify()
+        return gone
+
     def forget(self, scope: str, memory_id: str) -> None:
         """Delete a memory from the store and every index; UnknownMemory if not in `scope`."""
         scope = _scope(scope)
@@ -82,8 +131,21 @@ class MemoryService:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def search(self, scope: str, query: str, limit: int = 30) -> list[Hit]:
-        """Hybrid search inside one scope, best first."""
+    def search(self, scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),
+               source: Optional[str] = None, fact: Optional[dict] = None) -> list[Hit]:
+        """Hybrid search inside one scope, best first.
+
+        Filters: memories carrying every one of `tags`; whose source (receipt) starts with
+        `source`; facts whose given parts (`subject`, `predicate`, `object`) match, ignoring case.
+        """
+        tags = _tags(tags)
+        fact = {k: v for k, v in (fact or {}).items() if v is not None}
+        for name, value in [("source", source), *fact.items()]:
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInput(f"The {name} filter must be a non-empty string.")
+        if tags or source or fact:
+            hits = self.search(scope, query, CANDIDATES * 4) if isinstance(query, str) and query.strip() else []
+            return self._filtered(scope, hits, limit, tags, source, fact)
         scope = _scope(scope)
         if not isinstance(query, str):
             raise InvalidInput("The query must be a string.")
@@ -103,13 +165,59 @@ class MemoryService:
         memories = self.store.get(list({m for ids in rankings.values() for m in ids}), scope)
         return rank(memories, rankings, names)[:limit]
 
+    def _filtered(self, scope: str, hits: list[Hit], limit: int, tags, source, fact) -> list[Hit]:
+        scope = _scope(scope)
+        wanted = None
+        if fact:
+            wanted = set(self.store.facts_matching(scope, fact.get("subject"), fact.get("predicate"),
+                                                   fact.get("object")))
+            if not hits:  # no query: the matching facts, newest first
+                found = self.store.get(list(wanted), scope)
+                hits = [Hit(found[i], 0.0) for i in sorted(found, key=lambda i: -found[i].created_at)]
+
+        def keep(m) -> bool:
+            return ((wanted is None or m.id in wanted)
+                    and (not source or m.source.startswith(source))
+                    and all(tag in json.loads(m.tags or "[]") for tag in tags))
+        return [hit for hit in hits if keep(hit.memory)][:limit]
+
+    def semantic_search(self, scope: str, query: str, top_k: int = 10,
+                        score_threshold: float = 0.0) -> list[tuple[Memory, float]]:
+        """Vector-only search: (memory, cosine similarity) pairs at or above the threshold."""
+        scope = _scope(scope)
+        if not isinstance(query, str) or not clean(query).strip():
+            raise InvalidInput("The query must be a non-empty string.")
+        vector = self._query_vector(query)
+        if vector is None:
+            raise StoreUnavailable("Semantic search is unavailable: no embedding model or vector "
+                                   "index is loaded (see `hermes-cmms doctor`).")
+        found = [(m, sim) for m, sim in self.indexer.vectors.query(scope, vector, top_k)
+                 if sim >= score_threshold]
+        memories = self.store.get([m for m, _ in found], scope)
+        return [(memories[m], sim) for m, sim in found if m in memories]
+
+    def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
+             limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+        """A page of the scope's memories, newest first, with the total that match."""
+        if tier is not None and tier not in TIERS:
+            raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
+        return self.store.page(_scope(scope), tier=tier, tags=_tags(tags), limit=limit, offset=offset)
+
+    def _query_vector(self, query: str):
+        """The query's vector, or None when there is no usable vector index."""
+        indexer = self.indexer
+        if not indexer.ready.wait(EMBEDDER_WAIT_S) or not indexer.active:
+            return None
+        indexer.refresh()  # another process may have written vectors since we last looked
+        return indexer.embedder.embed([clean(query)[:MAX_EMBED_CHARS]])[0]
+
     def _vector_search(self, scope: str, query: str) -> dict[str, list[str]]:
         """Rankings by cosine similarity, of the memories alone and in context; {} if no index."""
         indexer = self.indexer
-        if not indexer.ready.wait(EMBEDDER_WAIT_S) or not indexer.active:
-            return {}
         try:
-            vector = indexer.embedder.embed([query[:MAX_EMBED_CHARS]])[0]
+            vector = self._query_vector(query)
+            if vector is None:
+                return {}
             return {name: [m for m, similarity in indexer.vectors.query(scope, vector, CANDIDATES, view)
                            if similarity >= VECTOR_FLOOR]
                     for name, view in (("vector", "content"), ("vector_context", "context"))}
@@ -156,6 +264,12 @@ class MemoryService:
                 "embedder": embedder, "index_error": indexer.error,
                 **self.store.counts()}
 
+    def __enter__(self) -> "MemoryService":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self, drain_timeout: float = 5.0) -> None:
         self.indexer.drain(drain_timeout)
         self.indexer.stop()
@@ -167,6 +281,18 @@ def _without(query: str, words: set[str]) -> str:
     for word in words:
         query = re.sub(rf"\b{re.escape(word)}\b", " ", query, flags=re.IGNORECASE)
     return query
+
+
+def _tags(tags) -> tuple[str, ...]:
+    """Tags as stored: a list of non-empty strings (None is no tags)."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)) \
+            or not all(isinstance(t, str) and t.strip() for t in tags):
+        raise InvalidInput("Tags must be a list of non-empty strings.")
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")
+    return tuple(clean(t).strip() for t in tags)
 
 
 def _scope(scope: str) -> str:

@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
-from sqlalchemy import Connection, create_engine, delete, func, insert, select, text, update
+from sqlalchemy import Connection, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine
 
 from . import _migrations, _sqlite
 from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
-from .models import ConversationSession, Memory, Outbox
+from .models import ConversationSession, Fact, IndexState, Memory, Outbox
 from .text import content_hash
 
 CONTEXT_CHARS = 400
@@ -44,12 +44,29 @@ class NewMemory:
     source: str = ""
     tags: Sequence[str] = ()
     confidence: float = 1.0
+    expires_at: Optional[float] = None
+    fact: Optional[tuple[str, str, str]] = None  # (subject, predicate, object)
 
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         return _sqlite.make_engine(url)
     return create_engine(url, pool_pre_ping=True)
+
+
+def _live(now: float):
+    """Not past its expiry time (working memory with a TTL)."""
+    return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
+
+
+def _filtered(query, tier: Optional[str], tags: Sequence[str]):
+    """`query` narrowed to a tier and to memories carrying every one of `tags`."""
+    if tier is not None:
+        query = query.where(Memory.tier == tier)
+    for tag in tags:  # tags are a JSON list; match the JSON-quoted tag, LIKE-escaped
+        quoted = json.dumps(tag).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(Memory.tags.like(f"%{quoted}%", escape="\\"))
+    return query
 
 
 class Store:
@@ -96,8 +113,13 @@ class Store:
                 for row in rows:
                     row["turn"], row["context"] = turn, _tail(previous)
                     previous = row["content"]
+            facts = [{"memory_id": row["id"], "scope": item.scope, "subject": item.fact[0],
+                      "predicate": item.fact[1], "object": item.fact[2]}
+                     for item, row in zip(items, rows) if item.fact]
             if rows:
                 conn.execute(insert(Memory), rows)
+                if facts:
+                    conn.execute(insert(Fact), facts)
                 conn.execute(insert(Outbox), [
                     {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
                     for r in rows])
@@ -111,6 +133,7 @@ class Store:
             "session_id": item.session_id, "turn": None, "context": None, "source": item.source,
             "tags": json.dumps(list(item.tags)), "confidence": item.confidence, "state": "active",
             "superseded_by": None, "created_at": now, "updated_at": now,
+            "expires_at": item.expires_at,
         }
 
     @staticmethod
@@ -147,12 +170,26 @@ class Store:
 
     def delete(self, scope: str, memory_id: str) -> bool:
         """Delete one memory of `scope` and queue its vector removal; False if absent."""
+        return bool(self.delete_where(scope, ids=[memory_id]))
+
+    def delete_where(self, scope: str, *, ids: Optional[Sequence[str]] = None,
+                     tier: Optional[str] = None, tags: Sequence[str] = ()) -> list[str]:
+        """Delete the memories of `scope` matching every filter given (at least one); return
+        their ids. Their facts go too, and their vectors are queued for removal."""
+        if ids is None and tier is None and not tags:
+            raise ValueError("delete_where needs a filter")
+        query = _filtered(select(Memory.id).where(Memory.scope == scope), tier, tags)
+        if ids is not None:
+            query = query.where(Memory.id.in_(list(ids)))
         with self._write_lock, self.write() as conn:
-            gone = conn.execute(delete(Memory).where(Memory.scope == scope, Memory.id == memory_id))
-            if gone.rowcount:
-                conn.execute(insert(Outbox).values(memory_id=memory_id, scope=scope, op="delete",
-                                                   created_at=time.time()))
-            return bool(gone.rowcount)
+            gone = list(conn.execute(query).scalars())
+            for start in range(0, len(gone), 500):
+                part = gone[start:start + 500]
+                conn.execute(delete(Fact).where(Fact.memory_id.in_(part)))
+                conn.execute(delete(Memory).where(Memory.id.in_(part)))
+                conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete",
+                                               "created_at": time.time()} for i in part])
+        return gone
 
     def mark_flushed(self, scope: str, session_id: str) -> bool:
         """Record that a session was flushed; False when it was already flushed or unknown."""
@@ -172,9 +209,17 @@ class Store:
             return [Outbox.model_validate(row._mapping) for row in rows]
 
     def done(self, outbox_ids: Sequence[int]) -> None:
+        """Forget finished outbox rows and bump the index generation other processes watch."""
         if outbox_ids:
             with self._write_lock, self.write() as conn:
                 conn.execute(delete(Outbox).where(Outbox.id.in_(list(outbox_ids))))
+                conn.execute(update(IndexState).where(IndexState.name == "vectors")
+                             .values(generation=IndexState.generation + 1))
+
+    def index_generation(self) -> int:
+        with self.read() as conn:
+            return conn.execute(select(IndexState.generation)
+                                .where(IndexState.name == "vectors")).scalar() or 0
 
     def failed(self, outbox_ids: Sequence[int], error: str) -> None:
         if outbox_ids:
@@ -192,7 +237,37 @@ class Store:
             # Look up by the unique id index alone (a scope filter in SQL tempts the planner into
             # scanning the whole scope), then keep only this scope's rows.
             rows = conn.execute(select(Memory).where(Memory.id.in_(list(ids))))
-            return {row.id: _memory(row) for row in rows if row.scope == scope}
+            now = time.time()
+            return {row.id: _memory(row) for row in rows
+                    if row.scope == scope and (row.expires_at is None or row.expires_at > now)}
+
+    def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
+             limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+        """One page of a scope's live memories, newest first, and how many match in all."""
+        live = _filtered(select(Memory).where(Memory.scope == scope, _live(time.time())), tier, tags)
+        with self.read() as conn:
+            total = conn.execute(select(func.count()).select_from(live.subquery())).scalar_one()
+            rows = conn.execute(live.order_by(Memory.seq.desc()).limit(limit).offset(offset))
+            return [_memory(row) for row in rows], total
+
+    def facts(self, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        """(subject, predicate, object) of the fact memories among `ids`."""
+        if not ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(select(Fact).where(Fact.memory_id.in_(list(ids))))
+            return {row.memory_id: (row.subject, row.predicate, row.object) for row in rows}
+
+    def facts_matching(self, scope: str, subject: Optional[str] = None, predicate: Optional[str] = None,
+                       obj: Optional[str] = None, limit: int = 500) -> list[str]:
+        """Ids of the scope's facts whose given parts equal these (ignoring case), newest first."""
+        query = select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
+            Fact.scope == scope, _live(time.time()))
+        for column, value in ((Fact.subject, subject), (Fact.predicate, predicate), (Fact.object, obj)):
+            if value is not None:
+                query = query.where(func.lower(column) == value.lower())
+        with self.read() as conn:
+            return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
 
     def keyword_search(self, scope: str, query: str, limit: int,
                        with_context: bool = False) -> list[tuple[str, float]]:

@@ -23,9 +23,17 @@ class VectorIndex:
     """Upsert, delete and query vectors of one store, isolated per scope."""
 
     def __init__(self, settings: Settings):
+        self._settings = settings
+        self._collections: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self.embedded = not settings.chroma_url
+        self.client = self._connect()
+
+    def _connect(self):
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
+        settings = self._settings
         chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
         if settings.chroma_url:
             url = urlparse(settings.chroma_url)
@@ -37,8 +45,15 @@ class VectorIndex:
             self.client = chromadb.PersistentClient(path=str(settings.chroma_path),
                                                     settings=chroma_settings)
             self.location = str(settings.chroma_path)
-        self._collections: dict[str, object] = {}
-        self._lock = threading.Lock()
+        return self.client
+
+    def reopen(self) -> None:
+        """Drop the embedded client and open a new one, which reads the index from disk again
+        (an open client never sees vectors another process added)."""
+        with self._lock:
+            old, self._collections = self.client, {}
+            old.close()
+            self.client = self._connect()
 
     def _collection(self, scope: str, create: bool, view: str = "content"):
         name = collection_name(scope, view)
@@ -54,36 +69,56 @@ class VectorIndex:
                         return None
             return self._collections[name]
 
+    def _retrying(self, operation):
+        """Run `operation()`; if the client was re-opened under it (another thread's refresh),
+        run it once more on the new client."""
+        client = self.client
+        try:
+            return operation()
+        except Exception:
+            with self._lock:  # wait out a re-open in progress
+                pass
+            if self.client is client:
+                raise
+            return operation()
+
     def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
                metadatas: Sequence[dict], view: str = "content") -> None:
-        self._collection(scope, create=True, view=view).upsert(
-            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas))
+        self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
+            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)))
 
     def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The content-view vectors stored for `ids` (those that exist)."""
-        collection = self._collection(scope, create=False)
-        if collection is None or not ids:
-            return {}
-        found = collection.get(ids=list(ids), include=["embeddings"])
-        return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
+        def get():
+            collection = self._collection(scope, create=False)
+            if collection is None or not ids:
+                return {}
+            found = collection.get(ids=list(ids), include=["embeddings"])
+            return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
+        return self._retrying(get)
 
     def delete(self, scope: str, ids: Sequence[str]) -> None:
         """Remove the ids from every view of the scope."""
-        for view in VIEWS:
-            collection = self._collection(scope, create=False, view=view)
-            if collection is not None and ids:
-                collection.delete(ids=list(ids))
+        def delete():
+            for view in VIEWS:
+                collection = self._collection(scope, create=False, view=view)
+                if collection is not None and ids:
+                    collection.delete(ids=list(ids))
+        self._retrying(delete)
 
     def query(self, scope: str, vector: Sequence[float], limit: int,
               view: str = "content") -> list[tuple[str, float]]:
         """(memory id, cosine similarity) pairs, most similar first."""
-        collection = self._collection(scope, create=False, view=view)
-        if collection is None:
-            return []
-        found = collection.query(query_embeddings=[list(vector)], n_results=limit, include=["distances"])
-        return [(memory_id, 1.0 - distance)
-                for memory_id, distance in zip(found["ids"][0], found["distances"][0])]
+        def query():
+            collection = self._collection(scope, create=False, view=view)
+            if collection is None:
+                return []
+            found = collection.query(query_embeddings=[list(vector)], n_results=limit, include=["distances"])
+            return [(memory_id, 1.0 - distance)
+                    for memory_id, distance in zip(found["ids"][0], found["distances"][0])]
+        return self._retrying(query)
 
     def count(self) -> int:
         """Vectors of the content view (one per indexed memory)."""
-        return sum(c.count() for c in self.client.list_collections() if c.name.startswith("cmms_"))
+        return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
+                                          if c.name.startswith("cmms_")))

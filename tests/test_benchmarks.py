@@ -72,3 +72,14 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
                                        settings=ChromaSettings(anonymized_telemetry=False))
     counts = sorted(c.count() for c in client.list_collections())
     assert counts[0] == counts[1] == bulk["memories"] + 4  # both views, every row, plus the burst
+
+
+def test_bridge_benchmark_times_recall_memory_over_stdio(tmp_path):
+    out = tmp_path / "bridge.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bridge.py"), "--memories", "40",
+                           "--calls", "5", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))["recall_memory_ms"]
+    assert result["n"] == 5 and result["nonempty"] >= 1
+    assert 0 < result["p50"] <= result["p95"] <= result["max"]

@@ -25,3 +25,17 @@ def test_every_setting_in_the_readme_is_a_real_setting():
 
     rows = set(re.findall(r"^\| `([a-z_]+)` \| `(CMMS_[A-Z_]+)`", README, re.M))
     assert rows == {(name, env) for name, (env, _) in SETTINGS.items()}
+
+
+def test_the_readme_tool_table_is_the_bridge_catalogue():
+    import inspect
+
+    from hermes_cmms.mcp_bridge.tools import catalogue
+
+    section = README.split("## MCP bridge", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| ([^|]*(?:\\\|[^|]*)*) \|", section, re.M))
+    tools = {fn.__name__: fn for fn in catalogue(None, "local:default")}
+    assert set(rows) == set(tools)
+    for name, fn in tools.items():  # every argument shown, and only real ones
+        shown = set(re.findall(r"[a-z_]+", rows[name].replace("\\|", " ")))
+        assert shown == set(inspect.signature(fn).parameters), name

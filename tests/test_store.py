@@ -7,12 +7,12 @@ from sqlalchemy import inspect, text
 
 from hermes_cmms import _migrations
 from hermes_cmms.keyword import SqliteKeywordIndex
-from hermes_cmms.models import ConversationSession, Memory, Outbox, SchemaMigration
+from hermes_cmms.models import ConversationSession, Fact, IndexState, Memory, Outbox, SchemaMigration
 from hermes_cmms.store import NewMemory, Store
 
-MODELS = (Memory, ConversationSession, Outbox, SchemaMigration)
-EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0001_fts5_memories", "0002_fts5_context",
-                       "0003_fts5_scope"]
+MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState)
+EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
+                       "0005_index_state", "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 SCOPE = "test:store"
 
 

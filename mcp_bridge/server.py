@@ -1,0 +1,128 @@
+"""The MCP server on the official SDK: mcp 2.x (`MCPServer`) or 1.x (`FastMCP`), stdio or HTTP."""
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+from pathlib import Path
+from typing import Optional
+
+from hermes_cmms.config import Settings, hermes_home
+from hermes_cmms.errors import InvalidInput
+
+from .tools import catalogue, guarded
+
+INSTRUCTIONS = ("Long-term memory shared with Hermes Agent (hermes-cmms). Use get_context or "
+                "search before answering questions about the user or past work; remember or "
+                "store_memory to keep something for later sessions.")
+
+
+def sdk():
+    """(server class, ToolError class, major version) of the installed mcp SDK."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        return MCPServer, ToolError, 2
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP
+        from mcp.server.fastmcp.exceptions import ToolError
+        return FastMCP, ToolError, 1
+
+
+def local_scope(home: Path) -> str:
+    """The scope Hermes gives its CLI user in this home: `local:<profile>`, the profile being
+    what hermes_cli.profiles.get_active_profile_name says for it ('default', or the name of
+    a `<root>/profiles/<name>` home)."""
+    try:
+        from hermes_cli.profiles import get_active_profile_name
+    except ImportError:  # Hermes not installed here: the same rule, simplified
+        resolved = Path(home).expanduser().resolve()
+        return f"local:{resolved.name if resolved.parent.name == 'profiles' else 'default'}"
+    previous = os.environ.get("HERMES_HOME")
+    os.environ["HERMES_HOME"] = str(home)
+    try:
+        return f"local:{get_active_profile_name()}"
+    finally:
+        if previous is None:
+            del os.environ["HERMES_HOME"]
+        else:
+            os.environ["HERMES_HOME"] = previous
+
+
+def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765):
+    """The MCP server object with the whole catalogue registered."""
+    server_cls, tool_error, major = sdk()
+    options = {} if major >= 2 else {"host": host, "port": port}
+    server = server_cls("hermes-cmms", instructions=INSTRUCTIONS, log_level="WARNING", **options)
+    for fn in catalogue(service, scope):
+        tool = guarded(fn, tool_error)
+        server.add_tool(tool, name=fn.__name__, description=(fn.__doc__ or "").strip().splitlines()[0])
+        schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
+        schema["required"] = tool.required
+        for name in tool.required:
+            schema["properties"][name].pop("default", None)
+    return server
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerToken:
+    """ASGI middleware: every request must carry `Authorization: Bearer <token>`."""
+
+    def __init__(self, app, token: str):
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body",
+                            "body": b'{"error": "A valid bearer token (CMMS_MCP_TOKEN) is required."}'})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server, host: str):
+    """The streamable-HTTP ASGI app of either SDK version."""
+    try:
+        return server.streamable_http_app(host=host)  # mcp 2.x
+    except TypeError:
+        return server.streamable_http_app()  # mcp 1.x: host/port are server settings
+
+
+def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127.0.0.1",
+          port: int = 8765, scope: Optional[str] = None) -> None:
+    """Run the bridge until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    from hermes_cmms.service import MemoryService
+
+    if transport not in ("stdio", "http"):
+        raise InvalidInput(f"Unknown transport {transport!r}; choose stdio or http.")
+    token = os.environ.get("CMMS_MCP_TOKEN", "")
+    if transport == "http" and not is_loopback(host) and not token:
+        raise InvalidInput(f"Refusing to serve MCP over HTTP on {host} without a bearer token: "
+                           "set CMMS_MCP_TOKEN, or use --host 127.0.0.1.")
+    settings = Settings.load(home)
+    service = MemoryService(settings)
+    try:
+        server = build(service, scope or local_scope(hermes_home(home)), host, port)
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        import uvicorn
+
+        app = http_app(server, host)
+        if token:
+            app = BearerToken(app, token)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        service.close(drain_timeout=2.0)

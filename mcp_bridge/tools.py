@@ -1,0 +1,241 @@
+"""The MCP tool catalogue: thin typed functions over the one engine, returning JSON objects.
+
+Two families share one store: the CMMS names (`remember`, `search`, ...) work in the bridge's
+default scope; the memser names (`store_memory`, `recall_memory`, ...) name their scope.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import typing
+from datetime import datetime, timezone
+from typing import Annotated, Any, Callable, Optional
+
+from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema
+
+from hermes_cmms import __version__
+from hermes_cmms.errors import CmmsError, InvalidInput
+from hermes_cmms.recall import Hit, render
+from hermes_cmms.service import TIERS, MemoryService
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 10_000
+MAX_RESULTS = 100
+MAX_PAGE = 500
+
+Text = Annotated[str, Field(description="Plain text.")]
+Query = Annotated[str, Field(description="What to look for, in plain words.")]
+Scope = Annotated[str, Field(description="The memory scope, e.g. 'local:default' (Hermes CLI) or "
+                                         "'user:telegram:12345' (one gateway user).")]
+Tags = Annotated[Optional[list[str]], Field(description="Labels; as a filter, all must be present.")]
+Actor = Annotated[Optional[str], Field(description="Who is acting (recorded with the write).")]
+Source = Annotated[Optional[str], Field(description="Where it came from (a receipt), e.g. 'slack'.")]
+
+
+def _date(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+def _item(memory, facts: dict, **extra) -> dict:
+    import json
+
+    item = {"id": memory.id, "content": memory.content, "kind": memory.kind, "tier": memory.tier,
+            "role": memory.role, "tags": json.loads(memory.tags or "[]"), "source": memory.source,
+            "session_id": memory.session_id, "confidence": memory.confidence,
+            "created_at": _date(memory.created_at),
+            "expires_at": _date(memory.expires_at) if memory.expires_at else None}
+    if memory.id in facts:
+        item["subject"], item["predicate"], item["object"] = facts[memory.id]
+    return {**item, **extra}
+
+
+def _query(value: str, name: str = "query") -> str:
+    if not value.strip() or len(value) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"Argument {name!r} must hold 1 to {MAX_QUERY_CHARS:,} characters.")
+    return value
+
+
+def _count(value: int, name: str, high: int, low: int = 1) -> int:
+    if not low <= value <= high:
+        raise InvalidInput(f"Argument {name!r} must be between {low} and {high}, not {value}.")
+    return value
+
+
+def _receipt(tool: str, source: Optional[str], actor: Optional[str]) -> str:
+    receipt = source.strip() if source and source.strip() else f"mcp:{tool}"
+    return f"{receipt} by {actor.strip()}" if actor and actor.strip() else receipt
+
+
+def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., dict]]:
+    """The tool functions, bound to one engine and the default scope of the CMMS names."""
+
+    def hits_out(hits: list[Hit], scope: str) -> list[dict]:
+        facts = service.store.facts([h.memory.id for h in hits])
+        return [_item(h.memory, facts, score=round(h.score, 5)) for h in hits]
+
+    # -- CMMS names (default scope) -----------------------------------------------------------
+
+    def ping() -> dict[str, Any]:
+        """Check the memory server is up; returns its version, default scope and store counts."""
+        status = service.status()
+        return {"ok": True, "server": "hermes-cmms", "version": __version__, "scope": default_scope,
+                "memories": status["memories"], "indexed": status["indexed"],
+                "embedder": status["embedder"], "writer": service.indexer.writer}
+
+    def remember(subject: Annotated[str, Field(description="Who or what the fact is about.")],
+                 predicate: Annotated[str, Field(description="The relation, e.g. 'lives in'.")],
+                 object: Annotated[str, Field(description="The value, e.g. 'Lisbon'.")],
+                 confidence: Annotated[float, Field(description="How sure, 0 to 1 (default 1).")] = 1.0,
+                 source: Source = None, tags: Tags = None) -> dict[str, Any]:
+        """Remember a fact as subject-predicate-object, in the default scope."""
+        memory_id = service.remember_fact(default_scope, subject, predicate, object,
+                                          confidence=confidence, source=_receipt("remember", source, None),
+                                          tags=tags or ())
+        return {"stored": True, "id": memory_id, "scope": default_scope,
+                "fact": {"subject": subject, "predicate": predicate, "object": object}}
+
+    def search(query: Query,
+               subject: Annotated[Optional[str], Field(description="Only facts about this subject.")] = None,
+               predicate: Annotated[Optional[str], Field(description="Only facts with this relation.")] = None,
+               object: Annotated[Optional[str], Field(description="Only facts with this value.")] = None,
+               source: Annotated[Optional[str], Field(description="Only memories whose source starts so.")] = None,
+               limit: Annotated[int, Field(description="Most results (1-100, default 10).")] = 10) -> dict[str, Any]:
+        """Hybrid (keyword + semantic) search of the default scope, optionally filtered."""
+        if query.strip() or not (subject or predicate or object):
+            _query(query)
+        hits = service.search(default_scope, query, _count(limit, "limit", MAX_RESULTS), source=source,
+                              fact={"subject": subject, "predicate": predicate, "object": object})
+        return {"scope": default_scope, "results": hits_out(hits, default_scope)}
+
+    def get_context(task: Annotated[str, Field(description="What you are about to do or answer.")],
+                    subject: Annotated[Optional[str], Field(description="A subject to focus on.")] = None,
+                    max_results: Annotated[int, Field(description="Most memories (1-100, default 10).")] = 10
+                    ) -> dict[str, Any]:
+        """The memories relevant to a task, as a ready-to-read context block plus the items."""
+        query = f"{_query(task, 'task')} {subject}" if subject else _query(task, "task")
+        hits = service.search(default_scope, query, _count(max_results, "max_results", MAX_RESULTS))
+        return {"scope": default_scope, "context": render(hits, service.settings.recall_tokens, query),
+                "memories": hits_out(hits, default_scope)}
+
+    def semantic_search(query: Query,
+                        top_k: Annotated[int, Field(description="Most results (1-100, default 10).")] = 10,
+                        score_threshold: Annotated[float, Field(
+                            description="Lowest cosine similarity to return, -1 to 1 (default 0).")] = 0.0
+                        ) -> dict[str, Any]:
+        """Search the default scope by meaning only; each result has its cosine similarity."""
+        if not -1.0 <= score_threshold <= 1.0:
+            raise InvalidInput(f"Argument 'score_threshold' must be between -1 and 1, not {score_threshold}.")
+        found = service.semantic_search(default_scope, _query(query), _count(top_k, "top_k", MAX_RESULTS),
+                                        score_threshold)
+        facts = service.store.facts([m.id for m, _ in found])
+        return {"scope": default_scope,
+                "results": [_item(m, facts, similarity=round(sim, 5)) for m, sim in found]}
+
+    # -- memser names (explicit scope) ----------------------------------------------------------
+
+    def store_memory(content: Annotated[str, Field(description="What to remember.")], scope: Scope,
+                     tags: Tags = None, source: Source = None,
+                     ttl_seconds: Annotated[Optional[int], Field(
+                         description="Forget after this many seconds (working memory).")] = None,
+                     actor: Actor = None) -> dict[str, Any]:
+        """Store a memory in the named scope; with ttl_seconds it expires."""
+        memory_id = service.remember(scope, content, tags=tags or (), ttl_seconds=ttl_seconds,
+                                     source=_receipt("store_memory", source, actor))
+        return {"stored": True, "id": memory_id, "scope": scope,
+                "tier": "working" if ttl_seconds is not None else "semantic"}
+
+    def recall_memory(query: Query, scope: Scope,
+                      k: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5,
+                      tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
+        """Hybrid search of the named scope, optionally only memories with all the given tags."""
+        hits = service.search(scope, _query(query), _count(k, "k", MAX_RESULTS), tags=tags or ())
+        return {"scope": scope, "results": hits_out(hits, scope)}
+
+    def forget_memory(scope: Scope,
+                      memory_id: Annotated[Optional[str], Field(description="The id to delete.")] = None,
+                      tier: Annotated[Optional[str], Field(
+                          description="Delete every memory of this tier: working, episodic, semantic.")] = None,
+                      tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
+        """Delete memories of the named scope for good (SQL, keyword and vector index)."""
+        if memory_id is not None:
+            if tier is not None or tags:
+                raise InvalidInput("Give either memory_id or tier/tags, not both.")
+            service.forget(scope, memory_id)
+            return {"forgotten": 1, "ids": [memory_id], "scope": scope}
+        gone = service.forget_where(scope, tier=tier, tags=tags or ())
+        return {"forgotten": len(gone), "ids": gone, "scope": scope}
+
+    def list_memories(scope: Scope,
+                      tier: Annotated[Optional[str], Field(description=f"Only this tier: {', '.join(TIERS)}.")] = None,
+                      tags: Tags = None,
+                      limit: Annotated[int, Field(description="Page size (1-500, default 50).")] = 50,
+                      offset: Annotated[int, Field(description="Items to skip (default 0).")] = 0
+                      ) -> dict[str, Any]:
+        """Page through the named scope's memories, newest first, with the total count."""
+        memories, total = service.page(scope, tier=tier, tags=tags or (),
+                                       limit=_count(limit, "limit", MAX_PAGE),
+                                       offset=_count(offset, "offset", 10**9, low=0))
+        facts = service.store.facts([m.id for m in memories])
+        return {"scope": scope, "total": total, "limit": limit, "offset": offset,
+                "memories": [_item(m, facts) for m in memories]}
+
+    return [ping, remember, search, get_context, semantic_search,
+            store_memory, recall_memory, forget_memory, list_memories]
+
+
+KINDS = {"integer": "a whole number", "number": "a number", "string": "a string",
+         "array": "a list of strings", "boolean": "true or false"}
+
+
+def _kind(schema: dict) -> str:
+    """What a JSON schema asks for, in words."""
+    for option in schema.get("anyOf", [schema]):
+        if option.get("type") not in (None, "null"):
+            return KINDS.get(option["type"], option["type"])
+    return "a value"
+
+
+def guarded(fn: Callable[..., dict], tool_error: type[Exception]) -> Callable[..., dict]:
+    """`fn` as the SDK should see it: the same typed JSON schema, but arguments are checked
+    here so a wrong one gets one sentence ("Argument 'limit' must be a whole number, not a
+    string.") instead of a validation dump, and engine errors become the SDK's tool error."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    signature = inspect.signature(fn)
+    adapters = {name: TypeAdapter(hints[name]) for name in signature.parameters}
+    schemas = {name: adapter.json_schema() for name, adapter in adapters.items()}
+
+    required = [name for name, p in signature.parameters.items() if p.default is inspect.Parameter.empty]
+
+    @functools.wraps(fn)
+    def call(**kwargs):
+        for name in required:
+            if kwargs.get(name) is None:
+                raise tool_error(f"Missing required argument {name!r}.")
+        for name, value in kwargs.items():
+            try:
+                kwargs[name] = adapters[name].validate_python(value, strict=True)
+            except ValidationError:
+                given = KINDS.get({int: "integer", float: "number", str: "string", list: "array",
+                                   bool: "boolean"}.get(type(value), ""), type(value).__name__)
+                raise tool_error(f"Argument {name!r} must be {_kind(schemas[name])}, not {given}.") from None
+        try:
+            return fn(**kwargs)
+        except CmmsError as exc:
+            raise tool_error(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a bug or a broken index: say so, keep serving
+            log.exception("hermes-cmms: MCP tool %s failed", fn.__name__)
+            raise tool_error(f"The {fn.__name__} tool failed inside hermes-cmms "
+                             f"({type(exc).__name__}: {exc}).") from None
+
+    # Required arguments default to None for the SDK, so that a missing one reaches the check
+    # above; the schema still lists them as required (see server.build).
+    parameters = [p.replace(annotation=Annotated[Any, WithJsonSchema(schemas[p.name])],
+                            default=None if p.name in required else p.default)
+                  for p in signature.parameters.values()]
+    call.__signature__ = signature.replace(parameters=parameters, return_annotation=hints["return"])
+    call.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": hints["return"]}
+    del call.__wrapped__
+    call.required = required
+    return call
