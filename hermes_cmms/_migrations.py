@@ -82,11 +82,24 @@ def _0005_index_state(conn: Connection) -> None:
     conn.execute(text("INSERT INTO index_state (name, generation) VALUES ('vectors', 0)"))
 
 
+def _0006_memory_speaker(conn: Connection) -> None:
+    from .text import speaker_of
+
+    conn.execute(text("ALTER TABLE memories ADD COLUMN speaker TEXT"))
+    conn.execute(text("CREATE INDEX ix_memories_scope_speaker ON memories (scope, speaker)"))
+    rows = conn.execute(text("SELECT seq, content FROM memories WHERE content LIKE '%:%'")).all()
+    found = [{"seq": seq, "speaker": speaker_of(content)} for seq, content in rows]
+    found = [row for row in found if row["speaker"]]
+    if found:
+        conn.execute(text("UPDATE memories SET speaker = :speaker WHERE seq = :seq"), found)
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
                                     ("0004_facts", _0004_facts),
-                                    ("0005_index_state", _0005_index_state)]
+                                    ("0005_index_state", _0005_index_state),
+                                    ("0006_memory_speaker", _0006_memory_speaker)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

@@ -1,8 +1,7 @@
 """Keyword index behind a small interface; the only home of dialect-specific search SQL."""
 from __future__ import annotations
 
-import re
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from sqlalchemy import Connection, text
 
@@ -20,8 +19,6 @@ class KeywordIndex(Protocol):
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
 
-    def speakers(self, conn: Connection, scope: str, names: Iterable[str]) -> set[str]:
-        """The `names` (lower-case words) that open some memory of `scope` as "Name: ..."."""
 
 
 def _fts5_create(conn: Connection) -> None:
@@ -123,22 +120,6 @@ class SqliteKeywordIndex:
         "WHERE m.scope = :scope AND m.state = 'active' ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
     _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
                   "WHERE memories_fts MATCH :match LIMIT :cap)")
-
-    _OPENING = text(
-        "SELECT m.content FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
-        "WHERE memories_fts MATCH :match AND m.scope = :scope AND m.state = 'active' LIMIT 5")
-
-    def speakers(self, conn: Connection, scope: str, names: Iterable[str]) -> set[str]:
-        found = set()
-        for name in names:
-            if not re.fullmatch(r"\w[\w-]*", name):
-                continue
-            said = re.compile(rf"\s*{re.escape(name)}:\s", re.I)
-            match = f'scope : "{_scope_token(scope)}" AND content : ^"{name}"'
-            openings = conn.execute(self._OPENING, {"match": match, "scope": scope})
-            if any(said.match(content) for content, in openings):
-                found.add(name)
-        return found
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:

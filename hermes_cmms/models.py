@@ -30,6 +30,7 @@ class Memory(SQLModel, table=True):
     created_at: float
     updated_at: float
     expires_at: Optional[float] = None  # working memory: never recalled after this time
+    speaker: Optional[str] = None  # who speaks in a transcript line ("Alice: ..."), lower-cased
 
 
 class Fact(SQLModel, table=True):

@@ -16,7 +16,7 @@ from . import _migrations, _sqlite
 from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
 from .models import ConversationSession, Fact, IndexState, Memory, Outbox
-from .text import content_hash
+from .text import content_hash, speaker_of
 
 CONTEXT_CHARS = 400
 
@@ -133,7 +133,7 @@ class Store:
             "session_id": item.session_id, "turn": None, "context": None, "source": item.source,
             "tags": json.dumps(list(item.tags)), "confidence": item.confidence, "state": "active",
             "superseded_by": None, "created_at": now, "updated_at": now,
-            "expires_at": item.expires_at,
+            "expires_at": item.expires_at, "speaker": speaker_of(item.content),
         }
 
     @staticmethod
@@ -276,8 +276,12 @@ class Store:
 
     def speakers(self, scope: str, names: Iterable[str]) -> set[str]:
         """The `names` that speak in transcript-style memories of `scope` ("Name: ...")."""
+        names = list(names)
+        if not names:
+            return set()
         with self.read() as conn:
-            return self.keyword.speakers(conn, scope, names)
+            return set(conn.execute(select(Memory.speaker).distinct()
+                                    .where(Memory.scope == scope, Memory.speaker.in_(names))).scalars())
 
     def recent(self, scope: str, limit: int) -> list[Memory]:
         with self.read() as conn:

@@ -5,6 +5,7 @@ import hashlib
 import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 _SPACE = re.compile(r"\s+")
 
 STOPWORDS = frozenset("""
@@ -57,3 +58,9 @@ def content_hash(text: str) -> str:
     """Hash of the normalised text: same words, same hash."""
     normal = _SPACE.sub(" ", text.strip().lower())
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()
+
+
+def speaker_of(text: str) -> str | None:
+    """Who speaks in a transcript-style line ("Alice: ..."), lower-cased; None otherwise."""
+    found = _SPEAKER.match(text)
+    return found.group(1).lower() if found else None

@@ -12,7 +12,8 @@ from hermes_cmms.store import NewMemory, Store
 
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState)
 EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
-                       "0005_index_state", "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
+                       "0005_index_state", "0006_memory_speaker",
+                       "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 SCOPE = "test:store"
 
 
@@ -227,11 +228,16 @@ def test_a_database_from_the_first_release_upgrades_in_place(tmp_path):
         _migrations.apply(conn, _migrations.CORE_MIGRATIONS[:1] + SqliteKeywordIndex.migrations[:1])
         conn.execute(text("INSERT INTO memories (id, scope, content, content_hash, created_at, updated_at) "
                           "VALUES ('old1', :s, 'The attic key hangs by the door', 'h', 1, 1)"), {"s": SCOPE})
+        conn.execute(text("INSERT INTO memories (id, scope, content, content_hash, created_at, updated_at) "
+                          "VALUES ('old2', :s, 'Mary Ann: the attic is full', 'h', 1, 1)"), {"s": SCOPE})
     engine.dispose()
     store = Store(_url(tmp_path))
     try:
-        assert [m for m, _ in store.keyword_search(SCOPE, "attic key", 5)] == ["old1"]
-        assert store.get(["old1"], SCOPE)["old1"].context is None
+        assert [m for m, _ in store.keyword_search(SCOPE, "attic key", 5)][0] == "old1"
+        old = store.get(["old1", "old2"], SCOPE)
+        assert old["old1"].context is None and old["old1"].expires_at is None
+        assert (old["old1"].speaker, old["old2"].speaker) == (None, "mary ann")  # backfilled
+        assert store.speakers(SCOPE, ["mary ann", "attic"]) == {"mary ann"}
     finally:
         store.close()
 
