@@ -378,3 +378,12 @@ def test_concurrent_writers_in_three_processes_lose_nothing(home):
         assert vectors.count() == len(expected)
     finally:
         provider.shutdown()
+
+
+def test_the_dev_server_module_serves_the_whole_catalogue(home):
+    code = ("import asyncio, hermes_cmms.mcp_bridge.dev_server as m; "
+            "print(sorted(t.name for t in asyncio.run(m.server.list_tools())))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **KEYWORD_ONLY, "HERMES_HOME": str(home)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str(sorted(CMMS_TOOLS | MEMSER_TOOLS))
