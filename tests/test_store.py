@@ -158,7 +158,10 @@ def test_common_words_only_rank_rows_that_also_hold_a_rarer_word(keyword_service
     bruno = svc.remember(SCOPE, "Bruno's birthday is on the ninth of May")
     bruno_walk = svc.remember(SCOPE, "Bruno likes long walks")
     found = [m for m, _ in svc.store.keyword_search(SCOPE, "When is Bruno's birthday?", 50)]
-    assert found == [bruno, bruno_walk]  # 'birthday' (12 rows) only ranks rows with 'bruno'
+    assert found[:2] == [bruno, bruno_walk]  # rows with 'bruno' first; 'birthday' (13 rows)...
+    assert len(found) == 6  # ...then its 5 newest rows (one of them is the first hit)
+    unknown = [m for m, _ in svc.store.keyword_search(SCOPE, "When is the unicorn's birthday?", 50)]
+    assert len(unknown) == 5 and bruno in unknown  # a rare word that matches nothing drops nothing
 
 
 def test_when_every_word_is_common_the_newest_rows_holding_all_of_them_come_first(keyword_service,
