@@ -67,10 +67,7 @@ class Indexer:
             return
         try:
             self._refreshed = now
-            generation = self.store.index_generation()
-            if generation != self._generation:
-                self.vectors.reopen()
-                self._generation = generation
+            self._catch_up()
         except Exception as exc:  # noqa: BLE001 - stale vectors beat a failed recall
             log.warning("hermes-cmms: could not re-open the vector index: %s", exc)
         finally:
@@ -115,9 +112,16 @@ class Indexer:
             return True
         if not self._lock.acquire():
             return False
-        if self.vectors.embedded and self.store.index_generation() != self._generation:
-            self.vectors.reopen()  # see what the previous writer wrote before writing on
+        if self.vectors.embedded:
+            self._catch_up()  # see what the previous writer wrote before writing on
         return True
+
+    def _catch_up(self) -> None:
+        """Re-open the embedded vector index if another writer has moved it on since."""
+        generation = self.store.index_generation()
+        if generation != self._generation:
+            self.vectors.reopen()
+            self._generation = generation
 
     def _start(self) -> None:
         try:

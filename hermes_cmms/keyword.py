@@ -99,8 +99,8 @@ class SqliteKeywordIndex:
     Ranking every row that contains a common word costs time in proportion to the store
     (a word in 30% of 100k rows took ~40 ms). So the work per query is bounded: words found in
     more than COMMON rows of the scope only rank rows that also hold a rarer query word (those
-    holding both come first), and when every word is common, only the scope's newest COMMON
-    rows holding all of them (then any of them) are ranked.
+    holding both come first), and then, as when every word is common, only the newest COMMON
+    rows holding all of the common words (then any of them) are ranked.
     """
 
     COMMON = 2000
@@ -144,9 +144,7 @@ class SqliteKeywordIndex:
                                      f"({' OR '.join(rare)}) AND ({' OR '.join(common)})",
                                      " OR ".join(rare), match)
         if len(found) < limit:  # then the newest rows holding the common words
-            have = {memory_id for memory_id, _ in found}
-            found += [hit for hit in self._newest(conn, scope, limit, common, match)
-                      if hit[0] not in have][:limit - len(found)]
+            found = _topped_up(found, self._newest(conn, scope, limit, common, match), limit)
         return found
 
     def _newest(self, conn: Connection, scope: str, limit: int, quoted: list[str], match):
@@ -159,19 +157,15 @@ class SqliteKeywordIndex:
         found = self._first_then(conn, scope, limit, self._SEARCH_NEWEST, " AND ".join(quoted), either,
                                  lambda expression: match(expression, scoped=False))
         if len(found) < limit:
-            have = {memory_id for memory_id, _ in found}
-            found += [hit for hit in self._first_then(conn, scope, limit, self._SEARCH_NEWEST,
-                                                      " AND ".join(quoted), either, match)
-                      if hit[0] not in have][:limit - len(found)]
+            found = _topped_up(found, self._first_then(conn, scope, limit, self._SEARCH_NEWEST,
+                                                       " AND ".join(quoted), either, match), limit)
         return found
 
     def _first_then(self, conn: Connection, scope: str, limit: int, statement, first: str,
                     then, match) -> list[tuple[str, float]]:
         found = self._run(conn, statement, match(first), scope, limit)
         if then and len(found) < limit:
-            have = {memory_id for memory_id, _ in found}
-            found += [hit for hit in self._run(conn, statement, match(then), scope, limit)
-                      if hit[0] not in have][:limit - len(found)]
+            found = _topped_up(found, self._run(conn, statement, match(then), scope, limit), limit)
         return found
 
     def _run(self, conn: Connection, statement, match: str, scope: str,
@@ -179,6 +173,13 @@ class SqliteKeywordIndex:
         rows = conn.execute(statement, {"match": match, "scope": scope, "limit": limit,
                                         "newest": self.COMMON})
         return [(memory_id, -rank) for memory_id, rank in rows]
+
+
+def _topped_up(found: list[tuple[str, float]], more: list[tuple[str, float]],
+               limit: int) -> list[tuple[str, float]]:
+    """`found`, then the hits of `more` it lacks, up to `limit` in all."""
+    have = {memory_id for memory_id, _ in found}
+    return found + [hit for hit in more if hit[0] not in have][:limit - len(found)]
 
 
 def _scope_token(scope: str) -> str:

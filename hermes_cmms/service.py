@@ -113,9 +113,7 @@ class MemoryService:
 
     def forget_where(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = ()) -> list[str]:
         """Delete every memory of `scope` in `tier` and/or carrying all `tags`; return their ids."""
-        tags = _tags(tags)
-        if tier is not None and tier not in TIERS:
-            raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
+        tags, tier = _tags(tags), _tier(tier)
         if tier is None and not tags:
             raise InvalidInput("Name a memory id, a tier or tags to forget; nothing was forgotten.")
         gone = self.store.delete_where(_scope(scope), tier=tier, tags=tags)
@@ -199,9 +197,7 @@ class MemoryService:
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
              limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
         """A page of the scope's memories, newest first, with the total that match."""
-        if tier is not None and tier not in TIERS:
-            raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
-        return self.store.page(_scope(scope), tier=tier, tags=_tags(tags), limit=limit, offset=offset)
+        return self.store.page(_scope(scope), tier=_tier(tier), tags=_tags(tags), limit=limit, offset=offset)
 
     def _query_vector(self, query: str):
         """The query's vector, or None when there is no usable vector index."""
@@ -293,6 +289,13 @@ def _tags(tags) -> tuple[str, ...]:
     if len(tags) > MAX_TAGS:
         raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")
     return tuple(clean(t).strip() for t in tags)
+
+
+def _tier(tier: Optional[str]) -> Optional[str]:
+    """A tier filter: None (any tier) or one of TIERS."""
+    if tier is not None and tier not in TIERS:
+        raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
+    return tier
 
 
 def _scope(scope: str) -> str:

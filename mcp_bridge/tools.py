@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import typing
 from datetime import datetime, timezone
@@ -25,7 +26,6 @@ MAX_QUERY_CHARS = 10_000
 MAX_RESULTS = 100
 MAX_PAGE = 500
 
-Text = Annotated[str, Field(description="Plain text.")]
 Query = Annotated[str, Field(description="What to look for, in plain words.")]
 Scope = Annotated[str, Field(description="The memory scope, e.g. 'local:default' (Hermes CLI) or "
                                          "'user:telegram:12345' (one gateway user).")]
@@ -39,8 +39,6 @@ def _date(ts: float) -> str:
 
 
 def _item(memory, facts: dict, **extra) -> dict:
-    import json
-
     item = {"id": memory.id, "content": memory.content, "kind": memory.kind, "tier": memory.tier,
             "role": memory.role, "tags": json.loads(memory.tags or "[]"), "source": memory.source,
             "session_id": memory.session_id, "confidence": memory.confidence,
@@ -71,7 +69,7 @@ def _receipt(tool: str, source: Optional[str], actor: Optional[str]) -> str:
 def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., dict]]:
     """The tool functions, bound to one engine and the default scope of the CMMS names."""
 
-    def hits_out(hits: list[Hit], scope: str) -> list[dict]:
+    def hits_out(hits: list[Hit]) -> list[dict]:
         facts = service.store.facts([h.memory.id for h in hits])
         return [_item(h.memory, facts, score=round(h.score, 5)) for h in hits]
 
@@ -107,7 +105,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
             _query(query)
         hits = service.search(default_scope, query, _count(limit, "limit", MAX_RESULTS), source=source,
                               fact={"subject": subject, "predicate": predicate, "object": object})
-        return {"scope": default_scope, "results": hits_out(hits, default_scope)}
+        return {"scope": default_scope, "results": hits_out(hits)}
 
     def get_context(task: Annotated[str, Field(description="What you are about to do or answer.")],
                     subject: Annotated[Optional[str], Field(description="A subject to focus on.")] = None,
@@ -117,7 +115,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
         query = f"{_query(task, 'task')} {subject}" if subject else _query(task, "task")
         hits = service.search(default_scope, query, _count(max_results, "max_results", MAX_RESULTS))
         return {"scope": default_scope, "context": render(hits, service.settings.recall_tokens, query),
-                "memories": hits_out(hits, default_scope)}
+                "memories": hits_out(hits)}
 
     def semantic_search(query: Query,
                         top_k: Annotated[int, Field(description="Most results (1-100, default 10).")] = 10,
@@ -151,7 +149,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                       tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
         """Hybrid search of the named scope, optionally only memories with all the given tags."""
         hits = service.search(scope, _query(query), _count(k, "k", MAX_RESULTS), tags=tags or ())
-        return {"scope": scope, "results": hits_out(hits, scope)}
+        return {"scope": scope, "results": hits_out(hits)}
 
     def forget_memory(scope: Scope,
                       memory_id: Annotated[Optional[str], Field(description="The id to delete.")] = None,
