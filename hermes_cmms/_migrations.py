@@ -94,12 +94,46 @@ def _0006_memory_speaker(conn: Connection) -> None:
         conn.execute(text("UPDATE memories SET speaker = :speaker WHERE seq = :seq"), found)
 
 
+def _0007_lifecycle(conn: Connection) -> None:
+    statements = [
+        "ALTER TABLE memories ADD COLUMN access_count INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE memories ADD COLUMN receipts TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE memories ADD COLUMN reliability DOUBLE PRECISION NOT NULL DEFAULT 1.0",
+        "ALTER TABLE memories ADD COLUMN last_seen_at DOUBLE PRECISION",
+        "ALTER TABLE memories ADD COLUMN consolidated_at DOUBLE PRECISION",
+        "UPDATE memories SET reliability = confidence, last_seen_at = created_at",
+        "CREATE INDEX ix_memories_scope_hash ON memories (scope, content_hash)",
+        "CREATE INDEX ix_memories_superseded_by ON memories (superseded_by)",
+        f"""CREATE TABLE audit_log (
+            id {_serial(conn)},
+            at DOUBLE PRECISION NOT NULL,
+            action TEXT NOT NULL,
+            actor TEXT NOT NULL DEFAULT '',
+            scope TEXT,
+            memory_id VARCHAR(32),
+            detail TEXT NOT NULL DEFAULT '{{}}',
+            snapshot TEXT)""",
+        "CREATE INDEX ix_audit_scope_at ON audit_log (scope, at)",
+        "CREATE INDEX ix_audit_memory ON audit_log (memory_id)",
+        """CREATE TABLE jobs (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL DEFAULT '',
+            lease_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+            last_run_at DOUBLE PRECISION NOT NULL DEFAULT 0)""",
+    ]
+    for statement in statements:
+        conn.execute(text(statement))
+    for name in ("scheduler", "sweep", "decay", "consolidate"):
+        conn.execute(text("INSERT INTO jobs (name) VALUES (:n)"), {"n": name})
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
                                     ("0004_facts", _0004_facts),
                                     ("0005_index_state", _0005_index_state),
-                                    ("0006_memory_speaker", _0006_memory_speaker)]
+                                    ("0006_memory_speaker", _0006_memory_speaker),
+                                    ("0007_lifecycle", _0007_lifecycle)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

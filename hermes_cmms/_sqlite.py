@@ -21,7 +21,7 @@ def make_engine(url: str) -> Engine:
     def _on_connect(dbapi_conn, _record):
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
         for pragma in ("journal_mode=WAL", f"busy_timeout={BUSY_TIMEOUT_MS}",
-                       "synchronous=FULL", "foreign_keys=ON"):
+                       "synchronous=FULL", "foreign_keys=ON", "secure_delete=ON"):
             dbapi_conn.execute(f"PRAGMA {pragma}")
 
     @event.listens_for(engine, "begin")

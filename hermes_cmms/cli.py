@@ -13,7 +13,7 @@ def _service(args):
     from .config import Settings
     from .service import MemoryService
 
-    return MemoryService(Settings.load(args.hermes_home))
+    return MemoryService(Settings.load(args.hermes_home), scheduler=False)
 
 
 def cmd_install(args) -> int:
@@ -59,6 +59,85 @@ def cmd_search(args) -> int:
         print(f"{hit['id']}  {hit['date'][:10]}  {hit['role'] or hit['kind']:<9} {hit['content'][:200]}")
     if not result["results"]:
         print(f"No memories match {args.query!r} in scope {args.scope!r}.")
+    return 0
+
+
+def cmd_forget(args) -> int:
+    chosen = [bool(args.id), bool(args.tier or args.tag), args.all]
+    if sum(chosen) != 1:
+        raise InvalidInput("Say what to forget: --id, or --tier/--tag, or --all.")
+    service = _service(args)
+    try:
+        actor = f"cli:{args.actor}" if args.actor else "cli"
+        if args.all:
+            count = service.forget_all(args.scope, actor=actor)
+        elif args.id:
+            for memory_id in args.id:
+                service.forget(args.scope, memory_id, actor=actor)
+            count = len(args.id)
+        else:
+            count = len(service.forget_where(args.scope, tier=args.tier, tags=args.tag or (), actor=actor))
+        service.indexer.drain(30)
+    finally:
+        service.close()
+    print(f"Forgot {count} memor{'y' if count == 1 else 'ies'} of scope {args.scope!r}.")
+    return 0
+
+
+def cmd_audit_log(args) -> int:
+    if args.limit < 1:
+        raise InvalidInput(f"--limit must be a positive whole number, not {args.limit}.")
+    service = _service(args)
+    try:
+        events = service.audit_log(args.scope, memory_id=args.memory_id, action=args.action, limit=args.limit)
+    finally:
+        service.close(drain_timeout=0)
+    rows = [{"at": e.at, "action": e.action, "actor": e.actor, "scope": e.scope, "memory_id": e.memory_id,
+             "detail": json.loads(e.detail or "{}"),
+             **({"snapshot": json.loads(e.snapshot) if e.snapshot else None} if args.snapshots else {})}
+            for e in events]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    from datetime import datetime, timezone
+
+    for row in rows:
+        when = datetime.fromtimestamp(row["at"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        detail = " ".join(f"{k}={v}" for k, v in row["detail"].items())
+        print(f"{when}  {row['action']:<11} {row['memory_id'] or '-':<32}  {row['actor']}  {detail}")
+        if args.snapshots and row.get("snapshot"):
+            print(f"{'':>21}content: {row['snapshot'].get('content', '')[:200]}")
+    if not rows:
+        print("No audit events match.")
+    return 0
+
+
+def cmd_consolidate(args) -> int:
+    service = _service(args)
+    try:
+        service.indexer.drain(120)
+        report = service.consolidate(args.scope, args.session, actor="cli").as_dict()
+    finally:
+        service.close()
+    print(json.dumps(report, indent=2) if args.json else
+          f"Looked at {report['examined']} new episodic memories of {args.scope!r}: "
+          f"{report['clusters']} summaries now stand for {report['consolidated']} of them.")
+    return 0
+
+
+def cmd_maintain(args) -> int:
+    service = _service(args)
+    try:
+        results = {}
+        if args.job in ("sweep", "all"):
+            results["sweep"] = {"expired": service.sweep()}
+        if args.job in ("decay", "all"):
+            results["decay"] = service.decay()
+        if args.job in ("consolidate", "all"):
+            results["consolidate"] = service.consolidate_all()
+    finally:
+        service.close()
+    print(json.dumps(results, indent=2))
     return 0
 
 
@@ -143,6 +222,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--scope", help="Scope of the CMMS-style tools (default: the Hermes CLI user's, "
                                    "local:<profile>)")
+    p = add("forget", cmd_forget, "Forget memories of one scope for good: by id, tier or tag, or all of them.")
+    p.add_argument("--scope", required=True, help="The scope, e.g. user:telegram:12345 or local:default.")
+    p.add_argument("--id", action="append", help="A memory id (repeatable).")
+    p.add_argument("--tier", choices=["working", "episodic", "semantic"], help="Every memory of this tier.")
+    p.add_argument("--tag", action="append", help="Memories carrying this tag (repeatable: all must match).")
+    p.add_argument("--all", action="store_true",
+                   help="Everything of the scope, and the content of its audit snapshots (right to be forgotten).")
+    p.add_argument("--actor", help="Who asked (recorded on the audit trail).")
+    p = add("audit-log", cmd_audit_log, "Show the audit trail: writes, tool calls, lifecycle moves, forgets.")
+    p.add_argument("--scope", help="Only this scope.")
+    p.add_argument("--memory-id", help="Only events of this memory.")
+    p.add_argument("--action", help="Only this action (remember, retain, reinforce, supersede, forget, ...).")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--snapshots", action="store_true", help="Include the content snapshots taken before forgets.")
+    p.add_argument("--json", action="store_true")
+    p = add("consolidate", cmd_consolidate, "Consolidate a scope's new episodic memories into summaries.")
+    p.add_argument("--scope", required=True)
+    p.add_argument("--session", help="Only this conversation session.")
+    p.add_argument("--json", action="store_true")
+    p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation.")
+    p.add_argument("--job", choices=["sweep", "decay", "consolidate", "all"], default="all")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
     _add_bench(sub)

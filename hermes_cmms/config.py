@@ -20,7 +20,15 @@ SETTINGS: dict[str, tuple[str, Any]] = {
     "embedder": ("CMMS_EMBEDDER", "auto"),
     "embedder_dtype": ("CMMS_EMBEDDER_DTYPE", "auto"),
     "recall_tokens": ("CMMS_RECALL_TOKENS", 600),
+    "scheduler": ("CMMS_SCHEDULER", "on"),
+    "sweep_interval_s": ("CMMS_SWEEP_INTERVAL_S", 60),
+    "decay_interval_s": ("CMMS_DECAY_INTERVAL_S", 3600),
+    "consolidate_interval_s": ("CMMS_CONSOLIDATE_INTERVAL_S", 21600),
+    "consolidation_llm": ("CMMS_CONSOLIDATION_LLM", "off"),
 }
+SWITCHES = {"scheduler": ("on", "off"), "consolidation_llm": ("off", "hermes"),
+            "embedder_dtype": DTYPE_CHOICES}
+INTERVALS = ("sweep_interval_s", "decay_interval_s", "consolidate_interval_s")
 
 
 def hermes_home(explicit: str | os.PathLike | None = None) -> Path:
@@ -48,6 +56,11 @@ class Settings:
     embedder: str = "auto"
     embedder_dtype: str = "auto"
     recall_tokens: int = 600
+    scheduler: str = "on"
+    sweep_interval_s: int = 60
+    decay_interval_s: int = 3600
+    consolidate_interval_s: int = 21600
+    consolidation_llm: str = "off"
     sources: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -75,11 +88,14 @@ class Settings:
                 values[name], sources[name] = default, "default"
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{home_path / 'cmms' / 'cmms.db'}"
-        values["recall_tokens"] = _positive_int("recall_tokens", values["recall_tokens"])
+        for name in ("recall_tokens", *INTERVALS):
+            values[name] = _positive_int(name, values[name])
         _check_embedder(values["embedder"])
-        if values["embedder_dtype"] not in DTYPE_CHOICES:
-            raise InvalidInput(f"Unknown embedder_dtype {values['embedder_dtype']!r}; "
-                               f"choose one of {', '.join(DTYPE_CHOICES)}.")
+        for name, choices in SWITCHES.items():
+            value = values[name]  # YAML reads a bare on/off as a boolean
+            values[name] = ("on" if value else "off") if isinstance(value, bool) else str(value).lower()
+            if values[name] not in choices:
+                raise InvalidInput(f"Unknown {name} {values[name]!r}; choose one of {', '.join(choices)}.")
         return cls(home=home_path, sources=sources, **values)
 
 

@@ -113,11 +113,11 @@ class SqliteKeywordIndex:
                "WHERE memories_fts MATCH :match")
     _SEARCH = text(
         "SELECT m.id, f.rank FROM ({ranked}) AS f JOIN memories AS m ON m.seq = f.rowid "
-        "WHERE m.scope = :scope AND m.state = 'active' ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
+        "WHERE m.scope = :scope ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
     _SEARCH_NEWEST = text(
         "SELECT m.id, f.rank FROM ({ranked} ORDER BY rowid DESC LIMIT :newest) AS f "
         "JOIN memories AS m ON m.seq = f.rowid "
-        "WHERE m.scope = :scope AND m.state = 'active' ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
+        "WHERE m.scope = :scope ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
     _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
                   "WHERE memories_fts MATCH :match LIMIT :cap)")
 

@@ -31,6 +31,11 @@ class Memory(SQLModel, table=True):
     updated_at: float
     expires_at: Optional[float] = None  # working memory: never recalled after this time
     speaker: Optional[str] = None  # who speaks in a transcript line ("Alice: ..."), lower-cased
+    access_count: int = 0  # times a duplicate reinforced it
+    receipts: str = "[]"  # JSON list: the receipts of the duplicates folded into it
+    reliability: float = 1.0  # confidence at write time (source reliability); decay starts here
+    last_seen_at: Optional[float] = None  # written or last reinforced; age decay counts from here
+    consolidated_at: Optional[float] = None  # when consolidation last looked at it (episodic)
 
 
 class Fact(SQLModel, table=True):
@@ -43,6 +48,32 @@ class Fact(SQLModel, table=True):
     subject: str
     predicate: str
     object: str
+
+
+class AuditEvent(SQLModel, table=True):
+    """One entry of the audit trail: every write, tool call, lifecycle move and forget."""
+
+    __tablename__ = "audit_log"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    at: float
+    action: str  # retain | remember | reinforce | supersede | consolidate | lifecycle | forget | tool | ...
+    actor: str = ""  # the receipt or door that acted
+    scope: Optional[str] = None
+    memory_id: Optional[str] = None
+    detail: str = "{}"  # JSON
+    snapshot: Optional[str] = None  # forget: the whole row as JSON, taken before deleting
+
+
+class Job(SQLModel, table=True):
+    """A background job's lease (row 'scheduler') or last run time (one row per job)."""
+
+    __tablename__ = "jobs"
+
+    name: str = Field(primary_key=True)
+    owner: str = ""
+    lease_until: float = 0.0
+    last_run_at: float = 0.0
 
 
 class IndexState(SQLModel, table=True):

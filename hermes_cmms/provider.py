@@ -56,6 +56,10 @@ class CmmsMemoryProvider(MemoryProvider):
         self.primary = kwargs.get("agent_context", "primary") == "primary"
         self.settings = Settings.load(kwargs.get("hermes_home"))
         self.service = engine.acquire(self.settings)
+        if self.settings.consolidation_llm == "hermes" and self.service.summariser is None:
+            from .consolidate import hermes_summariser
+
+            self.service.summariser = hermes_summariser()
 
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         return [dict(schema) for schema in TOOL_SCHEMAS]
@@ -128,8 +132,11 @@ class CmmsMemoryProvider(MemoryProvider):
                         metadata: Optional[Dict[str, Any]] = None) -> None:
         if self.service is None or not self.primary or action not in ("add", "replace"):
             return
-        self.service.remember(self.scope, content, tags=[f"hermes-{target}"],
-                              source="hermes:memory-tool", session_id=self.session_id or None)
+        try:
+            self.service.remember(self.scope, content, tags=[f"hermes-{target}"],
+                                  source="hermes:memory-tool", session_id=self.session_id or None)
+        except CmmsError as exc:  # e.g. nothing but a secret: not stored, and the turn goes on
+            log.info("cmms: memory write not mirrored: %s", exc)
 
     def on_delegation(self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any) -> None:
         if not self.primary or not (result or "").strip():
@@ -141,6 +148,8 @@ class CmmsMemoryProvider(MemoryProvider):
         try:
             service.remember(self.scope, text, kind="observation", tier="episodic",
                              source="hermes:delegation", session_id=self.session_id or None)
+        except CmmsError as exc:
+            log.info("cmms: delegation result not stored: %s", exc)
         finally:
             if service is not self.service:  # arrived after shutdown: borrow and give back
                 engine.release(service, drain_timeout=0.0)
@@ -182,7 +191,9 @@ class CmmsMemoryProvider(MemoryProvider):
         try:
             result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
         except CmmsError as exc:
+            self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, False, str(exc))
             return json.dumps({"error": str(exc)})
+        self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, True)
         return json.dumps(result, ensure_ascii=False)
 
     # -- configuration --------------------------------------------------------------------

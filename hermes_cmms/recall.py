@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from . import tokens
+from .lifecycle import LIVE_STATES
 from .models import Memory
 from .text import STOPWORDS, speaker_of, terms
 
@@ -67,8 +68,8 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
     hits = []
     for memory_id, relevance in fused.items():
         memory = memories.get(memory_id)
-        if memory is None or memory.state != "active" or memory.superseded_by:
-            continue
+        if memory is None or memory.state not in LIVE_STATES:
+            continue  # (a superseded memory stays; its halved confidence ranks it lower)
         if names and speaker(memory) in names:
             relevance *= 1 + SPEAKER_BOOST
         age_days = max(0.0, now - memory.created_at) / 86400
@@ -134,6 +135,8 @@ def _block(memory: Memory) -> tuple[str, str]:
 
 def _line(memory: Memory, query_terms: Sequence[str]) -> str:
     label = memory.role or memory.kind
+    if memory.superseded_by and memory.tier != "episodic":
+        label += " (superseded)"
     via = f" (via {memory.source})" if memory.source and not memory.session_id else ""
     return f"{label}{via}: {snippet(memory, query_terms)}"
 

@@ -10,13 +10,16 @@ from typing import Optional, Sequence
 
 import pluggy
 
+from . import lifecycle
 from .config import Settings
+from .consolidate import Report, Summariser, consolidate
 from .embedders import load_embedder
 from .errors import InvalidInput, StoreUnavailable, UnknownMemory
 from .indexer import MAX_EMBED_CHARS, Indexer
 from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, query_names, rank
-from .models import Memory
+from .models import AuditEvent, Memory
+from .scheduler import Scheduler
 from .store import NewMemory, Store
 from .text import clean, clean_key
 from .vectors import VectorIndex
@@ -31,17 +34,30 @@ MAX_FACT_PART_CHARS = 2_000
 MAX_TAGS = 32
 MAX_TTL_SECONDS = 10 * 365 * 86400
 TIERS = ("working", "episodic", "semantic")
+# Vector near-duplicates must also pass lifecycle.same_gist (same numbers, most words shared).
+DUPLICATE_SIMILARITY = 0.95  # an explicit note this close to a current one reinforces it
+SUPERSEDE_SIMILARITY = 0.80  # a semantic note this close (but not a duplicate) replaces it
+TURN_DUPLICATE_SIMILARITY = 0.97  # a conversation message this close to an older one is folded in
 
 
 class MemoryService:
     """Retain, recall, forget and flush, for any number of scopes in one store."""
 
-    def __init__(self, settings: Settings, pm: Optional[pluggy.PluginManager] = None):
+    def __init__(self, settings: Settings, pm: Optional[pluggy.PluginManager] = None,
+                 scheduler: bool = True):
         self.settings = settings
         self.pm = pm or make_plugin_manager()
         self.store = Store(settings.database_url)
+        self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
         self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
-                               lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
+                               lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock",
+                               on_indexed=self._fold_duplicates)
+        self.scheduler: Optional[Scheduler] = None
+        if scheduler and settings.scheduler == "on":
+            self.scheduler = Scheduler(self.store, {
+                "sweep": (settings.sweep_interval_s, self.sweep),
+                "decay": (settings.decay_interval_s, self.decay),
+                "consolidate": (settings.consolidate_interval_s, self.consolidate_all)}).start()
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -49,27 +65,38 @@ class MemoryService:
                     source: str = "hermes") -> list[str]:
         """Store one conversation turn verbatim; durable when this returns."""
         scope, session_id = _scope(scope), clean_key(session_id or "")
-        items = [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source)
+        items = [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source,
+                           confidence=lifecycle.reliability(source))
                  for role, text in (("user", user), ("assistant", assistant))
                  if isinstance(text, str) and clean(text).strip()]
         if not items:
             return []
         return self._retain(scope, session_id, items, turn_of=(scope, session_id))
 
-    def remember(self, scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
-                 tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None,
-                 confidence: float = 1.0, ttl_seconds: Optional[float] = None,
-                 fact: Optional[tuple[str, str, str]] = None) -> str:
-        """Store one explicit memory (a note, an observation, a fact); return its id.
+    def remember(self, scope: str, content: str, **kwargs) -> str:
+        """Store one explicit memory (a note, an observation, a fact); return its id (the
+        existing memory's, when this one repeats it). See `store_note` for the arguments."""
+        return self.store_note(scope, content, **kwargs).id
 
-        With `ttl_seconds` it is working memory: never recalled or listed after that time."""
+    def store_note(self, scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
+                   tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None,
+                   confidence: Optional[float] = None, ttl_seconds: Optional[float] = None,
+                   fact: Optional[tuple[str, str, str]] = None) -> NewMemory:
+        """Store one explicit memory; return it with its id and whether it reinforced one.
+
+        A note's kind (preference, decision, status, or note) comes from whole-word rules.
+        Without `confidence`, it is the source's reliability. With `ttl_seconds` it is working
+        memory: never recalled or listed after that time. A current memory of the same tier
+        with the same text (or, for semantic notes, nearly the same meaning) is reinforced
+        instead of inserting; a semantic note close to an older one of its kind supersedes it.
+        """
         if not isinstance(content, str) or not clean(content).strip():
             raise InvalidInput("Memory content must be a non-empty string.")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"Memory content is {len(content):,} characters; the limit is "
                                f"{MAX_CONTENT_CHARS:,}.")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
-                or not 0.0 <= confidence <= 1.0:
+        if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
+                                       or not 0.0 <= confidence <= 1.0):
             raise InvalidInput(f"Confidence must be a number from 0 to 1, not {confidence!r}.")
         if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
                                         or not 0 < ttl_seconds <= MAX_TTL_SECONDS):
@@ -81,16 +108,53 @@ class MemoryService:
         if fact is not None:
             fact = tuple(run_redactors(self.pm, clean(part), scope) for part in fact)
         item = NewMemory(scope=scope, content=content, kind=kind, tier="working" if expires_at else tier,
-                         tags=tags, source=source, session_id=session_id, confidence=float(confidence),
-                         expires_at=expires_at, fact=fact)
-        return self._retain(scope, session_id, [item], turn_of=None)[0]
+                         tags=tags, source=source, session_id=session_id,
+                         confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact)
+        self._retain(scope, session_id, [item], turn_of=None, judge=True)
+        return item
+
+    def _judge(self, item: NewMemory) -> None:
+        """Compare an explicit semantic note with its scope's nearest current memories: a near
+        duplicate is reinforced instead, a close one of the same kind is superseded by it.
+        Without a vector index only exact repeats are caught (in the store)."""
+        try:
+            vector = self._query_vector(item.content)
+            if vector is None:
+                return
+            near = self.indexer.vectors.query(item.scope, vector, 5)
+        except Exception as exc:  # noqa: BLE001 - the write goes ahead without the comparison
+            log.warning("hermes-cmms: duplicate check skipped: %s", exc)
+            return
+        found = self.store.get([m for m, _ in near], item.scope)
+        for memory_id, similarity in near:
+            other = found.get(memory_id)
+            if other is None or other.superseded_by or other.tier != item.tier:
+                continue
+            duplicate = similarity >= DUPLICATE_SIMILARITY and lifecycle.same_gist(item.content, other.content)
+            if duplicate and other.state not in ("stale", "archived"):
+                item.duplicate_of = other.id
+                return
+            if similarity >= SUPERSEDE_SIMILARITY and other.kind == item.kind and item.tier == "semantic":
+                item.supersedes = [*item.supersedes, other.id]
 
     def _retain(self, scope: str, session_id: Optional[str], items: list[NewMemory],
-                turn_of: Optional[tuple[str, str]]) -> list[str]:
+                turn_of: Optional[tuple[str, str]], judge: bool = False) -> list[str]:
+        """Admission: redact first, refuse what is nothing but secrets, classify notes, compare
+        explicit semantic notes with what is stored; then the retain hook writes."""
         for item in items:
             text = clean(item.content)[:MAX_CONTENT_CHARS]
             item.content = run_redactors(self.pm, text, scope)
             item.tags = tuple(run_redactors(self.pm, clean(str(tag)), scope) for tag in item.tags)
+            if item.kind == "note":
+                item.kind = lifecycle.classify(item.content)
+        kept = [item for item in items if not lifecycle.only_secrets(item.content)]
+        if not kept:
+            if judge:
+                raise InvalidInput("Nothing is left to remember once secrets are removed; nothing was stored.")
+            return []
+        items = kept
+        if judge and items[0].tier == "semantic" and not items[0].fact:
+            self._judge(items[0])
         results = self.pm.hook.retain(service=self, scope=scope, session_id=session_id,
                                       items=items, turn_of=turn_of)
         self.indexer.notify()
@@ -111,21 +175,99 @@ class MemoryService:
         return self.remember(scope, f"{subject} {predicate} {obj}", kind="fact", tags=tags,
                              source=source, confidence=confidence, fact=(subject, predicate, obj))
 
-    def forget_where(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = ()) -> list[str]:
+    def forget_where(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
+                     actor: str = "") -> list[str]:
         """Delete every memory of `scope` in `tier` and/or carrying all `tags`; return their ids."""
         tags, tier = _tags(tags), _tier(tier)
         if tier is None and not tags:
             raise InvalidInput("Name a memory id, a tier or tags to forget; nothing was forgotten.")
-        gone = self.store.delete_where(_scope(scope), tier=tier, tags=tags)
+        gone = self.store.delete_where(_scope(scope), tier=tier, tags=tags, actor=actor)
         self.indexer.notify()
         return gone
 
-    def forget(self, scope: str, memory_id: str) -> None:
-        """Delete a memory from the store and every index; UnknownMemory if not in `scope`."""
+    def forget(self, scope: str, memory_id: str, actor: str = "") -> None:
+        """Delete a memory from the store and every index (after an audit snapshot);
+        UnknownMemory if not in `scope`."""
         scope = _scope(scope)
-        if not isinstance(memory_id, str) or not self.store.delete(scope, clean_key(memory_id)):
+        if not isinstance(memory_id, str) or not self.store.delete(scope, clean_key(memory_id), actor):
             raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
         self.indexer.notify()
+
+    def forget_all(self, scope: str, actor: str = "") -> int:
+        """A user's right to be forgotten: delete every memory of `scope` from the store and
+        every index, its sessions, and the content of its earlier audit snapshots."""
+        scope = _scope(scope)
+        gone = self.store.delete_where(scope, everything=True, actor=actor, action="forget_all")
+        self.store.erase_snapshots(scope)
+        self.store.record("forget_all", actor, scope, memories=len(gone))
+        self.indexer.notify()
+        return len(gone)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def sweep(self, now: Optional[float] = None) -> int:
+        """Delete working memories past their expiry time; return how many."""
+        now = time.time() if now is None else now
+        gone = sum(len(self.store.delete_where(scope, tier="working", now=now, action="expire",
+                                               actor="cmms:sweep"))
+                   for scope in self.store.expired_scopes(now))
+        if gone:
+            self.indexer.notify()
+        return gone
+
+    def decay(self, now: Optional[float] = None) -> dict:
+        """Age every lasting memory to `now`: confidence decays, states move on (stale,
+        archived); every move is a lifecycle event on the audit trail."""
+        changed, moved = self.store.age(time.time() if now is None else now)
+        return {"updated": changed, "transitions": moved}
+
+    def consolidate(self, scope: str, session_id: Optional[str] = None, actor: str = "") -> Report:
+        """Cluster the scope's new episodic memories and write a semantic summary per cluster."""
+        scope = _scope(scope)
+        report = consolidate(self, scope, clean_key(session_id) if session_id else None, self.summariser)
+        if report.examined:
+            self.store.record("consolidate", actor or "cmms", scope,
+                              **{k: v for k, v in report.as_dict().items() if k != "scope"})
+        return report
+
+    def consolidate_all(self, now: Optional[float] = None) -> dict:
+        """Consolidate every scope with episodic memories not looked at yet."""
+        self.indexer.drain(30.0)
+        reports = [self.consolidate(scope, actor="cmms:scheduler") for scope in self.store.unconsolidated_scopes()]
+        return {"scopes": len(reports), "clusters": sum(r.clusters for r in reports)}
+
+    def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
+                  action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
+        """Audit events, newest first."""
+        return self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=memory_id,
+                                       action=action, limit=limit, offset=offset)
+
+    def record_call(self, door: str, tool: str, scope: Optional[str], ok: bool, error: str = "") -> None:
+        """Put a tool call on the audit trail; never fails the call itself."""
+        try:
+            self.store.record("tool", door, scope if isinstance(scope, str) else None, tool=tool, ok=ok,
+                              **({"error": error[:300]} if error else {}))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("hermes-cmms: could not audit the %s call: %s", tool, exc)
+
+    def _fold_duplicates(self, scope: str, memories: Sequence[Memory], vectors: dict) -> None:
+        """After indexing: fold episodic memories that repeat an older current one (cosine at
+        or above TURN_DUPLICATE_SIMILARITY) into it."""
+        fresh = [m for m in memories if m.tier == "episodic" and m.superseded_by is None]
+        if not fresh:
+            return
+        near = self.indexer.vectors.query_many(scope, [vectors[m.id] for m in fresh], 3)
+        pairs = [(m, i) for m, hits in zip(fresh, near) for i, sim in hits[:3]
+                 if i != m.id and sim >= TURN_DUPLICATE_SIMILARITY]
+        twins = self.store.get([i for _, i in pairs], scope)
+        folded = set()
+        for memory, twin_id in pairs:
+            twin = twins.get(twin_id)
+            if (twin is not None and memory.id not in folded and twin.id not in folded
+                    and twin.tier == "episodic" and twin.created_at <= memory.created_at and twin.seq < memory.seq
+                    and twin.state not in ("stale", "archived") and lifecycle.same_gist(memory.content, twin.content)
+                    and self.store.merge(scope, memory.id, twin.id)):
+                folded.add(memory.id)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -195,9 +337,12 @@ class MemoryService:
         return [(memories[m], sim) for m, sim in found if m in memories]
 
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
-             limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+             state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
         """A page of the scope's memories, newest first, with the total that match."""
-        return self.store.page(_scope(scope), tier=_tier(tier), tags=_tags(tags), limit=limit, offset=offset)
+        if state is not None and state not in lifecycle.LIVE_STATES:
+            raise InvalidInput(f"Unknown state {state!r}; choose one of {', '.join(lifecycle.LIVE_STATES)}.")
+        return self.store.page(_scope(scope), tier=_tier(tier), tags=_tags(tags), state=state,
+                               limit=limit, offset=offset)
 
     def _query_vector(self, query: str):
         """The query's vector, or None when there is no usable vector index."""
@@ -267,6 +412,8 @@ class MemoryService:
         self.close()
 
     def close(self, drain_timeout: float = 5.0) -> None:
+        if self.scheduler is not None:
+            self.scheduler.stop()
         self.indexer.drain(drain_timeout)
         self.indexer.stop()
         self.store.close()

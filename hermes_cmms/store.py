@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
-from sqlalchemy import Connection, create_engine, delete, func, insert, or_, select, text, update
+from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine
 
-from . import _migrations, _sqlite
+from . import _migrations, _sqlite, lifecycle
 from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
-from .models import ConversationSession, Fact, IndexState, Memory, Outbox
+from .models import AuditEvent, ConversationSession, Fact, IndexState, Job, Memory, Outbox
 from .text import content_hash, speaker_of
 
 CONTEXT_CHARS = 400
@@ -46,12 +46,44 @@ class NewMemory:
     confidence: float = 1.0
     expires_at: Optional[float] = None
     fact: Optional[tuple[str, str, str]] = None  # (subject, predicate, object)
+    dedup: bool = True  # the same text already live in the scope (and tier) is reinforced instead
+    supersedes: Sequence[str] = ()  # ids of older memories this one replaces (kept, marked)
+    duplicate_of: Optional[str] = None  # a memory this one repeats: reinforce it, insert nothing
+    # set by Store.add: what happened to it
+    id: Optional[str] = None
+    reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
 
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         return _sqlite.make_engine(url)
     return create_engine(url, pool_pre_ping=True)
+
+
+def _event(at: float, action: str, actor: str, scope: Optional[str], memory_id: Optional[str],
+           snapshot: Optional[str] = None, **detail) -> dict:
+    """An audit_log row."""
+    return {"at": at, "action": action, "actor": actor or "", "scope": scope, "memory_id": memory_id,
+            "detail": json.dumps(detail, ensure_ascii=False, default=str), "snapshot": snapshot}
+
+
+def _move(at: float, memory: Memory, state: str, why: str) -> dict:
+    """The audit row of a lifecycle transition."""
+    return _event(at, "lifecycle", "cmms", memory.scope, memory.id, state_from=memory.state,
+                  state_to=state, reason=why)
+
+
+def _record(conn: Connection, events: list[dict]) -> None:
+    if events:
+        conn.execute(insert(AuditEvent), events)
+
+
+def _snapshot(memory: Memory, fact: Optional[tuple[str, str, str]]) -> str:
+    """The whole memory as JSON, for the audit log before it is deleted."""
+    row = memory.model_dump(exclude={"seq"})
+    if fact:
+        row["fact"] = dict(zip(("subject", "predicate", "object"), fact))
+    return json.dumps(row, ensure_ascii=False)
 
 
 def _live(now: float):
@@ -99,10 +131,14 @@ class Store:
     # -- writes ---------------------------------------------------------------------------
 
     def add(self, items: Sequence[NewMemory], *, turn_of: Optional[tuple[str, str]] = None) -> list[str]:
-        """Insert memories and their outbox rows in one transaction; return their ids.
+        """Store memories, their outbox rows and audit events in one transaction; return ids.
 
-        With `turn_of=(scope, session_id)` the session's turn counter advances by one and the
-        items are stamped with that turn number.
+        An item whose text is already live in its scope and tier is not inserted: the existing
+        memory is reinforced (counter, confidence, receipt) and its id returned. A new fact
+        supersedes the scope's live facts with the same subject and predicate and another
+        object; `item.supersedes` names further memories it replaces. With
+        `turn_of=(scope, session_id)` the session's turn counter advances by one and the items
+        are stamped with that turn number.
         """
         now = time.time()
         rows = [self._row(item, now) for item in items]
@@ -113,17 +149,99 @@ class Store:
                 for row in rows:
                     row["turn"], row["context"] = turn, _tail(previous)
                     previous = row["content"]
-            facts = [{"memory_id": row["id"], "scope": item.scope, "subject": item.fact[0],
-                      "predicate": item.fact[1], "object": item.fact[2]}
-                     for item, row in zip(items, rows) if item.fact]
-            if rows:
-                conn.execute(insert(Memory), rows)
+            fresh, events = [], []
+            for item, row in zip(items, rows):
+                same = (self._current(conn, row["scope"], item.duplicate_of) if item.duplicate_of
+                        else self._same_text(conn, row) if item.dedup else None)
+                if same is not None and same.state in ("stale", "archived"):
+                    item.supersedes = [*item.supersedes, same.id]  # states only move forward
+                elif same is not None:
+                    events += self._reinforce(conn, same, row, now)
+                    item.id, item.reinforced = same.id, True
+                    continue
+                if item.fact:
+                    item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
+                item.id = row["id"]
+                fresh.append((item, row))
+                events.append(_event(now, "retain" if turn_of else "remember", row["source"], row["scope"],
+                                     row["id"], kind=row["kind"], tier=row["tier"], state=row["state"]))
+            if fresh:
+                conn.execute(insert(Memory), [row for _, row in fresh])
+                facts = [{"memory_id": row["id"], "scope": item.scope, "subject": item.fact[0],
+                          "predicate": item.fact[1], "object": item.fact[2]}
+                         for item, row in fresh if item.fact]
                 if facts:
                     conn.execute(insert(Fact), facts)
                 conn.execute(insert(Outbox), [
                     {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
-                    for r in rows])
-        return [row["id"] for row in rows]
+                    for _, r in fresh])
+                for item, row in fresh:
+                    if item.supersedes:
+                        events += self._supersede(conn, row["scope"], list(item.supersedes), row["id"],
+                                                  now, conflict=row["tier"] != "episodic")
+            _record(conn, events)
+        return [item.id for item in items]
+
+    @staticmethod
+    def _same_text(conn: Connection, row: dict) -> Optional[Memory]:
+        """The newest live, current memory of the row's scope and tier with the same text."""
+        found = conn.execute(select(Memory).where(
+            Memory.scope == row["scope"], Memory.content_hash == row["content_hash"],
+            Memory.tier == row["tier"], Memory.superseded_by.is_(None), _live(row["created_at"]))
+            .order_by(Memory.seq.desc()).limit(1)).first()
+        return _memory(found) if found else None
+
+    @staticmethod
+    def _current(conn: Connection, scope: str, memory_id: str) -> Optional[Memory]:
+        found = conn.execute(select(Memory).where(Memory.scope == scope, Memory.id == memory_id,
+                                                  Memory.superseded_by.is_(None))).first()
+        return _memory(found) if found else None
+
+    @staticmethod
+    def _conflicting_facts(conn: Connection, item: NewMemory) -> list[str]:
+        subject, predicate, obj = item.fact
+        return list(conn.execute(
+            select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
+                Fact.scope == item.scope, func.lower(Fact.subject) == subject.lower(),
+                func.lower(Fact.predicate) == predicate.lower(), func.lower(Fact.object) != obj.lower(),
+                Memory.superseded_by.is_(None))).scalars())
+
+    @staticmethod
+    def _reinforce(conn: Connection, memory: Memory, duplicate: dict, now: float) -> list[dict]:
+        """Fold a duplicate into `memory`: one more corroboration, its receipt kept."""
+        receipt = {"source": duplicate["source"], "session_id": duplicate["session_id"],
+                   "turn": duplicate["turn"], "at": now}
+        receipts = [*json.loads(memory.receipts or "[]"), receipt][-lifecycle.MAX_RECEIPTS:]
+        count = memory.access_count + 1
+        confidence = lifecycle.confidence(memory.reliability, count, memory.kind, 0.0,
+                                          conflicted=bool(memory.superseded_by))
+        state = lifecycle.reinforced_state(memory.state, confidence)
+        values = {"access_count": count, "receipts": json.dumps(receipts), "confidence": confidence,
+                  "state": state, "last_seen_at": now, "updated_at": now}
+        if memory.expires_at is not None and duplicate["expires_at"] is not None:
+            values["expires_at"] = max(memory.expires_at, duplicate["expires_at"])
+        conn.execute(update(Memory).where(Memory.id == memory.id).values(**values))
+        events = [_event(now, "reinforce", duplicate["source"], memory.scope, memory.id,
+                         access_count=count, confidence=confidence)]
+        if state != memory.state:
+            events.append(_move(now, memory, state, "corroborated"))
+        return events
+
+    def _supersede(self, conn: Connection, scope: str, old_ids: list[str], new_id: str, now: float,
+                   conflict: bool) -> list[dict]:
+        """Mark the scope's memories `old_ids` superseded by `new_id` (kept, never deleted);
+        a conflict halves their confidence."""
+        olds = conn.execute(select(Memory).where(Memory.scope == scope, Memory.id.in_(old_ids),
+                                                 Memory.superseded_by.is_(None))).all()
+        events = []
+        for old in map(_memory, olds):
+            values = {"superseded_by": new_id, "updated_at": now}
+            if conflict:
+                values["confidence"] = round(old.confidence * lifecycle.CONFLICT_PENALTY, 4)
+            conn.execute(update(Memory).where(Memory.id == old.id).values(**values))
+            events.append(_event(now, "supersede", "cmms", scope, old.id, superseded_by=new_id,
+                                 reason="conflict" if conflict else "consolidation"))
+        return events
 
     @staticmethod
     def _row(item: NewMemory, now: float) -> dict:
@@ -131,9 +249,11 @@ class Store:
             "id": uuid.uuid4().hex, "scope": item.scope, "tier": item.tier, "kind": item.kind,
             "role": item.role, "content": item.content, "content_hash": content_hash(item.content),
             "session_id": item.session_id, "turn": None, "context": None, "source": item.source,
-            "tags": json.dumps(list(item.tags)), "confidence": item.confidence, "state": "active",
-            "superseded_by": None, "created_at": now, "updated_at": now,
-            "expires_at": item.expires_at, "speaker": speaker_of(item.content),
+            "tags": json.dumps(list(item.tags)), "confidence": item.confidence,
+            "state": lifecycle.initial_state(item.confidence), "superseded_by": None,
+            "created_at": now, "updated_at": now, "expires_at": item.expires_at,
+            "speaker": speaker_of(item.content), "access_count": 0, "receipts": "[]",
+            "reliability": item.confidence, "last_seen_at": now, "consolidated_at": None,
         }
 
     @staticmethod
@@ -168,28 +288,184 @@ class Store:
                         found[m.id] = before
         return found
 
-    def delete(self, scope: str, memory_id: str) -> bool:
+    def delete(self, scope: str, memory_id: str, actor: str = "") -> bool:
         """Delete one memory of `scope` and queue its vector removal; False if absent."""
-        return bool(self.delete_where(scope, ids=[memory_id]))
+        return bool(self.delete_where(scope, ids=[memory_id], actor=actor))
 
     def delete_where(self, scope: str, *, ids: Optional[Sequence[str]] = None,
-                     tier: Optional[str] = None, tags: Sequence[str] = ()) -> list[str]:
-        """Delete the memories of `scope` matching every filter given (at least one); return
-        their ids. Their facts go too, and their vectors are queued for removal."""
-        if ids is None and tier is None and not tags:
+                     tier: Optional[str] = None, tags: Sequence[str] = (), everything: bool = False,
+                     actor: str = "", action: str = "forget", now: Optional[float] = None) -> list[str]:
+        """Delete the memories of `scope` matching every filter given (at least one, or
+        `everything`); return their ids. Each is first written whole to the audit log; its
+        facts go too, its vectors are queued for removal, and memories it had superseded are
+        current again."""
+        if ids is None and tier is None and not tags and not everything:
             raise ValueError("delete_where needs a filter")
-        query = _filtered(select(Memory.id).where(Memory.scope == scope), tier, tags)
+        query = _filtered(select(Memory).where(Memory.scope == scope), tier, tags)
         if ids is not None:
             query = query.where(Memory.id.in_(list(ids)))
+        if now is not None:  # the expiry sweep
+            query = query.where(Memory.expires_at <= now)
+        now = now or time.time()
         with self._write_lock, self.write() as conn:
-            gone = list(conn.execute(query).scalars())
-            for start in range(0, len(gone), 500):
-                part = gone[start:start + 500]
-                conn.execute(delete(Fact).where(Fact.memory_id.in_(part)))
-                conn.execute(delete(Memory).where(Memory.id.in_(part)))
-                conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete",
-                                               "created_at": time.time()} for i in part])
-        return gone
+            rows = [_memory(row) for row in conn.execute(query)]
+            for start in range(0, len(rows), 500):
+                self._delete_rows(conn, scope, rows[start:start + 500], action, actor, now)
+        return [m.id for m in rows]
+
+    def merge(self, scope: str, duplicate_id: str, into_id: str, actor: str = "cmms:dedup") -> bool:
+        """Fold a near-duplicate into the memory it repeats: that one is reinforced with its
+        receipt, the duplicate deleted (its snapshot kept in the audit log)."""
+        now = time.time()
+        with self._write_lock, self.write() as conn:
+            rows = {m.id: m for m in map(_memory, conn.execute(
+                select(Memory).where(Memory.scope == scope, Memory.id.in_([duplicate_id, into_id]))))}
+            if len(rows) != 2 or rows[into_id].superseded_by:
+                return False
+            duplicate = rows[duplicate_id]
+            _record(conn, self._reinforce(conn, rows[into_id], duplicate.model_dump(), now))
+            self._delete_rows(conn, scope, [duplicate], "merge", actor, now, into=into_id)
+        return True
+
+    def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
+                     now: float, **detail) -> None:
+        ids = [m.id for m in rows]
+        if not ids:
+            return
+        facts = self._fact_parts(conn, ids)
+        _record(conn, [_event(now, action, actor, scope, m.id, state_from=m.state, state_to="forgotten",
+                              snapshot=_snapshot(m, facts.get(m.id)), **detail) for m in rows])
+        conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
+        conn.execute(delete(Memory).where(Memory.id.in_(ids)))
+        conn.execute(update(Memory).where(Memory.scope == scope, Memory.superseded_by.in_(ids))
+                     .values(superseded_by=None, updated_at=now))
+        conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete", "created_at": now}
+                                      for i in ids])
+
+    @staticmethod
+    def _fact_parts(conn: Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        rows = conn.execute(select(Fact).where(Fact.memory_id.in_(list(ids))))
+        return {row.memory_id: (row.subject, row.predicate, row.object) for row in rows}
+
+    def record(self, action: str, actor: str, scope: Optional[str], memory_id: Optional[str] = None,
+               **detail) -> None:
+        """Write one audit event on its own (tool calls, jobs)."""
+        with self._write_lock, self.write() as conn:
+            _record(conn, [_event(time.time(), action, actor, scope, memory_id, **detail)])
+
+    def audit_events(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
+                     action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
+        """Audit events, newest first, optionally of one scope, memory or action."""
+        query = select(AuditEvent)
+        for column, value in ((AuditEvent.scope, scope), (AuditEvent.memory_id, memory_id),
+                              (AuditEvent.action, action)):
+            if value is not None:
+                query = query.where(column == value)
+        with self.read() as conn:
+            rows = conn.execute(query.order_by(AuditEvent.id.desc()).limit(limit).offset(offset))
+            return [AuditEvent.model_construct(**row._mapping) for row in rows]
+
+    def erase_snapshots(self, scope: str) -> int:
+        """Blank the content snapshots of a scope's audit events (right to be forgotten)."""
+        with self._write_lock, self.write() as conn:
+            done = conn.execute(update(AuditEvent).where(AuditEvent.scope == scope,
+                                                         AuditEvent.snapshot.is_not(None))
+                                .values(snapshot=None))
+            conn.execute(delete(ConversationSession).where(ConversationSession.scope == scope))
+            return done.rowcount
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def expired_scopes(self, now: float) -> list[str]:
+        """Scopes holding working memories past their expiry time."""
+        with self.read() as conn:
+            return list(conn.execute(select(Memory.scope).distinct().where(Memory.expires_at <= now))
+                        .scalars())
+
+    def age(self, now: float, batch: int = 2000) -> tuple[int, int]:
+        """Recompute confidence and state of every live, lasting memory as of `now`; return
+        (confidence changes, state transitions). Works through the table in batches."""
+        changed = moved = 0
+        after = 0
+        while True:
+            with self._write_lock, self.write() as conn:
+                rows = [_memory(r) for r in conn.execute(
+                    select(Memory).where(Memory.seq > after, Memory.expires_at.is_(None))
+                    .order_by(Memory.seq).limit(batch))]
+                if not rows:
+                    return changed, moved
+                after = rows[-1].seq
+                updates, events = [], []
+                for m in rows:
+                    age_s = now - (m.last_seen_at or m.created_at)
+                    conflicted = bool(m.superseded_by) and m.tier != "episodic"
+                    confidence = lifecycle.confidence(m.reliability, m.access_count, m.kind, age_s, conflicted)
+                    state = lifecycle.aged_state(m.state, m.kind, age_s)
+                    if abs(confidence - m.confidence) >= 0.001 or state != m.state:
+                        updates.append({"b_id": m.id, "confidence": confidence, "state": state})
+                        changed += 1
+                    if state != m.state:
+                        events.append(_move(now, m, state, "age"))
+                        moved += 1
+                if updates:
+                    conn.execute(update(Memory).where(Memory.id == bindparam("b_id"))
+                                 .values(confidence=bindparam("confidence"), state=bindparam("state")),
+                                 updates)
+                _record(conn, events)
+
+    def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
+        """A scope's current episodic memories consolidation has not looked at yet, oldest first."""
+        query = select(Memory).where(Memory.scope == scope, Memory.tier == "episodic",
+                                     Memory.superseded_by.is_(None), Memory.consolidated_at.is_(None),
+                                     Memory.state.in_(("candidate", "validated", "active", "stale")))
+        if session_id is not None:
+            query = query.where(Memory.session_id == session_id)
+        with self.read() as conn:
+            return [_memory(r) for r in conn.execute(query.order_by(Memory.seq).limit(limit))]
+
+    def unconsolidated_scopes(self) -> list[str]:
+        with self.read() as conn:
+            return list(conn.execute(select(Memory.scope).distinct().where(
+                Memory.tier == "episodic", Memory.consolidated_at.is_(None),
+                Memory.superseded_by.is_(None))).scalars())
+
+    def consolidate(self, summary: NewMemory, members: Sequence[str]) -> str:
+        """Store one summary and mark its members superseded by it, in one transaction."""
+        [summary_id] = self.add([summary])
+        now = time.time()
+        with self._write_lock, self.write() as conn:
+            _record(conn, self._supersede(conn, summary.scope, list(members), summary_id, now, conflict=False))
+            conn.execute(update(Memory).where(Memory.id.in_(list(members))).values(consolidated_at=now))
+        return summary_id
+
+    def mark_examined(self, ids: Sequence[str], now: float) -> None:
+        with self._write_lock, self.write() as conn:
+            for start in range(0, len(ids), 500):
+                conn.execute(update(Memory).where(Memory.id.in_(list(ids[start:start + 500])))
+                             .values(consolidated_at=now))
+
+    def lease(self, owner: str, seconds: float, now: float, name: str = "scheduler") -> bool:
+        """Take or renew the named lease for `owner`; False while another owner holds it."""
+        with self._write_lock, self.write() as conn:
+            done = conn.execute(update(Job).where(Job.name == name,
+                                                  or_(Job.owner == owner, Job.lease_until < now))
+                                .values(owner=owner, lease_until=now + seconds))
+            return bool(done.rowcount)
+
+    def release_lease(self, owner: str, name: str = "scheduler") -> None:
+        with self._write_lock, self.write() as conn:
+            conn.execute(update(Job).where(Job.name == name, Job.owner == owner)
+                         .values(owner="", lease_until=0.0))
+
+    def job_times(self) -> dict[str, float]:
+        with self.read() as conn:
+            return {row.name: row.last_run_at for row in conn.execute(select(Job))}
+
+    def job_ran(self, name: str, at: float) -> None:
+        with self._write_lock, self.write() as conn:
+            done = conn.execute(update(Job).where(Job.name == name).values(last_run_at=at))
+            if not done.rowcount:  # a job the migrations did not seed a row for
+                conn.execute(insert(Job).values(name=name, last_run_at=at))
 
     def mark_flushed(self, scope: str, session_id: str) -> bool:
         """Record that a session was flushed; False when it was already flushed or unknown."""
@@ -242,9 +518,11 @@ class Store:
                     if row.scope == scope and (row.expires_at is None or row.expires_at > now)}
 
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
-             limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+             state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
         """One page of a scope's live memories, newest first, and how many match in all."""
         live = _filtered(select(Memory).where(Memory.scope == scope, _live(time.time())), tier, tags)
+        if state is not None:
+            live = live.where(Memory.state == state)
         with self.read() as conn:
             total = conn.execute(select(func.count()).select_from(live.subquery())).scalar_one()
             rows = conn.execute(live.order_by(Memory.seq.desc()).limit(limit).offset(offset))
@@ -255,8 +533,7 @@ class Store:
         if not ids:
             return {}
         with self.read() as conn:
-            rows = conn.execute(select(Fact).where(Fact.memory_id.in_(list(ids))))
-            return {row.memory_id: (row.subject, row.predicate, row.object) for row in rows}
+            return self._fact_parts(conn, ids)
 
     def facts_matching(self, scope: str, subject: Optional[str] = None, predicate: Optional[str] = None,
                        obj: Optional[str] = None, limit: int = 500) -> list[str]:

@@ -72,11 +72,11 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
         tags = _arg(args, "tags", list, default=[])
         if not all(isinstance(t, str) for t in tags):
             raise InvalidInput("Argument 'tags' must be a list of strings.")
-        memory_id = service.remember(scope, content, tags=tags, source="hermes:cmms_remember",
-                                     session_id=session_id or None)
-        return {"stored": True, "id": memory_id}
+        item = service.store_note(scope, content, tags=tags, source="hermes:cmms_remember",
+                                  session_id=session_id or None)
+        return {"stored": not item.reinforced, "reinforced": item.reinforced, "id": item.id}
     if name == "cmms_forget":
         memory_id = _arg(args, "memory_id", str, required=True)
-        service.forget(scope, memory_id)
+        service.forget(scope, memory_id, actor="hermes:cmms_forget")
         return {"forgotten": True, "id": memory_id}
     raise InvalidInput(f"Unknown cmms tool {name!r}.")

@@ -118,6 +118,19 @@ class VectorIndex:
                     for memory_id, distance in zip(found["ids"][0], found["distances"][0])]
         return self._retrying(query)
 
+    def query_many(self, scope: str, vectors: Sequence[Sequence[float]], limit: int,
+                   view: str = "content") -> list[list[tuple[str, float]]]:
+        """`query` for many vectors in one call: a list of (id, similarity) lists, in order."""
+        def query():
+            collection = self._collection(scope, create=False, view=view)
+            if collection is None or not vectors:
+                return [[] for _ in vectors]
+            found = collection.query(query_embeddings=[list(v) for v in vectors], n_results=limit,
+                                     include=["distances"])
+            return [[(i, 1.0 - d) for i, d in zip(ids, distances)]
+                    for ids, distances in zip(found["ids"], found["distances"])]
+        return self._retrying(query)
+
     def count(self) -> int:
         """Vectors of the content view (one per indexed memory)."""
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()

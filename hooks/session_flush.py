@@ -1,4 +1,4 @@
-"""Built-in session flush: index what the session wrote and mark it closed, once."""
+"""Built-in session flush: index what the session wrote, consolidate it, mark it closed."""
 from __future__ import annotations
 
 from .specs import hookimpl
@@ -9,4 +9,5 @@ FLUSH_WAIT_S = 5.0
 @hookimpl
 def session_flush(service, scope, session_id):
     service.indexer.drain(FLUSH_WAIT_S)
+    service.consolidate(scope, session_id, actor="cmms:session-flush")
     service.store.mark_flushed(scope, session_id)

@@ -54,8 +54,12 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765):
     server_cls, tool_error, major = sdk()
     options = {} if major >= 2 else {"host": host, "port": port}
     server = server_cls("hermes-cmms", instructions=INSTRUCTIONS, log_level="WARNING", **options)
+    def audit(tool: str, args: dict, ok: bool, error: str) -> None:
+        actor = args.get("actor") if isinstance(args.get("actor"), str) and args["actor"].strip() else "client"
+        service.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)
+
     for fn in catalogue(service, scope):
-        tool = guarded(fn, tool_error)
+        tool = guarded(fn, tool_error, audit)
         server.add_tool(tool, name=fn.__name__, description=(fn.__doc__ or "").strip().splitlines()[0])
         schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
         schema["required"] = tool.required

@@ -18,6 +18,7 @@ from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema
 from hermes_cmms import __version__
 from hermes_cmms.errors import CmmsError, InvalidInput
 from hermes_cmms.recall import Hit, render
+from hermes_cmms.lifecycle import LIVE_STATES
 from hermes_cmms.service import TIERS, MemoryService
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,8 @@ def _date(ts: float) -> str:
 def _item(memory, facts: dict, **extra) -> dict:
     item = {"id": memory.id, "content": memory.content, "kind": memory.kind, "tier": memory.tier,
             "role": memory.role, "tags": json.loads(memory.tags or "[]"), "source": memory.source,
-            "session_id": memory.session_id, "confidence": memory.confidence,
+            "session_id": memory.session_id, "confidence": memory.confidence, "state": memory.state,
+            "superseded_by": memory.superseded_by, "reinforced": memory.access_count,
             "created_at": _date(memory.created_at),
             "expires_at": _date(memory.expires_at) if memory.expires_at else None}
     if memory.id in facts:
@@ -139,10 +141,10 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                          description="Forget after this many seconds (working memory).")] = None,
                      actor: Actor = None) -> dict[str, Any]:
         """Store a memory in the named scope; with ttl_seconds it expires."""
-        memory_id = service.remember(scope, content, tags=tags or (), ttl_seconds=ttl_seconds,
-                                     source=_receipt("store_memory", source, actor))
-        return {"stored": True, "id": memory_id, "scope": scope,
-                "tier": "working" if ttl_seconds is not None else "semantic"}
+        item = service.store_note(scope, content, tags=tags or (), ttl_seconds=ttl_seconds,
+                                  source=_receipt("store_memory", source, actor))
+        return {"stored": not item.reinforced, "reinforced": item.reinforced, "id": item.id, "scope": scope,
+                "tier": item.tier, "kind": item.kind, "supersedes": list(item.supersedes)}
 
     def recall_memory(query: Query, scope: Scope,
                       k: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5,
@@ -160,27 +162,51 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
         if memory_id is not None:
             if tier is not None or tags:
                 raise InvalidInput("Give either memory_id or tier/tags, not both.")
-            service.forget(scope, memory_id)
+            service.forget(scope, memory_id, actor=_receipt("forget_memory", None, actor))
             return {"forgotten": 1, "ids": [memory_id], "scope": scope}
-        gone = service.forget_where(scope, tier=tier, tags=tags or ())
+        gone = service.forget_where(scope, tier=tier, tags=tags or (),
+                                    actor=_receipt("forget_memory", None, actor))
         return {"forgotten": len(gone), "ids": gone, "scope": scope}
 
     def list_memories(scope: Scope,
                       tier: Annotated[Optional[str], Field(description=f"Only this tier: {', '.join(TIERS)}.")] = None,
                       tags: Tags = None,
+                      state: Annotated[Optional[str], Field(
+                          description=f"Only this lifecycle state: {', '.join(LIVE_STATES)}.")] = None,
                       limit: Annotated[int, Field(description="Page size (1-500, default 50).")] = 50,
                       offset: Annotated[int, Field(description="Items to skip (default 0).")] = 0
                       ) -> dict[str, Any]:
         """Page through the named scope's memories, newest first, with the total count."""
-        memories, total = service.page(scope, tier=tier, tags=tags or (),
+        memories, total = service.page(scope, tier=tier, tags=tags or (), state=state,
                                        limit=_count(limit, "limit", MAX_PAGE),
                                        offset=_count(offset, "offset", 10**9, low=0))
         facts = service.store.facts([m.id for m in memories])
         return {"scope": scope, "total": total, "limit": limit, "offset": offset,
                 "memories": [_item(m, facts) for m in memories]}
 
+    def consolidate_memories(scope: Scope,
+                             session_id: Annotated[Optional[str], Field(
+                                 description="Only this conversation session's memories.")] = None,
+                             actor: Actor = None) -> dict[str, Any]:
+        """Cluster the scope's new episodic memories into semantic summaries (originals kept)."""
+        report = service.consolidate(scope, session_id, actor=_receipt("consolidate_memories", None, actor))
+        return report.as_dict()
+
+    def audit_log(scope: Scope,
+                  memory_id: Annotated[Optional[str], Field(description="Only events of this memory.")] = None,
+                  action: Annotated[Optional[str], Field(
+                      description="Only this action, e.g. remember, reinforce, supersede, forget, tool.")] = None,
+                  limit: Annotated[int, Field(description="Most events (1-500, default 50).")] = 50,
+                  offset: Annotated[int, Field(description="Events to skip (default 0).")] = 0) -> dict[str, Any]:
+        """The scope's audit trail, newest first (forgotten content is not shown here)."""
+        events = service.audit_log(scope, memory_id=memory_id, action=action,
+                                   limit=_count(limit, "limit", MAX_PAGE), offset=_count(offset, "offset", 10**9, low=0))
+        return {"scope": scope, "events": [
+            {"at": _date(e.at), "action": e.action, "actor": e.actor, "memory_id": e.memory_id,
+             "detail": json.loads(e.detail or "{}"), "snapshot_kept": e.snapshot is not None} for e in events]}
+
     return [ping, remember, search, get_context, semantic_search,
-            store_memory, recall_memory, forget_memory, list_memories]
+            store_memory, recall_memory, forget_memory, list_memories, consolidate_memories, audit_log]
 
 
 KINDS = {"integer": "a whole number", "number": "a number", "string": "a string",
@@ -195,7 +221,8 @@ def _kind(schema: dict) -> str:
     return "a value"
 
 
-def guarded(fn: Callable[..., dict], tool_error: type[Exception]) -> Callable[..., dict]:
+def guarded(fn: Callable[..., dict], tool_error: type[Exception],
+            audit: Optional[Callable[[str, dict, bool, str], None]] = None) -> Callable[..., dict]:
     """`fn` as the SDK should see it: the same typed JSON schema, but arguments are checked
     here so a wrong one gets one sentence ("Argument 'limit' must be a whole number, not a
     string.") instead of a validation dump, and engine errors become the SDK's tool error."""
@@ -208,6 +235,17 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception]) -> Callable[..
 
     @functools.wraps(fn)
     def call(**kwargs):
+        try:
+            result = checked(**kwargs)
+        except Exception as exc:
+            if audit is not None:
+                audit(fn.__name__, kwargs, False, str(exc))
+            raise
+        if audit is not None:
+            audit(fn.__name__, kwargs, True, "")
+        return result
+
+    def checked(**kwargs):
         for name in required:
             if kwargs.get(name) is None:
                 raise tool_error(f"Missing required argument {name!r}.")

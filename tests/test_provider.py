@@ -46,7 +46,7 @@ def test_memory_tool_writes_are_mirrored(kw_home):
     p.shutdown()
     rows = _rows(kw_home)
     assert [(r["kind"], r["content"], r["source"]) for r in rows] == [
-        ("note", "User prefers tea over coffee.", "hermes:memory-tool")]
+        ("preference", "User prefers tea over coffee.", "hermes:memory-tool")]
 
 
 def test_queued_prefetch_is_used_only_for_the_same_query(kw_home):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_cmms.errors import InvalidInput
 from hermes_cmms.redact import redact_text
 
 SCOPE = "test:redact"
@@ -27,7 +28,7 @@ SECRETS = [
      "a8f5f167f44f4964e6c998dee827110c"),
     ("private-key", "here it is\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU"
      "\nQyNTUxOQAAACDx7Kp\n-----END OPENSSH PRIVATE KEY-----\nthanks", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"),
-    ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQ (pasted half)",
+    ("private-key", "my deploy key -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQ (pasted half)",
      "MIIEowIBAAKCAQEAq7BFUpkGp3"),
     ("password", "db settings: password=Hunter2Hunter2 host=db1", "Hunter2Hunter2"),
     ("password", 'PASSWORD: "correct horse battery staple"', "correct horse battery staple"),
@@ -76,6 +77,15 @@ def test_secret_is_redacted_before_storage(keyword_service, home, label, text, s
     assert _sql(home, "SELECT count(*) FROM memories_fts WHERE instr(content, ?)", secret) == [(0,)]
     assert _sql(home, "SELECT count(*) FROM memories_fts") == [(1,)]
     assert secret.encode() not in _db_bytes(home)  # nowhere: no shadow table, no WAL frame
+
+
+@pytest.mark.parametrize("text", ["sk-proj-Ab12Cd34Ef56Gh78Ij90KlMnOp",
+                                  "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQ"])
+def test_a_text_that_is_only_a_secret_is_not_admitted(keyword_service, home, text):
+    with pytest.raises(InvalidInput, match="Nothing is left to remember once secrets are removed"):
+        keyword_service.remember(SCOPE, text)
+    assert keyword_service.retain_turn(SCOPE, "s1", text, "") == []
+    assert _sql(home, "SELECT count(*) FROM memories") == [(0,)]
 
 
 def test_redaction_keeps_the_words_around_the_secret(keyword_service):

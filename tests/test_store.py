@@ -7,12 +7,13 @@ from sqlalchemy import inspect, text
 
 from hermes_cmms import _migrations
 from hermes_cmms.keyword import SqliteKeywordIndex
-from hermes_cmms.models import ConversationSession, Fact, IndexState, Memory, Outbox, SchemaMigration
+from hermes_cmms.models import (AuditEvent, ConversationSession, Fact, IndexState, Job, Memory, Outbox,
+                                SchemaMigration)
 from hermes_cmms.store import NewMemory, Store
 
-MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState)
+MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job)
 EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
-                       "0005_index_state", "0006_memory_speaker",
+                       "0005_index_state", "0006_memory_speaker", "0007_lifecycle",
                        "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 SCOPE = "test:store"
 
@@ -105,9 +106,9 @@ def test_database_runs_in_wal_mode(tmp_path):
 def test_turns_are_numbered_per_session(tmp_path):
     store = Store(_url(tmp_path))
     try:
-        for _ in range(3):
-            store.add([NewMemory(scope=SCOPE, content="u", role="user", session_id="s1"),
-                       NewMemory(scope=SCOPE, content="a", role="assistant", session_id="s1")],
+        for i in range(3):
+            store.add([NewMemory(scope=SCOPE, content=f"u{i}", role="user", session_id="s1"),
+                       NewMemory(scope=SCOPE, content=f"a{i}", role="assistant", session_id="s1")],
                       turn_of=(SCOPE, "s1"))
         store.add([NewMemory(scope=SCOPE, content="other", session_id="s2")], turn_of=(SCOPE, "s2"))
         rows = _sql(tmp_path / "cmms.db",

@@ -1,0 +1,87 @@
+"""The in-process scheduler: TTL sweep, decay and consolidation on a thread, no extra service.
+
+Every process sharing a store runs a scheduler, but only the one holding the SQL lease
+(`jobs` row 'scheduler') runs jobs; the lease is renewed every tick and expires when its
+holder dies, so another process takes over. Job times live in SQL too, so a takeover does
+not re-run a job that has just run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+LEASE_S = 30.0
+TICK_S = 5.0
+
+
+class Scheduler:
+    """Runs `jobs` ({name: (interval seconds, function(now))}) while it holds the lease."""
+
+    def __init__(self, store, jobs: dict[str, tuple[float, Callable[[float], object]]],
+                 tick: float = TICK_S, lease: float = LEASE_S):
+        self.store = store
+        self.jobs = jobs
+        self.tick = tick
+        self.lease = max(lease, 3 * tick)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.runs: list[tuple[str, float]] = []  # (job, time) run by this process
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cmms-scheduler", daemon=True)
+
+    def start(self) -> "Scheduler":
+        self._thread.start()
+        return self
+
+    @property
+    def leader(self) -> bool:
+        return self._leader
+
+    _leader = False
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.step(time.time())
+            except Exception as exc:  # noqa: BLE001 - a failed job is retried next tick
+                log.warning("hermes-cmms: scheduled job failed: %s", exc)
+            self._stop.wait(self.tick)
+
+    def step(self, now: float) -> list[str]:
+        """Take or renew the lease, then run the jobs that are due; return their names."""
+        self._leader = self.store.lease(self.owner, self.lease, now)
+        if not self._leader:
+            return []
+        ran = []
+        last = self.store.job_times()
+        for name, (interval, job) in self.jobs.items():
+            if self._stop.is_set():
+                break
+            if not last.get(name):  # first lease on this store: start the clock, run later
+                self.store.job_ran(name, now)
+                continue
+            if now - last[name] < interval:
+                continue
+            started = time.monotonic()
+            result = job(now)
+            self.store.job_ran(name, now)
+            self.store.record("job", f"scheduler:{self.owner}", None, job=name,
+                              seconds=round(time.monotonic() - started, 3), result=result)
+            self.runs.append((name, now))
+            ran.append(name)
+        return ran
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Finish the job in progress, stop, and give the lease back."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._leader:
+            self.store.release_lease(self.owner)
+            self._leader = False
