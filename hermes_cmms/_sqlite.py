@@ -36,3 +36,10 @@ def make_engine(url: str) -> Engine:
 def quick_check(conn: Connection) -> str:
     """'ok', or SQLite's description of the first problem it finds."""
     return conn.exec_driver_sql("PRAGMA quick_check").scalar_one()
+
+
+def checkpoint(engine: Engine) -> None:
+    """Copy the WAL into the database and truncate it, so deleted text does not linger in old
+    WAL frames (best effort: a reader still holding a snapshot can keep it from finishing)."""
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

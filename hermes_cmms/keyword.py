@@ -19,6 +19,9 @@ class KeywordIndex(Protocol):
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
 
+    def purge(self, conn: Connection) -> None:
+        """Rewrite the index so no trace of deleted rows is left in its files."""
+
 
 
 def _fts5_create(conn: Connection) -> None:
@@ -120,6 +123,11 @@ class SqliteKeywordIndex:
         "WHERE m.scope = :scope ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
     _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
                   "WHERE memories_fts MATCH :match LIMIT :cap)")
+
+    def purge(self, conn: Connection) -> None:
+        # FTS5 records a delete as a tombstone; the deleted words stay in the older segments
+        # until they are merged. 'optimize' merges everything into one segment now.
+        conn.execute(text("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')"))
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:

@@ -42,7 +42,7 @@ _KIND_RULES = (
 KIND_RULES = tuple((kind, re.compile(rf"\b(?:{words})\b", re.IGNORECASE)) for kind, words in _KIND_RULES)
 REDACTED = re.compile(r"\[REDACTED[^\]]*\]")
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-GIST_OVERLAP = 0.6  # share of content words two near-duplicates must have in common
+GIST_DIFFERENCE = 1  # content words two near-duplicates may differ by (one added or dropped)
 
 
 def classify(text: str, default: str = "note") -> str:
@@ -59,12 +59,12 @@ def only_secrets(text: str) -> bool:
 
 
 def same_gist(a: str, b: str) -> bool:
-    """Guard for vector near-duplicates: the same numbers and most content words in common.
-    ("question 175" and "question 176" embed almost alike, but are not the same memory.)"""
+    """Guard for vector near-duplicates: the same numbers, and the same content words but for
+    at most one added or dropped. "question 175" / "question 176", or a meeting "on Monday" /
+    "on Wednesday", embed almost alike but are not the same memory (the second is an update)."""
     if sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)):
         return False
-    ta, tb = set(terms(a, 500)), set(terms(b, 500))
-    return ta == tb or len(ta & tb) / len(ta | tb) >= GIST_OVERLAP
+    return len(set(terms(a, 500)) ^ set(terms(b, 500))) <= GIST_DIFFERENCE
 
 
 def reliability(source: str, given: Optional[float] = None) -> float:

@@ -196,12 +196,9 @@ class MemoryService:
     def forget_all(self, scope: str, actor: str = "") -> int:
         """A user's right to be forgotten: delete every memory of `scope` from the store and
         every index, its sessions, and the content of its earlier audit snapshots."""
-        scope = _scope(scope)
-        gone = self.store.delete_where(scope, everything=True, actor=actor, action="forget_all")
-        self.store.erase_snapshots(scope)
-        self.store.record("forget_all", actor, scope, memories=len(gone))
+        gone = self.store.forget_all(_scope(scope), actor)
         self.indexer.notify()
-        return len(gone)
+        return gone
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -17,6 +18,8 @@ from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
 from .models import AuditEvent, ConversationSession, Fact, IndexState, Job, Memory, Outbox
 from .text import content_hash, speaker_of
+
+log = logging.getLogger(__name__)
 
 CONTEXT_CHARS = 400
 
@@ -211,8 +214,9 @@ class Store:
         """Fold a duplicate into `memory`: one more corroboration, its receipt kept."""
         receipt = {"source": duplicate["source"], "session_id": duplicate["session_id"],
                    "turn": duplicate["turn"], "at": now}
-        receipts = [*json.loads(memory.receipts or "[]"), receipt][-lifecycle.MAX_RECEIPTS:]
-        count = memory.access_count + 1
+        carried = json.loads(duplicate.get("receipts") or "[]")  # a folded memory's own repeats
+        receipts = [*json.loads(memory.receipts or "[]"), *carried, receipt][-lifecycle.MAX_RECEIPTS:]
+        count = memory.access_count + 1 + (duplicate.get("access_count") or 0)
         confidence = lifecycle.confidence(memory.reliability, count, memory.kind, 0.0,
                                           conflicted=bool(memory.superseded_by))
         state = lifecycle.reinforced_state(memory.state, confidence)
@@ -311,6 +315,8 @@ class Store:
             rows = [_memory(row) for row in conn.execute(query)]
             for start in range(0, len(rows), 500):
                 self._delete_rows(conn, scope, rows[start:start + 500], action, actor, now)
+        if rows:
+            self._checkpoint()
         return [m.id for m in rows]
 
     def merge(self, scope: str, duplicate_id: str, into_id: str, actor: str = "cmms:dedup") -> bool:
@@ -328,13 +334,14 @@ class Store:
         return True
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
-                     now: float, **detail) -> None:
+                     now: float, snapshots: bool = True, **detail) -> None:
         ids = [m.id for m in rows]
         if not ids:
             return
-        facts = self._fact_parts(conn, ids)
+        facts = self._fact_parts(conn, ids) if snapshots else {}
         _record(conn, [_event(now, action, actor, scope, m.id, state_from=m.state, state_to="forgotten",
-                              snapshot=_snapshot(m, facts.get(m.id)), **detail) for m in rows])
+                              snapshot=_snapshot(m, facts.get(m.id)) if snapshots else None, **detail)
+                       for m in rows])
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))
         conn.execute(update(Memory).where(Memory.scope == scope, Memory.superseded_by.in_(ids))
@@ -365,14 +372,30 @@ class Store:
             rows = conn.execute(query.order_by(AuditEvent.id.desc()).limit(limit).offset(offset))
             return [AuditEvent.model_construct(**row._mapping) for row in rows]
 
-    def erase_snapshots(self, scope: str) -> int:
-        """Blank the content snapshots of a scope's audit events (right to be forgotten)."""
+    def forget_all(self, scope: str, actor: str = "") -> int:
+        """A scope's right to be forgotten, in one transaction: every memory (its vectors
+        queued for removal), its sessions, and the content of all its audit snapshots; one
+        'forget_all' event remains. Then the keyword index and the WAL are rewritten so the
+        deleted text is gone from the files too. Returns how many memories went."""
+        now = time.time()
         with self._write_lock, self.write() as conn:
-            done = conn.execute(update(AuditEvent).where(AuditEvent.scope == scope,
-                                                         AuditEvent.snapshot.is_not(None))
-                                .values(snapshot=None))
+            rows = [_memory(row) for row in conn.execute(select(Memory).where(Memory.scope == scope))]
+            for start in range(0, len(rows), 500):
+                self._delete_rows(conn, scope, rows[start:start + 500], "forget_all", actor, now,
+                                  snapshots=False)
+            conn.execute(update(AuditEvent).where(AuditEvent.scope == scope).values(snapshot=None))
             conn.execute(delete(ConversationSession).where(ConversationSession.scope == scope))
-            return done.rowcount
+            _record(conn, [_event(now, "forget_all", actor, scope, None, memories=len(rows))])
+            self.keyword.purge(conn)
+        self._checkpoint()
+        return len(rows)
+
+    def _checkpoint(self) -> None:
+        if self.engine.dialect.name == "sqlite":
+            try:
+                _sqlite.checkpoint(self.engine)
+            except Exception as exc:  # noqa: BLE001 - the delete itself is committed
+                log.warning("hermes-cmms: WAL checkpoint after forget failed: %s", exc)
 
     # -- lifecycle ------------------------------------------------------------------------
 

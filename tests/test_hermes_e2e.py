@@ -296,3 +296,36 @@ def test_gateway_keeps_each_users_memory_to_themselves(home, tmp_path, llm):
     assert rows[QUESTION].scope == "user:telegram:222"
     assert rows[alice_asks].scope == "user:telegram:111"
     assert rows[alice_asks].session_id != rows[CAT].session_id  # /new gave alice a fresh agent
+
+
+# Hermes' own loader, then a session of near-paraphrases that ends (and so is consolidated).
+CONSOLIDATION_DRIVER = '''
+import json, sys
+
+spec = json.loads(sys.argv[1])
+from plugins.memory import load_memory_provider
+
+p = load_memory_provider("cmms")
+p.initialize("walks", platform="cli", agent_context="primary", hermes_home=spec["home"])
+for text in spec["turns"]:
+    p.sync_turn(text, "Lovely.", session_id="walks")
+p.on_session_end([])
+summariser = p.service.summariser is not None
+p.shutdown()
+print("RESULT " + json.dumps({"summariser": summariser}))
+'''
+EPISODE = ["I walked the dog along the beach this morning.",
+           "This morning I took the dog for a walk on the beach.",
+           "The dog and I went walking on the beach early today."]
+
+
+def test_consolidation_summaries_come_from_the_users_model_through_hermes(home, tmp_path, llm):
+    configure(home, llm, memory={"cmms": {"consolidation_llm": "hermes"}})
+    result = run_driver(home, tmp_path, CONSOLIDATION_DRIVER, {"home": str(home), "turns": EPISODE})
+    assert result["summariser"]
+    asked = [b for b in llm.chat_requests() if last_user_message(b).startswith("Summarise these related")]
+    assert len(asked) == 1 and all(text in last_user_message(asked[0]) for text in EPISODE)
+    [summary] = [m for m in stored(home, "FAKE-REPLY") if m.kind == "summary"]
+    assert (summary.tier, summary.source) == ("semantic", "consolidation")
+    members = [m for m in stored(home, "beach") if m.superseded_by == summary.id]
+    assert sorted(m.content for m in members) == sorted(EPISODE)
