@@ -103,7 +103,10 @@ def _0007_lifecycle(conn: Connection) -> None:
         "ALTER TABLE memories ADD COLUMN consolidated_at DOUBLE PRECISION",
         "UPDATE memories SET reliability = confidence, last_seen_at = created_at",
         "CREATE INDEX ix_memories_scope_hash ON memories (scope, content_hash)",
-        "CREATE INDEX ix_memories_superseded_by ON memories (superseded_by)",
+        "CREATE INDEX ix_memories_superseded_by ON memories (superseded_by) WHERE superseded_by IS NOT NULL",
+        # what consolidation has not looked at yet, and what can expire, without a scan
+        "CREATE INDEX ix_memories_scope_unconsolidated ON memories (scope, consolidated_at, seq)",
+        "CREATE INDEX ix_memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL",
         f"""CREATE TABLE audit_log (
             id {_serial(conn)},
             at DOUBLE PRECISION NOT NULL,

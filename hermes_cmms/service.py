@@ -205,9 +205,8 @@ class MemoryService:
     def sweep(self, now: Optional[float] = None) -> int:
         """Delete working memories past their expiry time; return how many."""
         now = time.time() if now is None else now
-        gone = sum(len(self.store.delete_where(scope, tier="working", now=now, action="expire",
-                                               actor="cmms:sweep"))
-                   for scope in self.store.expired_scopes(now))
+        gone = sum(len(self.store.delete_where(scope, ids=ids, now=now, action="expire", actor="cmms:sweep"))
+                   for scope, ids in self.store.expired(now).items())
         if gone:
             self.indexer.notify()
         return gone

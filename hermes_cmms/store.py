@@ -24,6 +24,12 @@ log = logging.getLogger(__name__)
 CONTEXT_CHARS = 400
 
 
+_SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
+    "SELECT id, content_hash, tier FROM memories WHERE scope = :scope AND content_hash IN :hashes "
+    "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq"
+).bindparams(bindparam("hashes", expanding=True))
+
+
 def _memory(row) -> Memory:
     """A Memory from a row we wrote ourselves: no re-validation needed."""
     return Memory.model_construct(**row._mapping)
@@ -153,9 +159,10 @@ class Store:
                     row["turn"], row["context"] = turn, _tail(previous)
                     previous = row["content"]
             fresh, events = [], []
+            repeats = self._same_texts(conn, [row for item, row in zip(items, rows) if item.dedup], now)
             for item, row in zip(items, rows):
                 same = (self._current(conn, row["scope"], item.duplicate_of) if item.duplicate_of
-                        else self._same_text(conn, row) if item.dedup else None)
+                        else repeats.get(row["id"]))
                 if same is not None and same.state in ("stale", "archived"):
                     item.supersedes = [*item.supersedes, same.id]  # states only move forward
                 elif same is not None:
@@ -186,13 +193,22 @@ class Store:
         return [item.id for item in items]
 
     @staticmethod
-    def _same_text(conn: Connection, row: dict) -> Optional[Memory]:
-        """The newest live, current memory of the row's scope and tier with the same text."""
-        found = conn.execute(select(Memory).where(
-            Memory.scope == row["scope"], Memory.content_hash == row["content_hash"],
-            Memory.tier == row["tier"], Memory.superseded_by.is_(None), _live(row["created_at"]))
-            .order_by(Memory.seq.desc()).limit(1)).first()
-        return _memory(found) if found else None
+    def _same_texts(conn: Connection, rows: list[dict], now: float) -> dict[str, Memory]:
+        """For each new row, the newest live, current memory of its scope and tier with the
+        same text (keyed by the new row's id). One cheap query per scope; whole rows only for
+        the (rare) repeats."""
+        found: dict[str, str] = {}
+        for scope in {row["scope"] for row in rows}:
+            mine = [row for row in rows if row["scope"] == scope]
+            hits = conn.execute(_SAME_TEXTS, {"scope": scope, "now": now,
+                                              "hashes": list({row["content_hash"] for row in mine})}).all()
+            newest = {(hit.content_hash, hit.tier): hit.id for hit in hits}
+            found.update({row["id"]: newest[(row["content_hash"], row["tier"])] for row in mine
+                          if (row["content_hash"], row["tier"]) in newest})
+        if not found:
+            return {}
+        full = {m.id: m for m in map(_memory, conn.execute(select(Memory).where(Memory.id.in_(set(found.values())))))}
+        return {new: full[old] for new, old in found.items()}
 
     @staticmethod
     def _current(conn: Connection, scope: str, memory_id: str) -> Optional[Memory]:
@@ -309,7 +325,7 @@ class Store:
         if ids is not None:
             query = query.where(Memory.id.in_(list(ids)))
         if now is not None:  # the expiry sweep
-            query = query.where(Memory.expires_at <= now)
+            query = query.where(Memory.expires_at.is_not(None), Memory.expires_at <= now)
         now = now or time.time()
         with self._write_lock, self.write() as conn:
             rows = [_memory(row) for row in conn.execute(query)]
@@ -344,7 +360,7 @@ class Store:
                        for m in rows])
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))
-        conn.execute(update(Memory).where(Memory.scope == scope, Memory.superseded_by.in_(ids))
+        conn.execute(update(Memory).where(Memory.superseded_by.in_(ids))  # ids are unique store-wide
                      .values(superseded_by=None, updated_at=now))
         conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete", "created_at": now}
                                       for i in ids])
@@ -399,11 +415,14 @@ class Store:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def expired_scopes(self, now: float) -> list[str]:
-        """Scopes holding working memories past their expiry time."""
+    def expired(self, now: float) -> dict[str, list[str]]:
+        """Ids of the working memories past their expiry time, by scope."""
+        found: dict[str, list[str]] = {}
         with self.read() as conn:
-            return list(conn.execute(select(Memory.scope).distinct().where(Memory.expires_at <= now))
-                        .scalars())
+            for memory_id, scope in conn.execute(select(Memory.id, Memory.scope).where(
+                    Memory.expires_at.is_not(None), Memory.expires_at <= now)):
+                found.setdefault(scope, []).append(memory_id)
+        return found
 
     def age(self, now: float, batch: int = 2000) -> tuple[int, int]:
         """Recompute confidence and state of every live, lasting memory as of `now`; return
