@@ -256,14 +256,17 @@ class MemoryService:
         pairs = [(m, i) for m, hits in zip(fresh, near) for i, sim in hits[:3]
                  if i != m.id and sim >= TURN_DUPLICATE_SIMILARITY]
         twins = self.store.get([i for _, i in pairs], scope)
-        folded = set()
+        folds, gone, kept = [], set(), set()
         for memory, twin_id in pairs:
             twin = twins.get(twin_id)
-            if (twin is not None and memory.id not in folded and twin.id not in folded
-                    and twin.tier == "episodic" and twin.created_at <= memory.created_at and twin.seq < memory.seq
-                    and twin.state not in ("stale", "archived") and lifecycle.same_gist(memory.content, twin.content)
-                    and self.store.merge(scope, memory.id, twin.id)):
-                folded.add(memory.id)
+            if (twin is not None and memory.id not in gone | kept and twin.id not in gone
+                    and twin.tier == "episodic" and twin.seq < memory.seq
+                    and twin.state not in ("stale", "archived") and lifecycle.same_gist(memory.content, twin.content)):
+                folds.append((memory.id, twin.id))
+                gone.add(memory.id)
+                kept.add(twin.id)
+        if folds:
+            self.store.merge(scope, folds)
 
     # -- reads ----------------------------------------------------------------------------
 

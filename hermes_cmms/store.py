@@ -24,6 +24,14 @@ log = logging.getLogger(__name__)
 CONTEXT_CHARS = 400
 
 
+DECAY_STEP = 0.005  # a decayed confidence is written once it has moved this much
+_AGE_ROWS = text(
+    "SELECT seq, id, scope, tier, kind, state, confidence, reliability, access_count, last_seen_at, "
+    "created_at, superseded_by FROM memories WHERE seq > :after AND expires_at IS NULL "
+    "ORDER BY seq LIMIT :batch")
+_AGE_UPDATE = text(  # only if the row is as it was read (a repeat may have reinforced it since)
+    "UPDATE memories SET confidence = :confidence, state = :state WHERE id = :b_id "
+    "AND state = :b_state AND last_seen_at IS :b_seen")
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
     "SELECT id, content_hash, tier FROM memories WHERE scope = :scope AND content_hash IN :hashes "
     "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq"
@@ -335,19 +343,22 @@ class Store:
             self._checkpoint()
         return [m.id for m in rows]
 
-    def merge(self, scope: str, duplicate_id: str, into_id: str, actor: str = "cmms:dedup") -> bool:
-        """Fold a near-duplicate into the memory it repeats: that one is reinforced with its
-        receipt, the duplicate deleted (its snapshot kept in the audit log)."""
-        now = time.time()
+    def merge(self, scope: str, pairs: Sequence[tuple[str, str]], actor: str = "cmms:dedup") -> int:
+        """Fold near-duplicates into the memories they repeat, in one transaction: for each
+        (duplicate, into) pair the second is reinforced with the first's receipts and the first
+        deleted (its snapshot kept in the audit log). Returns how many were folded."""
+        now, folded = time.time(), 0
         with self._write_lock, self.write() as conn:
-            rows = {m.id: m for m in map(_memory, conn.execute(
-                select(Memory).where(Memory.scope == scope, Memory.id.in_([duplicate_id, into_id]))))}
-            if len(rows) != 2 or rows[into_id].superseded_by:
-                return False
-            duplicate = rows[duplicate_id]
-            _record(conn, self._reinforce(conn, rows[into_id], duplicate.model_dump(), now))
-            self._delete_rows(conn, scope, [duplicate], "merge", actor, now, into=into_id)
-        return True
+            for duplicate_id, into_id in pairs:
+                rows = {m.id: m for m in map(_memory, conn.execute(
+                    select(Memory).where(Memory.scope == scope, Memory.id.in_([duplicate_id, into_id]))))}
+                if len(rows) != 2 or rows[into_id].superseded_by:
+                    continue
+                duplicate = rows[duplicate_id]
+                _record(conn, self._reinforce(conn, rows[into_id], duplicate.model_dump(), now))
+                self._delete_rows(conn, scope, [duplicate], "merge", actor, now, into=into_id)
+                folded += 1
+        return folded
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
                      now: float, snapshots: bool = True, **detail) -> None:
@@ -426,34 +437,38 @@ class Store:
 
     def age(self, now: float, batch: int = 2000) -> tuple[int, int]:
         """Recompute confidence and state of every live, lasting memory as of `now`; return
-        (confidence changes, state transitions). Works through the table in batches."""
+        (rows updated, state transitions). Reads in batches without the write lock; writes
+        only the rows that changed, and only if nobody touched them in between."""
         changed = moved = 0
         after = 0
         while True:
+            with self.read() as conn:
+                rows = conn.execute(_AGE_ROWS, {"after": after, "batch": batch}).all()
+            if not rows:
+                return changed, moved
+            after = rows[-1].seq
+            updates, transitions = [], []
+            for m in rows:
+                age_s = now - (m.last_seen_at or m.created_at)
+                conflicted = m.superseded_by is not None and m.tier != "episodic"
+                confidence = lifecycle.confidence(m.reliability, m.access_count, m.kind, age_s, conflicted)
+                state = lifecycle.aged_state(m.state, m.kind, age_s)
+                change = {"b_id": m.id, "b_state": m.state, "b_seen": m.last_seen_at,
+                          "confidence": confidence, "state": state}
+                if state != m.state:
+                    transitions.append((change, m))
+                elif abs(confidence - m.confidence) >= DECAY_STEP:
+                    updates.append(change)
+            if not updates and not transitions:
+                continue
             with self._write_lock, self.write() as conn:
-                rows = [_memory(r) for r in conn.execute(
-                    select(Memory).where(Memory.seq > after, Memory.expires_at.is_(None))
-                    .order_by(Memory.seq).limit(batch))]
-                if not rows:
-                    return changed, moved
-                after = rows[-1].seq
-                updates, events = [], []
-                for m in rows:
-                    age_s = now - (m.last_seen_at or m.created_at)
-                    conflicted = bool(m.superseded_by) and m.tier != "episodic"
-                    confidence = lifecycle.confidence(m.reliability, m.access_count, m.kind, age_s, conflicted)
-                    state = lifecycle.aged_state(m.state, m.kind, age_s)
-                    if abs(confidence - m.confidence) >= 0.001 or state != m.state:
-                        updates.append({"b_id": m.id, "confidence": confidence, "state": state})
-                        changed += 1
-                    if state != m.state:
-                        events.append(_move(now, m, state, "age"))
-                        moved += 1
                 if updates:
-                    conn.execute(update(Memory).where(Memory.id == bindparam("b_id"))
-                                 .values(confidence=bindparam("confidence"), state=bindparam("state")),
-                                 updates)
-                _record(conn, events)
+                    conn.execute(_AGE_UPDATE, updates)
+                    changed += len(updates)
+                for change, m in transitions:  # rare: one statement each, so each is audited truly
+                    if conn.execute(_AGE_UPDATE, change).rowcount:
+                        _record(conn, [_move(now, m, change["state"], "age")])
+                        changed, moved = changed + 1, moved + 1
 
     def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
         """A scope's current episodic memories consolidation has not looked at yet, oldest first."""

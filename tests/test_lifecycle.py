@@ -208,12 +208,12 @@ def test_folding_a_memory_carries_the_repeats_it_had_collected(tmp_path):
     try:
         c, b, a = (store.add([NewMemory(scope=SCOPE, content=f"copy {n}", source=n, dedup=False)])[0]
                    for n in ("c", "b", "a"))
-        assert store.merge(SCOPE, a, b) and store.merge(SCOPE, b, c)
+        assert store.merge(SCOPE, [(a, b)]) == 1 and store.merge(SCOPE, [(b, c)]) == 1
         with store.read() as conn:
             [(count, receipts)] = conn.exec_driver_sql(
                 "SELECT access_count, receipts FROM memories WHERE id = ?", (c,)).fetchall()
         assert count == 2 and [r["source"] for r in json.loads(receipts)] == ["a", "b"]
-        assert not store.merge(SCOPE, c, a)  # a is gone: nothing to fold
+        assert store.merge(SCOPE, [(c, a)]) == 0  # a is gone: nothing to fold
     finally:
         store.close()
 
@@ -344,7 +344,7 @@ def test_decay_ages_memories_forward_only_with_a_controllable_clock(keyword_serv
 
     assert states() == ["active", "active", "candidate"]
     fresh = _row(svc, note)["confidence"]
-    svc.decay(now=start + 3 * DAY)
+    svc.decay(now=start + 5 * DAY)
     assert states() == ["active", "stale", "candidate"]
     aged = _row(svc, note)["confidence"]
     assert svc.decay(now=start + 400 * DAY)["transitions"] == 3
