@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Optional, Sequence
 
-from . import tokens
+from . import lifecycle, tokens
 from .models import Memory
 from .plugins import run_redactors
 from .store import NewMemory
@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 NEIGHBOURS = 8  # ANN neighbours looked at per memory
 CLUSTER_SIMILARITY = 0.75  # cosine at or above which two memories are about the same thing
+REPEAT_SIMILARITY = 0.97  # cosine at or above which a message (with the same gist) repeats an older one
 MIN_CLUSTER = 3
 MAX_CLUSTER = 24
 MAX_SEEDS = 5000  # new memories looked at per run (the rest wait for the next)
@@ -36,13 +37,14 @@ Summariser = Callable[[Sequence[str]], Optional[str]]
 class Report:
     scope: str
     examined: int = 0
+    folded: int = 0  # repeats folded into the memory they repeat
     clusters: int = 0
     consolidated: int = 0
     summaries: list[str] = field(default_factory=list)
     summariser: str = "extractive"
 
     def as_dict(self) -> dict:
-        return {"scope": self.scope, "examined": self.examined, "clusters": self.clusters,
+        return {"scope": self.scope, "examined": self.examined, "folded": self.folded, "clusters": self.clusters,
                 "consolidated": self.consolidated, "summaries": self.summaries,
                 "summariser": self.summariser}
 
@@ -87,7 +89,7 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
     candidates = {i for hits in near for i, sim in hits if sim >= CLUSTER_SIMILARITY}
     members = {**{m.id: m for m in seeds}, **service.store.get(list(candidates - own.keys()), scope)}
     eligible = {i for i, m in members.items() if _eligible(m)}
-    taken: set[str] = set()
+    taken = _fold_repeats(service, scope, seeds, near, members, eligible, report)
     for seed, hits in zip(seeds, near):
         if seed.id in taken:
             continue
@@ -103,6 +105,23 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
     service.store.mark_examined([m.id for m in seeds if m.id not in taken], time.time())
     service.indexer.notify()
     return report
+
+
+def _fold_repeats(service, scope: str, seeds: list[Memory], near, members: dict[str, Memory],
+                  eligible: set[str], report: Report) -> set[str]:
+    """Fold each new memory that repeats an older current one (cosine >= REPEAT_SIMILARITY and
+    the same gist) into it; return the ids folded away."""
+    folds, gone, kept = [], set(), set()
+    for seed, hits in zip(seeds, near):
+        twin = next((members[i] for i, sim in hits if sim >= REPEAT_SIMILARITY and i != seed.id
+                     and i in eligible and members[i].seq < seed.seq), None)
+        if (twin is not None and seed.id not in kept and twin.id not in gone
+                and twin.state not in ("stale", "archived") and lifecycle.same_gist(seed.content, twin.content)):
+            folds.append((seed.id, twin.id))
+            gone.add(seed.id)
+            kept.add(twin.id)
+    report.folded = service.store.merge(scope, folds) if folds else 0
+    return gone
 
 
 def _eligible(memory: Memory) -> bool:

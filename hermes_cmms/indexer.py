@@ -36,10 +36,8 @@ class Indexer:
     """
 
     def __init__(self, store: Store, load_embedder: Callable[[], Optional[Embedder]],
-                 open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None,
-                 on_indexed: Optional[Callable[[str, list, dict], None]] = None):
+                 open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None):
         self.store = store
-        self._on_indexed = on_indexed  # (scope, memories, their vectors) after each upsert
         self._load_embedder = load_embedder
         self._open_vectors = open_vectors
         self.embedder: Optional[Embedder] = None
@@ -176,11 +174,6 @@ class Indexer:
         metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
         self.vectors.upsert(scope, ids, [plain[i] for i in ids], metadata)
         self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")
-        if self._on_indexed is not None:
-            try:
-                self._on_indexed(scope, memories, plain)
-            except Exception as exc:  # noqa: BLE001 - the vectors are written; dedup waits
-                log.warning("hermes-cmms: duplicate folding failed: %s", exc)
 
 
 class WriterLock:

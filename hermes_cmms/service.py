@@ -34,10 +34,10 @@ MAX_FACT_PART_CHARS = 2_000
 MAX_TAGS = 32
 MAX_TTL_SECONDS = 10 * 365 * 86400
 TIERS = ("working", "episodic", "semantic")
-# Vector near-duplicates must also pass lifecycle.same_gist (same numbers, most words shared).
+# Vector near-duplicates must also pass lifecycle.same_gist (same numbers, same content words but
+# one). Conversation messages that repeat older ones are folded by consolidation (consolidate.py).
 DUPLICATE_SIMILARITY = 0.95  # an explicit note this close to a current one reinforces it
 SUPERSEDE_SIMILARITY = 0.80  # a semantic note this close (but not a duplicate) replaces it
-TURN_DUPLICATE_SIMILARITY = 0.97  # a conversation message this close to an older one is folded in
 
 
 class MemoryService:
@@ -50,8 +50,7 @@ class MemoryService:
         self.store = Store(settings.database_url)
         self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
         self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
-                               lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock",
-                               on_indexed=self._fold_duplicates)
+                               lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
         self.scheduler: Optional[Scheduler] = None
         if scheduler and settings.scheduler == "on":
             self.scheduler = Scheduler(self.store, {
@@ -245,28 +244,6 @@ class MemoryService:
                               **({"error": error[:300]} if error else {}))
         except Exception as exc:  # noqa: BLE001
             log.warning("hermes-cmms: could not audit the %s call: %s", tool, exc)
-
-    def _fold_duplicates(self, scope: str, memories: Sequence[Memory], vectors: dict) -> None:
-        """After indexing: fold episodic memories that repeat an older current one (cosine at
-        or above TURN_DUPLICATE_SIMILARITY) into it."""
-        fresh = [m for m in memories if m.tier == "episodic" and m.superseded_by is None]
-        if not fresh:
-            return
-        near = self.indexer.vectors.query_many(scope, [vectors[m.id] for m in fresh], 3)
-        pairs = [(m, i) for m, hits in zip(fresh, near) for i, sim in hits[:3]
-                 if i != m.id and sim >= TURN_DUPLICATE_SIMILARITY]
-        twins = self.store.get([i for _, i in pairs], scope)
-        folds, gone, kept = [], set(), set()
-        for memory, twin_id in pairs:
-            twin = twins.get(twin_id)
-            if (twin is not None and memory.id not in gone | kept and twin.id not in gone
-                    and twin.tier == "episodic" and twin.seq < memory.seq
-                    and twin.state not in ("stale", "archived") and lifecycle.same_gist(memory.content, twin.content)):
-                folds.append((memory.id, twin.id))
-                gone.add(memory.id)
-                kept.add(twin.id)
-        if folds:
-            self.store.merge(scope, folds)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -83,3 +83,18 @@ def test_bridge_benchmark_times_recall_memory_over_stdio(tmp_path):
     result = json.loads(out.read_text(encoding="utf-8"))["recall_memory_ms"]
     assert result["n"] == 5 and result["nonempty"] >= 1
     assert 0 < result["p50"] <= result["p95"] <= result["max"]
+
+
+def test_lifecycle_benchmark_reports_consolidation_decay_and_sync(tmp_path):
+    out = tmp_path / "lifecycle.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "lifecycle.py"), "--consolidate", "200",
+                           "--decay", "3000", "--turns", "20", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    consolidation, decay = result["consolidation"], result["decay"]
+    assert consolidation["drained"] and consolidation["examined"] == 200 and consolidation["clusters"] >= 1
+    assert decay["unchanged"]["updated"] == 0 and decay["confidence_moves"]["updated"] == 3000
+    assert decay["state_moves"]["transitions"] == 3000
+    for case in ("sync_idle_ms", "sync_busy_ms"):
+        assert result[case]["n"] == 20 and 0 < result[case]["p50"] <= result[case]["p99"] <= result[case]["max"]

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,9 @@ from hermes_cmms import MemoryService, Settings, lifecycle
 from hermes_cmms.errors import InvalidInput, UnknownMemory
 from hermes_cmms.scheduler import Scheduler
 from hermes_cmms.store import NewMemory, Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from lifecycle import synthetic_observations  # noqa: E402  (the benchmark's data, shared)
 
 SCOPE = "test:lifecycle"
 OTHER = "test:lifecycle-other"
@@ -133,6 +137,8 @@ def test_a_repeated_conversation_message_is_folded_into_the_first(service):
     assert _cosine(service, "The garage door code is 4417", "The garage door code is 4417.") >= 0.97  # 0.995
     again = service.retain_turn(SCOPE, "s2", "The garage door code is 4417.", "Got it.")
     assert service.indexer.drain(60)
+    assert _row(service, again[0]) is not None  # folded when its session is consolidated
+    service.flush_session(SCOPE, "s2")
     assert _row(service, again[0]) is None and _row(service, again[1]) is not None
     row = _row(service, first[0])
     assert row["access_count"] == 2
@@ -248,29 +254,6 @@ def test_secrets_are_redacted_before_storage_and_only_secrets_is_refused(keyword
 
 # -- consolidation ---------------------------------------------------------------------------------
 
-PEOPLE = ["Alice", "Bruno", "Carla", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas"]
-ACTIVITIES = ["kayaking on the lake", "baking sourdough bread", "repairing the old bicycle",
-              "painting a watercolor of the harbor", "learning to play the cello",
-              "planting tomatoes in the garden", "writing a mystery novel", "training for a marathon",
-              "building a birdhouse", "studying Japanese grammar"]
-PARAPHRASES = ["{p} spent the morning {a}.", "In the evening, {p} was {a}.", "{p} told me about {a} over lunch.",
-               "During the holidays {p} kept {a}.", "{p} mentioned {a} again on the phone.",
-               "Another weekend of {a} for {p}.", "{p} said last month was all about {a}.",
-               "Once more {p} was busy {a} after work.", "{p} really enjoyed {a} yesterday.",
-               "The whole Sunday went to {a}, according to {p}.", "Lately {p} has been {a} a lot.",
-               "{p} asked for tips on {a}.", "My friend {p} is still {a}.",
-               "{p} complained that {a} takes so much time.", "We talked with {p} about {a}.",
-               "{p} posted photos of {a} online.", "{p} plans to keep {a} next year.",
-               "Guess what {p} did today: {a}.", "{p} was {a} when I called.", "{p} finally started {a} with a friend."]
-
-
-def _synthetic_observations() -> list[str]:
-    """100 topics (a person doing an activity) x 20 paraphrases: 2,000 distinct texts (within a
-    topic MiniLM puts them at cosine 0.59-0.97, median 0.83; none is a near-exact repeat)."""
-    return [template.format(p=person, a=activity) for person in PEOPLE for activity in ACTIVITIES
-            for template in PARAPHRASES]
-
-
 def _members(service, scope: str) -> dict[str, list[str]]:
     """summary id -> ids of the memories it supersedes, for the summaries of `scope`."""
     found: dict[str, list[str]] = {}
@@ -282,7 +265,7 @@ def _members(service, scope: str) -> dict[str, list[str]]:
 
 
 def test_consolidation_of_2000_episodic_memories_stays_fast_and_inside_its_scope(service):
-    texts = _synthetic_observations()
+    texts = synthetic_observations()
     assert len(set(texts)) == 2000
     for scope in (SCOPE, OTHER):
         service.store.add([NewMemory(scope=scope, content=t, kind="observation", tier="episodic") for t in texts])
