@@ -102,6 +102,12 @@ def _0007_lifecycle(conn: Connection) -> None:
         "ALTER TABLE memories ADD COLUMN last_seen_at DOUBLE PRECISION",
         "ALTER TABLE memories ADD COLUMN consolidated_at DOUBLE PRECISION",
         "UPDATE memories SET reliability = confidence, last_seen_at = created_at",
+        # only episodic memories wait for consolidation: the index below then holds just those
+        "UPDATE memories SET consolidated_at = created_at WHERE tier <> 'episodic'",
+        "ALTER TABLE facts ADD COLUMN subject_key TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE facts ADD COLUMN predicate_key TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE facts ADD COLUMN object_key TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX ix_facts_scope_keys ON facts (scope, subject_key, predicate_key)",
         "CREATE INDEX ix_memories_scope_hash ON memories (scope, content_hash)",
         "CREATE INDEX ix_memories_superseded_by ON memories (superseded_by) WHERE superseded_by IS NOT NULL",
         # what consolidation has not looked at yet, and what can expire, without a scan
@@ -116,7 +122,7 @@ def _0007_lifecycle(conn: Connection) -> None:
             memory_id VARCHAR(32),
             detail TEXT NOT NULL DEFAULT '{{}}',
             snapshot TEXT)""",
-        "CREATE INDEX ix_audit_scope_at ON audit_log (scope, at)",
+        "CREATE INDEX ix_audit_scope_id ON audit_log (scope, id)",
         "CREATE INDEX ix_audit_memory ON audit_log (memory_id)",
         """CREATE TABLE jobs (
             name TEXT PRIMARY KEY,
@@ -128,6 +134,12 @@ def _0007_lifecycle(conn: Connection) -> None:
         conn.execute(text(statement))
     for name in ("scheduler", "sweep", "decay", "consolidate"):
         conn.execute(text("INSERT INTO jobs (name) VALUES (:n)"), {"n": name})
+    facts = conn.execute(text("SELECT memory_id, subject, predicate, object FROM facts")).all()
+    if facts:
+        conn.execute(text("UPDATE facts SET subject_key = :s, predicate_key = :p, object_key = :o "
+                          "WHERE memory_id = :m"),
+                     [{"m": m, **{k: " ".join(v.split()).casefold() for k, v in zip("spo", parts)}}
+                      for m, *parts in facts])
 
 
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),

@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--scope", help="Scope of the CMMS-style tools (default: the Hermes CLI user's, "
                                    "local:<profile>)")
-    p = add("forget", cmd_forget, "Forget memories of one scope for good: by id, tier or tag, or all of them.")
+    p = add("forget", cmd_forget, "Forget memories of one scope: by id, tier or tag, or all of them.")
     p.add_argument("--scope", required=True, help="The scope, e.g. user:telegram:12345 or local:default.")
     p.add_argument("--id", action="append", help="A memory id (repeatable).")
     p.add_argument("--tier", choices=["working", "episodic", "semantic"], help="Every memory of this tier.")

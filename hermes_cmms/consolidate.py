@@ -26,7 +26,6 @@ REPEAT_SIMILARITY = 0.97  # cosine at or above which a message (with the same gi
 MIN_CLUSTER = 3
 MAX_CLUSTER = 24
 MAX_SEEDS = 5000  # new memories looked at per run (the rest wait for the next)
-EMBEDDER_WAIT_S = 60.0  # a run waits this long for the embedding model to finish loading
 SUMMARY_LINES = 3
 LINE_TOKENS = 40
 
@@ -51,7 +50,7 @@ class Report:
 
 LLM_PROMPT = ("Summarise these related memories in one to three plain sentences. Keep names, dates "
               "and numbers; add nothing that is not in them.\n\n")
-LLM_TIMEOUT_S = 60.0
+LLM_TIMEOUT_S = 30.0
 
 
 def hermes_summariser() -> Optional[Summariser]:
@@ -72,10 +71,11 @@ def hermes_summariser() -> Optional[Summariser]:
 
 
 def consolidate(service, scope: str, session_id: Optional[str] = None,
-                summarise: Optional[Summariser] = None) -> Report:
-    """Consolidate the scope's episodic memories not yet looked at (of one session, if given)."""
+                summarise: Optional[Summariser] = None, wait: float = 60.0) -> Report:
+    """Consolidate the scope's episodic memories not yet looked at (of one session, if given),
+    waiting up to `wait` seconds for the embedding model to load."""
     report = Report(scope)
-    if not service.indexer.ready.wait(EMBEDDER_WAIT_S) or not service.indexer.active:
+    if not service.indexer.ready.wait(wait) or not service.indexer.active:
         return report  # no vectors, no neighbours: try again when the index is up
     vectors = service.indexer.vectors
     service.indexer.refresh()
@@ -99,7 +99,11 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
             continue
         taken.update(cluster)
         group = sorted((members[i] for i in cluster), key=lambda m: m.created_at)
-        report.summaries.append(_store_summary(service, scope, group, vectors, summarise, report))
+        summary_id = _store_summary(service, scope, group, vectors, summarise, report)
+        if summary_id is None:  # a member changed meanwhile (forgotten, or another run took it)
+            taken.difference_update(cluster)
+            continue
+        report.summaries.append(summary_id)
         report.clusters += 1
         report.consolidated += len(group)
     service.store.mark_examined([m.id for m in seeds if m.id not in taken], time.time())
@@ -130,12 +134,12 @@ def _eligible(memory: Memory) -> bool:
 
 
 def _store_summary(service, scope: str, group: list[Memory], vectors, summarise: Optional[Summariser],
-                   report: Report) -> str:
+                   report: Report) -> Optional[str]:
     text = None
     if summarise is not None:
         try:
             text = summarise([m.content for m in group])
-            report.summariser = "llm"
+            report.summariser = "llm" if text else report.summariser
         except Exception as exc:  # noqa: BLE001 - fall back to the extractive summary
             log.warning("hermes-cmms: LLM summary failed, using the extractive one: %s", exc)
     if not text:

@@ -42,6 +42,8 @@ _KIND_RULES = (
 KIND_RULES = tuple((kind, re.compile(rf"\b(?:{words})\b", re.IGNORECASE)) for kind, words in _KIND_RULES)
 REDACTED = re.compile(r"\[REDACTED[^\]]*\]")
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|nor|never|none|nothing|nobody|neither|nowhere|cannot|without)\b|n['’]t\b",
+                       re.IGNORECASE)
 GIST_DIFFERENCE = 1  # content words two near-duplicates may differ by (one added or dropped)
 
 
@@ -59,12 +61,17 @@ def only_secrets(text: str) -> bool:
 
 
 def same_gist(a: str, b: str) -> bool:
-    """Guard for vector near-duplicates: the same numbers, and the same content words but for
-    at most one added or dropped. "question 175" / "question 176", or a meeting "on Monday" /
-    "on Wednesday", embed almost alike but are not the same memory (the second is an update)."""
-    if sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)):
+    """Guard for vector near-duplicates: the same numbers, the same negations, and the same
+    content words but for at most one added or dropped. "question 175" / "question 176", a
+    meeting "on Monday" / "on Wednesday", or "is allergic" / "is not allergic" embed almost
+    alike but are not the same memory (the second is an update)."""
+    if sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b)) or _negations(a) != _negations(b):
         return False
     return len(set(terms(a, 500)) ^ set(terms(b, 500))) <= GIST_DIFFERENCE
+
+
+def _negations(text: str) -> int:
+    return len(_NEGATION.findall(text))
 
 
 def reliability(source: str, given: Optional[float] = None) -> float:

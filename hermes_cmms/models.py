@@ -48,6 +48,9 @@ class Fact(SQLModel, table=True):
     subject: str
     predicate: str
     object: str
+    subject_key: str = ""  # the parts case-folded, for matching in any case and script
+    predicate_key: str = ""
+    object_key: str = ""
 
 
 class AuditEvent(SQLModel, table=True):
@@ -57,7 +60,7 @@ class AuditEvent(SQLModel, table=True):
 
     id: Optional[int] = Field(default=None, primary_key=True)
     at: float
-    action: str  # retain | remember | reinforce | supersede | consolidate | lifecycle | forget | tool | ...
+    action: str  # retain | remember | reinforce | supersede | merge | consolidate | lifecycle | forget | tool | ...
     actor: str = ""  # the receipt or door that acted
     scope: Optional[str] = None
     memory_id: Optional[str] = None

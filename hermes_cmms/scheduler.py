@@ -34,10 +34,21 @@ class Scheduler:
         self.runs: list[tuple[str, float]] = []  # (job, time) run by this process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cmms-scheduler", daemon=True)
+        self._heart = threading.Thread(target=self._beat, name="cmms-scheduler-lease", daemon=True)
 
     def start(self) -> "Scheduler":
         self._thread.start()
+        self._heart.start()
         return self
+
+    def _beat(self) -> None:
+        """Keep the lease while a long job runs (step() only renews it between jobs)."""
+        while not self._stop.wait(self.tick):
+            if self._leader:
+                try:
+                    self._leader = self.store.lease(self.owner, self.lease, time.time())
+                except Exception as exc:  # noqa: BLE001 - the next beat tries again
+                    log.warning("hermes-cmms: could not renew the scheduler lease: %s", exc)
 
     @property
     def leader(self) -> bool:
@@ -68,20 +79,29 @@ class Scheduler:
                 continue
             if now - last[name] < interval:
                 continue
+            self.store.job_ran(name, now)  # stamped first: a takeover or a failure waits a full interval
             started = time.monotonic()
-            result = job(now)
-            self.store.job_ran(name, now)
-            self.store.record("job", f"scheduler:{self.owner}", None, job=name,
+            try:
+                result, ok = job(now), True
+            except Exception as exc:  # noqa: BLE001 - recorded; tried again next interval
+                log.warning("hermes-cmms: scheduled job %s failed: %s", name, exc)
+                result, ok = f"{type(exc).__name__}: {exc}"[:300], False
+            self.store.record("job", f"scheduler:{self.owner}", None, job=name, ok=ok,
                               seconds=round(time.monotonic() - started, 3), result=result)
             self.runs.append((name, now))
             ran.append(name)
         return ran
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Finish the job in progress, stop, and give the lease back."""
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop after the job in progress; give the lease back once nothing runs. False when a
+        job was still running after `timeout` (the lease then simply expires)."""
         self._stop.set()
+        for thread in (self._thread, self._heart):
+            if thread.is_alive():
+                thread.join(timeout)
         if self._thread.is_alive():
-            self._thread.join(timeout)
+            return False
         if self._leader:
             self.store.release_lease(self.owner)
             self._leader = False
+        return True

@@ -144,6 +144,7 @@ class MemoryService:
             text = clean(item.content)[:MAX_CONTENT_CHARS]
             item.content = run_redactors(self.pm, text, scope)
             item.tags = tuple(run_redactors(self.pm, clean(str(tag)), scope) for tag in item.tags)
+            item.source = run_redactors(self.pm, clean(item.source), scope)  # receipts can carry secrets too
             if item.kind == "note":
                 item.kind = lifecycle.classify(item.content)
         kept = [item for item in items if not lifecycle.only_secrets(item.content)]
@@ -216,10 +217,12 @@ class MemoryService:
         changed, moved = self.store.age(time.time() if now is None else now)
         return {"updated": changed, "transitions": moved}
 
-    def consolidate(self, scope: str, session_id: Optional[str] = None, actor: str = "") -> Report:
-        """Cluster the scope's new episodic memories and write a semantic summary per cluster."""
+    def consolidate(self, scope: str, session_id: Optional[str] = None, actor: str = "",
+                    wait: float = 60.0) -> Report:
+        """Cluster the scope's new episodic memories and write a semantic summary per cluster;
+        fold near repeats first. Waits up to `wait` seconds for the embedding model."""
         scope = _scope(scope)
-        report = consolidate(self, scope, clean_key(session_id) if session_id else None, self.summariser)
+        report = consolidate(self, scope, clean_key(session_id) if session_id else None, self.summariser, wait)
         if report.examined:
             self.store.record("consolidate", actor or "cmms", scope,
                               **{k: v for k, v in report.as_dict().items() if k != "scope"})
@@ -228,8 +231,14 @@ class MemoryService:
     def consolidate_all(self, now: Optional[float] = None) -> dict:
         """Consolidate every scope with episodic memories not looked at yet."""
         self.indexer.drain(30.0)
-        reports = [self.consolidate(scope, actor="cmms:scheduler") for scope in self.store.unconsolidated_scopes()]
-        return {"scopes": len(reports), "clusters": sum(r.clusters for r in reports)}
+        clusters, failed = 0, []
+        for scope in self.store.unconsolidated_scopes():
+            try:
+                clusters += self.consolidate(scope, actor="cmms:scheduler").clusters
+            except Exception as exc:  # noqa: BLE001 - one broken scope does not stop the others
+                log.warning("hermes-cmms: consolidating %s failed: %s", scope, exc)
+                failed.append(scope)
+        return {"clusters": clusters, "failed_scopes": len(failed)}
 
     def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
                   action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:

@@ -33,7 +33,7 @@ _AGE_UPDATE = text(  # only if the row is as it was read (a repeat may have rein
     "UPDATE memories SET confidence = :confidence, state = :state WHERE id = :b_id "
     "AND state = :b_state AND last_seen_at IS :b_seen")
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
-    "SELECT id, content_hash, tier FROM memories WHERE scope = :scope AND content_hash IN :hashes "
+    "SELECT id, content_hash, tier, kind, role FROM memories WHERE scope = :scope AND content_hash IN :hashes "
     "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq"
 ).bindparams(bindparam("hashes", expanding=True))
 
@@ -103,6 +103,24 @@ def _snapshot(memory: Memory, fact: Optional[tuple[str, str, str]]) -> str:
     return json.dumps(row, ensure_ascii=False)
 
 
+def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
+    """Rows by id, kept only if in `scope` (None: any). The scope is checked here, not in SQL:
+    a scope filter beside three or more ids makes SQLite scan the whole scope."""
+    ids = list(ids)
+    found = {}
+    for start in range(0, len(ids), 500):
+        for row in conn.execute(select(Memory).where(Memory.id.in_(ids[start:start + 500]))):
+            if scope is None or row.scope == scope:
+                found[row.id] = _memory(row)
+    return found
+
+
+def _fact_keys(fact: tuple[str, str, str]) -> dict:
+    """Case-folded parts of a fact, for matching in any case and any script."""
+    return {f"{name}_key": " ".join(part.split()).casefold()
+            for name, part in zip(("subject", "predicate", "object"), fact)}
+
+
 def _live(now: float):
     """Not past its expiry time (working memory with a TTL)."""
     return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
@@ -158,64 +176,71 @@ class Store:
         are stamped with that turn number.
         """
         now = time.time()
-        rows = [self._row(item, now) for item in items]
         with self._write_lock, self.write() as conn:
-            if turn_of:
-                turn = self._next_turn(conn, *turn_of, now)
-                previous = self._last_message(conn, *turn_of)
-                for row in rows:
-                    row["turn"], row["context"] = turn, _tail(previous)
-                    previous = row["content"]
-            fresh, events = [], []
-            repeats = self._same_texts(conn, [row for item, row in zip(items, rows) if item.dedup], now)
-            for item, row in zip(items, rows):
-                same = (self._current(conn, row["scope"], item.duplicate_of) if item.duplicate_of
-                        else repeats.get(row["id"]))
-                if same is not None and same.state in ("stale", "archived"):
-                    item.supersedes = [*item.supersedes, same.id]  # states only move forward
-                elif same is not None:
-                    events += self._reinforce(conn, same, row, now)
-                    item.id, item.reinforced = same.id, True
-                    continue
-                if item.fact:
-                    item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
-                item.id = row["id"]
-                fresh.append((item, row))
-                events.append(_event(now, "retain" if turn_of else "remember", row["source"], row["scope"],
-                                     row["id"], kind=row["kind"], tier=row["tier"], state=row["state"]))
-            if fresh:
-                conn.execute(insert(Memory), [row for _, row in fresh])
-                facts = [{"memory_id": row["id"], "scope": item.scope, "subject": item.fact[0],
-                          "predicate": item.fact[1], "object": item.fact[2]}
-                         for item, row in fresh if item.fact]
-                if facts:
-                    conn.execute(insert(Fact), facts)
-                conn.execute(insert(Outbox), [
-                    {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
-                    for _, r in fresh])
-                for item, row in fresh:
-                    if item.supersedes:
-                        events += self._supersede(conn, row["scope"], list(item.supersedes), row["id"],
-                                                  now, conflict=row["tier"] != "episodic")
-            _record(conn, events)
+            return self._add(conn, items, turn_of, now)
+
+    def _add(self, conn: Connection, items: Sequence[NewMemory], turn_of: Optional[tuple[str, str]],
+             now: float) -> list[str]:
+        rows = [self._row(item, now) for item in items]
+        if turn_of:
+            turn = self._next_turn(conn, *turn_of, now)
+            previous = self._last_message(conn, *turn_of)
+            for row in rows:
+                row["turn"], row["context"] = turn, _tail(previous)
+                previous = row["content"]
+        fresh, events, renewed = [], [], {}
+        repeats = self._same_texts(conn, [row for item, row in zip(items, rows) if item.dedup], now)
+        for item, row in zip(items, rows):
+            same = (self._current(conn, row["scope"], item.duplicate_of) if item.duplicate_of
+                    else repeats.get(row["id"]))
+            if same is not None and same.state in ("stale", "archived"):
+                renewed[row["id"]] = same.id  # states only move forward: a fresh copy replaces it
+            elif same is not None:
+                events += self._reinforce(conn, same, row, now)
+                item.id, item.reinforced = same.id, True
+                continue
+            if item.fact:
+                item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
+            item.id = row["id"]
+            fresh.append((item, row))
+            events.append(_event(now, "retain" if turn_of else "remember", row["source"], row["scope"],
+                                 row["id"], kind=row["kind"], tier=row["tier"], state=row["state"]))
+        if fresh:
+            conn.execute(insert(Memory), [row for _, row in fresh])
+            facts = [{"memory_id": row["id"], "scope": item.scope, "subject": item.fact[0],
+                      "predicate": item.fact[1], "object": item.fact[2], **_fact_keys(item.fact)}
+                     for item, row in fresh if item.fact]
+            if facts:
+                conn.execute(insert(Fact), facts)
+            conn.execute(insert(Outbox), [
+                {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
+                for _, r in fresh])
+            for item, row in fresh:
+                if item.supersedes:
+                    events += self._supersede(conn, row["scope"], list(item.supersedes), row["id"],
+                                              now, conflict=row["tier"] != "episodic")
+                if row["id"] in renewed:
+                    events += self._supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
+                                              conflict=False, reason="renewed")
+        _record(conn, events)
         return [item.id for item in items]
 
     @staticmethod
     def _same_texts(conn: Connection, rows: list[dict], now: float) -> dict[str, Memory]:
-        """For each new row, the newest live, current memory of its scope and tier with the
-        same text (keyed by the new row's id). One cheap query per scope; whole rows only for
-        the (rare) repeats."""
+        """For each new row, the newest live, current memory of its scope with the same text,
+        tier, kind and role (a user's "Thanks!" does not fold into the assistant's), keyed by the
+        new row's id. One cheap query per scope; whole rows only for the (rare) repeats."""
         found: dict[str, str] = {}
         for scope in {row["scope"] for row in rows}:
             mine = [row for row in rows if row["scope"] == scope]
             hits = conn.execute(_SAME_TEXTS, {"scope": scope, "now": now,
                                               "hashes": list({row["content_hash"] for row in mine})}).all()
-            newest = {(hit.content_hash, hit.tier): hit.id for hit in hits}
-            found.update({row["id"]: newest[(row["content_hash"], row["tier"])] for row in mine
-                          if (row["content_hash"], row["tier"]) in newest})
+            key = lambda r: (r["content_hash"], r["tier"], r["kind"], r["role"])  # noqa: E731
+            newest = {key(hit._mapping): hit.id for hit in hits}
+            found.update({row["id"]: newest[key(row)] for row in mine if key(row) in newest})
         if not found:
             return {}
-        full = {m.id: m for m in map(_memory, conn.execute(select(Memory).where(Memory.id.in_(set(found.values())))))}
+        full = _by_ids(conn, None, set(found.values()))
         return {new: full[old] for new, old in found.items()}
 
     @staticmethod
@@ -226,11 +251,11 @@ class Store:
 
     @staticmethod
     def _conflicting_facts(conn: Connection, item: NewMemory) -> list[str]:
-        subject, predicate, obj = item.fact
+        keys = _fact_keys(item.fact)
         return list(conn.execute(
             select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
-                Fact.scope == item.scope, func.lower(Fact.subject) == subject.lower(),
-                func.lower(Fact.predicate) == predicate.lower(), func.lower(Fact.object) != obj.lower(),
+                Fact.scope == item.scope, Fact.subject_key == keys["subject_key"],
+                Fact.predicate_key == keys["predicate_key"], Fact.object_key != keys["object_key"],
                 Memory.superseded_by.is_(None))).scalars())
 
     @staticmethod
@@ -256,19 +281,18 @@ class Store:
         return events
 
     def _supersede(self, conn: Connection, scope: str, old_ids: list[str], new_id: str, now: float,
-                   conflict: bool) -> list[dict]:
+                   conflict: bool, reason: str = "") -> list[dict]:
         """Mark the scope's memories `old_ids` superseded by `new_id` (kept, never deleted);
         a conflict halves their confidence."""
-        olds = conn.execute(select(Memory).where(Memory.scope == scope, Memory.id.in_(old_ids),
-                                                 Memory.superseded_by.is_(None))).all()
+        olds = [m for m in _by_ids(conn, scope, old_ids).values() if m.superseded_by is None]
         events = []
-        for old in map(_memory, olds):
+        for old in olds:
             values = {"superseded_by": new_id, "updated_at": now}
             if conflict:
                 values["confidence"] = round(old.confidence * lifecycle.CONFLICT_PENALTY, 4)
             conn.execute(update(Memory).where(Memory.id == old.id).values(**values))
             events.append(_event(now, "supersede", "cmms", scope, old.id, superseded_by=new_id,
-                                 reason="conflict" if conflict else "consolidation"))
+                                 reason=reason or ("conflict" if conflict else "consolidation")))
         return events
 
     @staticmethod
@@ -281,7 +305,8 @@ class Store:
             "state": lifecycle.initial_state(item.confidence), "superseded_by": None,
             "created_at": now, "updated_at": now, "expires_at": item.expires_at,
             "speaker": speaker_of(item.content), "access_count": 0, "receipts": "[]",
-            "reliability": item.confidence, "last_seen_at": now, "consolidated_at": None,
+            "reliability": item.confidence, "last_seen_at": now,
+            "consolidated_at": None if item.tier == "episodic" else now,  # only episodes wait for it
         }
 
     @staticmethod
@@ -321,60 +346,89 @@ class Store:
         return bool(self.delete_where(scope, ids=[memory_id], actor=actor))
 
     def delete_where(self, scope: str, *, ids: Optional[Sequence[str]] = None,
-                     tier: Optional[str] = None, tags: Sequence[str] = (), everything: bool = False,
-                     actor: str = "", action: str = "forget", now: Optional[float] = None) -> list[str]:
-        """Delete the memories of `scope` matching every filter given (at least one, or
-        `everything`); return their ids. Each is first written whole to the audit log; its
-        facts go too, its vectors are queued for removal, and memories it had superseded are
-        current again."""
-        if ids is None and tier is None and not tags and not everything:
+                     tier: Optional[str] = None, tags: Sequence[str] = (), actor: str = "",
+                     action: str = "forget", now: Optional[float] = None) -> list[str]:
+        """Delete the memories of `scope` matching every filter given (at least one); return
+        their ids. A forgotten memory is first written whole to the audit log (an expired one is
+        not: it was meant to go); its facts go too, its vectors are queued for removal, a
+        summary made from it goes with it, and memories it had superseded are current again.
+        With action 'expire' (the sweep) only memories past `now` are deleted."""
+        if ids is None and tier is None and not tags:
             raise ValueError("delete_where needs a filter")
-        query = _filtered(select(Memory).where(Memory.scope == scope), tier, tags)
-        if ids is not None:
-            query = query.where(Memory.id.in_(list(ids)))
-        if now is not None:  # the expiry sweep
-            query = query.where(Memory.expires_at.is_not(None), Memory.expires_at <= now)
         now = now or time.time()
         with self._write_lock, self.write() as conn:
-            rows = [_memory(row) for row in conn.execute(query)]
+            if ids is not None:  # by id alone (see _by_ids), then the other filters here
+                rows = [m for m in _by_ids(conn, scope, ids).values()
+                        if (tier is None or m.tier == tier) and all(t in json.loads(m.tags) for t in tags)
+                        and (action != "expire" or (m.expires_at is not None and m.expires_at <= now))]
+            else:
+                rows = [_memory(row) for row in conn.execute(
+                    _filtered(select(Memory).where(Memory.scope == scope), tier, tags))]
             for start in range(0, len(rows), 500):
-                self._delete_rows(conn, scope, rows[start:start + 500], action, actor, now)
-        if rows:
+                self._delete_rows(conn, scope, rows[start:start + 500], action, actor, now,
+                                  snapshots=action == "forget")
+        if rows and action == "forget":
             self._checkpoint()
         return [m.id for m in rows]
 
     def merge(self, scope: str, pairs: Sequence[tuple[str, str]], actor: str = "cmms:dedup") -> int:
         """Fold near-duplicates into the memories they repeat, in one transaction: for each
         (duplicate, into) pair the second is reinforced with the first's receipts and the first
-        deleted (its snapshot kept in the audit log). Returns how many were folded."""
+        deleted (a 'merge' event records it, without a copy of the text). Returns how many."""
         now, folded = time.time(), 0
         with self._write_lock, self.write() as conn:
             for duplicate_id, into_id in pairs:
-                rows = {m.id: m for m in map(_memory, conn.execute(
-                    select(Memory).where(Memory.scope == scope, Memory.id.in_([duplicate_id, into_id]))))}
+                rows = _by_ids(conn, scope, [duplicate_id, into_id])
                 if len(rows) != 2 or rows[into_id].superseded_by:
                     continue
                 duplicate = rows[duplicate_id]
                 _record(conn, self._reinforce(conn, rows[into_id], duplicate.model_dump(), now))
-                self._delete_rows(conn, scope, [duplicate], "merge", actor, now, into=into_id)
+                self._delete_rows(conn, scope, [duplicate], "merge", actor, now, snapshots=False, into=into_id)
                 folded += 1
         return folded
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
                      now: float, snapshots: bool = True, **detail) -> None:
+        # A summary quotes its members: when one of them goes, the summary goes too (its other
+        # members become current again and wait for the next consolidation).
+        summaries = [m for m in _by_ids(conn, scope, {r.superseded_by for r in rows if r.superseded_by}).values()
+                     if m.kind == "summary" and m.id not in {r.id for r in rows}]
+        cascaded = {m.id for m in summaries}
+        rows = [*rows, *summaries]
         ids = [m.id for m in rows]
         if not ids:
             return
         facts = self._fact_parts(conn, ids) if snapshots else {}
         _record(conn, [_event(now, action, actor, scope, m.id, state_from=m.state, state_to="forgotten",
-                              snapshot=_snapshot(m, facts.get(m.id)) if snapshots else None, **detail)
+                              snapshot=_snapshot(m, facts.get(m.id)) if snapshots and m.id not in cascaded else None,
+                              **({"reason": "a memory it summarised was forgotten"} if m.id in cascaded else detail))
                        for m in rows])
+        after = self._next_messages(conn, scope, [m for m in rows if m.kind == "message" and m.session_id])
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))
-        conn.execute(update(Memory).where(Memory.superseded_by.in_(ids))  # ids are unique store-wide
-                     .values(superseded_by=None, updated_at=now))
+        if after:  # their context held the end of a deleted message: drop it, re-embed them
+            conn.execute(update(Memory).where(Memory.id.in_(after)).values(context=None, updated_at=now))
+            conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "upsert", "created_at": now}
+                                          for i in after])
+        # (ids are unique store-wide, so no scope filter: it would make SQLite scan the scope)
+        conn.execute(update(Memory).where(Memory.superseded_by.in_(ids), Memory.tier == "episodic")
+                     .values(superseded_by=None, consolidated_at=None, updated_at=now))
+        conn.execute(update(Memory).where(Memory.superseded_by.in_(ids)).values(superseded_by=None, updated_at=now))
         conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete", "created_at": now}
                                       for i in ids])
+
+    @staticmethod
+    def _next_messages(conn: Connection, scope: str, messages: list[Memory]) -> list[str]:
+        """The message right after each of these in its session (whose context quotes it)."""
+        gone = {m.id for m in messages}
+        found = []
+        for m in messages:
+            following = conn.execute(select(Memory.id).where(
+                Memory.scope == scope, Memory.session_id == m.session_id, Memory.turn >= (m.turn or 0),
+                Memory.seq > m.seq, Memory.kind == "message").order_by(Memory.seq).limit(1)).scalar()
+            if following and following not in gone:
+                found.append(following)
+        return found
 
     @staticmethod
     def _fact_parts(conn: Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
@@ -486,14 +540,19 @@ class Store:
                 Memory.tier == "episodic", Memory.consolidated_at.is_(None),
                 Memory.superseded_by.is_(None))).scalars())
 
-    def consolidate(self, summary: NewMemory, members: Sequence[str]) -> str:
-        """Store one summary and mark its members superseded by it, in one transaction."""
-        [summary_id] = self.add([summary])
-        now = time.time()
+    def consolidate(self, summary: NewMemory, members: Sequence[str]) -> Optional[str]:
+        """Store one summary and mark its members superseded by it, in one transaction; None
+        (nothing written) when a member has since been forgotten or superseded (for instance by
+        another process's run)."""
         with self._write_lock, self.write() as conn:
+            found = _by_ids(conn, summary.scope, members)
+            if len(found) != len(set(members)) or any(m.superseded_by for m in found.values()):
+                return None
+            now = time.time()
+            [summary_id] = self._add(conn, [summary], None, now)
             _record(conn, self._supersede(conn, summary.scope, list(members), summary_id, now, conflict=False))
             conn.execute(update(Memory).where(Memory.id.in_(list(members))).values(consolidated_at=now))
-        return summary_id
+            return summary_id
 
     def mark_examined(self, ids: Sequence[str], now: float) -> None:
         with self._write_lock, self.write() as conn:
@@ -594,12 +653,14 @@ class Store:
 
     def facts_matching(self, scope: str, subject: Optional[str] = None, predicate: Optional[str] = None,
                        obj: Optional[str] = None, limit: int = 500) -> list[str]:
-        """Ids of the scope's facts whose given parts equal these (ignoring case), newest first."""
+        """Ids of the scope's facts whose given parts equal these (ignoring case, in any script),
+        newest first."""
         query = select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
             Fact.scope == scope, _live(time.time()))
-        for column, value in ((Fact.subject, subject), (Fact.predicate, predicate), (Fact.object, obj)):
+        for column, value in ((Fact.subject_key, subject), (Fact.predicate_key, predicate),
+                              (Fact.object_key, obj)):
             if value is not None:
-                query = query.where(func.lower(column) == value.lower())
+                query = query.where(column == " ".join(value.split()).casefold())
         with self.read() as conn:
             return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
 

@@ -24,7 +24,7 @@ TOOL_SCHEMAS = [
          "tags": {"type": "array", "items": {"type": "string"}, "description": "Optional labels."}},
          "required": ["content"]}},
     {"name": "cmms_forget",
-     "description": "Delete one memory for good, by the id cmms_recall returned.",
+     "description": "Delete one memory from every index, by the id cmms_recall returned.",
      "parameters": {"type": "object", "properties": {
          "memory_id": {"type": "string", "description": "The id of the memory to delete."}},
          "required": ["memory_id"]}},

@@ -1,7 +1,11 @@
 """Built-in session flush: index what the session wrote, consolidate it, mark it closed."""
 from __future__ import annotations
 
+import logging
+
 from .specs import hookimpl
+
+log = logging.getLogger(__name__)
 
 FLUSH_WAIT_S = 5.0
 
@@ -9,5 +13,8 @@ FLUSH_WAIT_S = 5.0
 @hookimpl
 def session_flush(service, scope, session_id):
     service.indexer.drain(FLUSH_WAIT_S)
-    service.consolidate(scope, session_id, actor="cmms:session-flush")
+    try:
+        service.consolidate(scope, session_id, actor="cmms:session-flush", wait=FLUSH_WAIT_S)
+    except Exception as exc:  # noqa: BLE001 - the scheduler consolidates it later; the flush goes on
+        log.warning("hermes-cmms: consolidating session %s failed: %s", session_id, exc)
     service.store.mark_flushed(scope, session_id)

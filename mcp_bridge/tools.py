@@ -158,7 +158,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                       tier: Annotated[Optional[str], Field(
                           description="Delete every memory of this tier: working, episodic, semantic.")] = None,
                       tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
-        """Delete memories of the named scope for good (SQL, keyword and vector index)."""
+        """Delete memories of the named scope from SQL, keyword and vector index (audit snapshot kept)."""
         if memory_id is not None:
             if tier is not None or tags:
                 raise InvalidInput("Give either memory_id or tier/tags, not both.")

@@ -27,7 +27,7 @@ def service(home):
     """A MemoryService on the embedded default (SQLite + Chroma + packaged MiniLM)."""
     from hermes_cmms import MemoryService, Settings
 
-    svc = MemoryService(Settings.load(home))
+    svc = MemoryService(Settings.load(home), scheduler=False)  # jobs run when a test says so
     yield svc
     svc.close()
 
@@ -37,7 +37,7 @@ def keyword_service(home):
     """A MemoryService with CMMS_EMBEDDER=none: keyword-only recall, no model."""
     from hermes_cmms import MemoryService, Settings
 
-    svc = MemoryService(Settings.load(home, embedder="none"))
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     yield svc
     svc.close()
 

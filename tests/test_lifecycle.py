@@ -145,7 +145,7 @@ def test_a_repeated_conversation_message_is_folded_into_the_first(service):
     assert [r["session_id"] for r in json.loads(row["receipts"])] == ["s1", "s2"]
     [merge] = _events(service, "merge", again[0])
     assert merge["detail"]["into"] == first[0]
-    assert json.loads(merge["snapshot"])["content"] == "The garage door code is 4417."
+    assert merge["snapshot"] is None  # folded, not forgotten: the text lives on in the memory it joined
     assert service.indexer.vectors.get(SCOPE, [again[0], first[0]]).keys() == {first[0]}
 
 
@@ -222,6 +222,62 @@ def test_folding_a_memory_carries_the_repeats_it_had_collected(tmp_path):
         assert store.merge(SCOPE, [(c, a)]) == 0  # a is gone: nothing to fold
     finally:
         store.close()
+
+
+def test_a_correction_with_not_is_an_update_not_a_repeat(service):
+    old_text, new_text = "The user is allergic to peanuts", "The user is not allergic to peanuts"
+    assert _cosine(service, old_text, new_text) >= 0.95  # 0.966: the model hardly sees the "not"
+    old = service.store_note(SCOPE, old_text)
+    assert service.indexer.drain(60)
+    new = service.store_note(SCOPE, new_text)
+    assert not new.reinforced and _row(service, old.id)["superseded_by"] == new.id
+    assert _row(service, old.id)["access_count"] == 0
+
+
+def test_a_fact_is_stored_as_a_fact_even_when_a_note_says_the_same(keyword_service):
+    svc = keyword_service
+    coffee = svc.remember_fact(SCOPE, "Alice", "likes", "coffee")
+    note = svc.remember(SCOPE, "Alice likes tea")
+    tea = svc.remember_fact(SCOPE, "Alice", "likes", "tea")
+    assert tea != note and _row(svc, tea)["kind"] == "fact" and _row(svc, note)["access_count"] == 0
+    assert _row(svc, coffee)["superseded_by"] == tea
+    assert svc.remember_fact(SCOPE, "alice", "LIKES", "tea") == tea  # the same fact again: reinforced
+
+
+def test_facts_match_and_supersede_in_any_case_and_script(keyword_service):
+    svc = keyword_service
+    lyon = svc.remember_fact(SCOPE, "Émile", "habite à", "Lyon")
+    paris = svc.remember_fact(SCOPE, "ÉMILE", "HABITE À", "Paris")
+    assert _row(svc, lyon)["superseded_by"] == paris
+    assert svc.store.facts_matching(SCOPE, subject="émile", predicate="habite  à") == [paris, lyon]
+
+
+def test_repeats_fold_only_into_the_same_role(keyword_service):
+    svc = keyword_service
+    first = svc.retain_turn(SCOPE, "s1", "OK", "Shall I book the table for eight?")
+    second = svc.retain_turn(SCOPE, "s1", "Is the terrace open?", "OK")  # the assistant's "OK"
+    third = svc.retain_turn(SCOPE, "s2", "OK", "Booked.")  # the user's "OK" again
+    assert second[1] != first[0] and third[0] == first[0]
+    assert _sql(svc, "SELECT role, access_count FROM memories WHERE content = 'OK' ORDER BY seq") == [
+        ("user", 1), ("assistant", 0)]
+
+
+def test_forgetting_a_consolidated_memory_takes_its_summary_along(service):
+    episode = ["I walked the dog along the beach this morning.",
+               "This morning I took the dog for a walk on the beach.",
+               "The dog and I went walking on the beach early today."]
+    ids = [service.retain_turn(SCOPE, "walks", text, f"Reply {n}.")[0] for n, text in enumerate(episode)]
+    assert service.indexer.drain(60)
+    [summary] = service.consolidate(SCOPE, "walks").summaries
+    assert {_row(service, i)["superseded_by"] for i in ids} == {summary}
+    service.forget(SCOPE, ids[0])
+    assert _row(service, summary) is None
+    assert _fts(service, "along") == 0  # not in the summary, nor in the next message's context
+    assert _sql(service, "SELECT context FROM memories WHERE content = 'Reply 0.'") == [(None,)]
+    assert [(_row(service, i)["superseded_by"], _row(service, i)["consolidated_at"]) for i in ids[1:]] == [
+        (None, None), (None, None)]  # current again, and consolidation will look at them anew
+    [event] = _events(service, "forget", summary)
+    assert event["snapshot"] is None and event["detail"]["reason"] == "a memory it summarised was forgotten"
 
 
 # -- admission ------------------------------------------------------------------------------------
@@ -370,7 +426,8 @@ def test_working_memory_expires_and_the_sweep_deletes_it_everywhere(service):
     assert _row(service, temp.id) is None and _row(service, keep.id) is not None
     [event] = _events(service, "expire", temp.id)
     assert event["actor"] == "cmms:sweep"
-    assert json.loads(event["snapshot"])["content"] == "Parking spot 9 is reserved for the visitor"
+    assert event["snapshot"] is None  # it was meant to go: no copy kept
+    assert "visitor" not in json.dumps(_sql(service, "SELECT * FROM audit_log"))
     assert _fts(service, "visitor") == 0
     assert service.indexer.drain(30)
     assert service.indexer.vectors.get(SCOPE, [temp.id, keep.id]).keys() == {keep.id}
@@ -505,6 +562,33 @@ def test_the_scheduler_runs_jobs_only_under_its_lease_and_gives_it_back_on_stop(
         assert second.step(now + 21) == ["probe"] and runs == [now + 10.5, now + 21]
         second.stop()
         assert _lease(home) == ("", 0.0)
+    finally:
+        store.close()
+
+
+def test_a_long_job_keeps_the_lease_and_a_failed_one_waits_a_full_interval(home):
+    store = Store(f"sqlite:///{_db(home)}")
+    try:
+        def slow(now):
+            time.sleep(2.0)  # over three lease periods
+
+        def broken(now):
+            raise RuntimeError("index unreachable")
+
+        first = Scheduler(store, {"slow": (0.5, slow), "broken": (0.5, broken)}, tick=0.2, lease=0.6).start()
+        second = Scheduler(store, {"slow": (0.5, slow)}, tick=0.2, lease=0.6)
+        deadline = time.time() + 1.5
+        while not any(name == "slow" for name, _ in first.runs) and time.time() < deadline:
+            time.sleep(0.05)
+        started = time.time()
+        while time.time() < started + 2.5:  # all through the slow job and the failed one
+            assert second.step(time.time()) == [] and not second.leader
+            time.sleep(0.1)
+        assert first.stop()
+        runs = [json.loads(d) for (d,) in _sql(home, "SELECT detail FROM audit_log WHERE action = 'job' ORDER BY id")]
+        assert {(r["job"], r["ok"]) for r in runs} == {("slow", True), ("broken", False)}
+        assert next(r for r in runs if r["job"] == "broken")["result"] == "RuntimeError: index unreachable"
+        assert store.job_times()["broken"] > 0  # stamped when it started: not retried every tick
     finally:
         store.close()
 
