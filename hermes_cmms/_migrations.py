@@ -124,6 +124,7 @@ def _0007_lifecycle(conn: Connection) -> None:
             snapshot TEXT)""",
         "CREATE INDEX ix_audit_scope_id ON audit_log (scope, id)",
         "CREATE INDEX ix_audit_memory ON audit_log (memory_id)",
+        "CREATE INDEX ix_audit_snapshots ON audit_log (at) WHERE snapshot IS NOT NULL",
         """CREATE TABLE jobs (
             name TEXT PRIMARY KEY,
             owner TEXT NOT NULL DEFAULT '',

@@ -25,10 +25,11 @@ SETTINGS: dict[str, tuple[str, Any]] = {
     "decay_interval_s": ("CMMS_DECAY_INTERVAL_S", 3600),
     "consolidate_interval_s": ("CMMS_CONSOLIDATE_INTERVAL_S", 21600),
     "consolidation_llm": ("CMMS_CONSOLIDATION_LLM", "off"),
+    "snapshot_days": ("CMMS_SNAPSHOT_DAYS", 30),
 }
 SWITCHES = {"scheduler": ("on", "off"), "consolidation_llm": ("off", "hermes"),
             "embedder_dtype": DTYPE_CHOICES}
-INTERVALS = ("sweep_interval_s", "decay_interval_s", "consolidate_interval_s")
+INTERVALS = ("sweep_interval_s", "decay_interval_s", "consolidate_interval_s", "snapshot_days")
 
 
 def hermes_home(explicit: str | os.PathLike | None = None) -> Path:
@@ -61,6 +62,7 @@ class Settings:
     decay_interval_s: int = 3600
     consolidate_interval_s: int = 21600
     consolidation_llm: str = "off"
+    snapshot_days: int = 30
     sources: dict = field(default_factory=dict, compare=False)
 
     @property

@@ -203,8 +203,10 @@ class MemoryService:
     # -- lifecycle ------------------------------------------------------------------------
 
     def sweep(self, now: Optional[float] = None) -> int:
-        """Delete working memories past their expiry time; return how many."""
+        """Delete working memories past their expiry time; return how many. Also drop the
+        content of forget snapshots older than the `snapshot_days` setting."""
         now = time.time() if now is None else now
+        self.store.blank_snapshots(now - self.settings.snapshot_days * 86400)
         gone = sum(len(self.store.delete_where(scope, ids=ids, now=now, action="expire", actor="cmms:sweep"))
                    for scope, ids in self.store.expired(now).items())
         if gone:

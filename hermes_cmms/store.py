@@ -31,7 +31,7 @@ _AGE_ROWS = text(
     "ORDER BY seq LIMIT :batch")
 _AGE_UPDATE = text(  # only if the row is as it was read (a repeat may have reinforced it since)
     "UPDATE memories SET confidence = :confidence, state = :state WHERE id = :b_id "
-    "AND state = :b_state AND last_seen_at IS :b_seen")
+    "AND state = :b_state AND coalesce(last_seen_at, -1) = :b_seen")
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
     "SELECT id, content_hash, tier, kind, role FROM memories WHERE scope = :scope AND content_hash IN :hashes "
     "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq"
@@ -478,6 +478,12 @@ class Store:
             except Exception as exc:  # noqa: BLE001 - the delete itself is committed
                 log.warning("hermes-cmms: WAL checkpoint after forget failed: %s", exc)
 
+    def blank_snapshots(self, before: float) -> int:
+        """Drop the content of audit snapshots taken before `before`; return how many."""
+        with self._write_lock, self.write() as conn:
+            return conn.execute(update(AuditEvent).where(AuditEvent.snapshot.is_not(None), AuditEvent.at < before)
+                                .values(snapshot=None)).rowcount
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def expired(self, now: float) -> dict[str, list[str]]:
@@ -507,7 +513,7 @@ class Store:
                 conflicted = m.superseded_by is not None and m.tier != "episodic"
                 confidence = lifecycle.confidence(m.reliability, m.access_count, m.kind, age_s, conflicted)
                 state = lifecycle.aged_state(m.state, m.kind, age_s)
-                change = {"b_id": m.id, "b_state": m.state, "b_seen": m.last_seen_at,
+                change = {"b_id": m.id, "b_state": m.state, "b_seen": -1 if m.last_seen_at is None else m.last_seen_at,
                           "confidence": confidence, "state": state}
                 if state != m.state:
                     transitions.append((change, m))

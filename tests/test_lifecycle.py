@@ -465,6 +465,20 @@ def test_forget_leaves_no_trace_but_the_audit_snapshot(service):
         service.forget(SCOPE, gone)
 
 
+def test_forget_snapshots_last_snapshot_days_then_the_sweep_drops_their_content(keyword_service):
+    svc = keyword_service
+    svc.forget(SCOPE, svc.remember(SCOPE, "The locker code is 8812"))
+    assert svc.settings.snapshot_days == 30
+    svc.sweep(now=time.time() + 29 * DAY)
+    [kept] = _events(svc, "forget")
+    assert "8812" in json.loads(kept["snapshot"])["content"]
+    svc.sweep(now=time.time() + 31 * DAY)
+    [event] = _events(svc, "forget")
+    assert event["snapshot"] is None and "8812" not in json.dumps(_sql(svc, "SELECT * FROM audit_log"))
+    plan = _sql(svc, "EXPLAIN QUERY PLAN UPDATE audit_log SET snapshot = NULL WHERE snapshot IS NOT NULL AND at < 1")
+    assert "ix_audit_snapshots" in str(plan)  # the minutely sweep never scans the whole log
+
+
 def test_forget_where_removes_exactly_the_tagged_memories(service):
     dentist = service.remember(SCOPE, "Dentist appointment on Tuesday at nine", tags=["health", "home"])
     blood = service.remember(SCOPE, "Blood test results are in the blue folder", tags=["health"])
