@@ -88,6 +88,7 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
     near = vectors.query_many(scope, [own[m.id] for m in seeds], NEIGHBOURS + 1)
     candidates = {i for hits in near for i, sim in hits if sim >= CLUSTER_SIMILARITY}
     members = {**{m.id: m for m in seeds}, **service.store.get(list(candidates - own.keys()), scope)}
+    known = {**own, **vectors.get(scope, [i for i in members if i not in own])}  # for the summaries
     eligible = {i for i, m in members.items() if _eligible(m)}
     taken = _fold_repeats(service, scope, seeds, near, members, eligible, report)
     for seed, hits in zip(seeds, near):
@@ -99,7 +100,7 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
             continue
         taken.update(cluster)
         group = sorted((members[i] for i in cluster), key=lambda m: m.created_at)
-        summary_id = _store_summary(service, scope, group, vectors, summarise, report)
+        summary_id = _store_summary(service, scope, group, known, summarise, report)
         if summary_id is None:  # a member changed meanwhile (forgotten, or another run took it)
             taken.difference_update(cluster)
             continue
@@ -120,7 +121,7 @@ def _fold_repeats(service, scope: str, seeds: list[Memory], near, members: dict[
         twin = next((members[i] for i, sim in hits if sim >= REPEAT_SIMILARITY and i != seed.id
                      and i in eligible and members[i].seq < seed.seq), None)
         if (twin is not None and seed.id not in kept and twin.id not in gone
-                and twin.state not in ("stale", "archived") and lifecycle.same_gist(seed.content, twin.content)):
+                and twin.state not in lifecycle.FADED and lifecycle.same_gist(seed.content, twin.content)):
             folds.append((seed.id, twin.id))
             gone.add(seed.id)
             kept.add(twin.id)
@@ -130,11 +131,11 @@ def _fold_repeats(service, scope: str, seeds: list[Memory], near, members: dict[
 
 def _eligible(memory: Memory) -> bool:
     return (memory.tier == "episodic" and memory.superseded_by is None
-            and memory.state in ("candidate", "validated", "active", "stale"))
+            and memory.state in lifecycle.CONSOLIDATING)
 
 
-def _store_summary(service, scope: str, group: list[Memory], vectors, summarise: Optional[Summariser],
-                   report: Report) -> Optional[str]:
+def _store_summary(service, scope: str, group: list[Memory], vectors: dict[str, list[float]],
+                   summarise: Optional[Summariser], report: Report) -> Optional[str]:
     text = None
     if summarise is not None:
         try:
@@ -143,7 +144,7 @@ def _store_summary(service, scope: str, group: list[Memory], vectors, summarise:
         except Exception as exc:  # noqa: BLE001 - fall back to the extractive summary
             log.warning("hermes-cmms: LLM summary failed, using the extractive one: %s", exc)
     if not text:
-        text = extractive(group, vectors.get(scope, [m.id for m in group]))
+        text = extractive(group, vectors)
     text = run_redactors(service.pm, clean(text), scope)
     summary = NewMemory(scope=scope, content=text, kind="summary", tier="semantic",
                         source="consolidation", confidence=0.85,

@@ -13,6 +13,8 @@ from .text import terms
 # memory is in once `forget` has deleted it (it lives on only as an audit snapshot).
 STATES = ("candidate", "validated", "active", "stale", "archived", "forgotten")
 LIVE_STATES = STATES[:-1]
+FADED = ("stale", "archived")  # not reinforced by a repeat (states only move forward): replaced
+CONSOLIDATING = STATES[:4]  # states whose episodic memories consolidation still looks at
 ACTIVE_CONFIDENCE = 0.6  # a new memory below this starts as a candidate
 CORROBORATION = 0.7  # each duplicate closes 30% of the gap between confidence and 1
 CONFLICT_PENALTY = 0.5  # a memory superseded by a newer, conflicting one

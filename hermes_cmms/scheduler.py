@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,8 @@ class Scheduler:
         self.tick = tick
         self.lease = max(lease, 3 * tick)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.runs: list[tuple[str, float]] = []  # (job, time) run by this process
+        self.runs: deque[tuple[str, float]] = deque(maxlen=100)  # latest (job, time) run here
+        self._leader = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cmms-scheduler", daemon=True)
         self._heart = threading.Thread(target=self._beat, name="cmms-scheduler-lease", daemon=True)
@@ -53,8 +55,6 @@ class Scheduler:
     @property
     def leader(self) -> bool:
         return self._leader
-
-    _leader = False
 
     def _run(self) -> None:
         while not self._stop.is_set():

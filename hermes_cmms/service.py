@@ -1,7 +1,6 @@
 """MemoryService: the one engine behind every door (Hermes provider, MCP bridge, CLI)."""
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
@@ -20,7 +19,7 @@ from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, query_names, rank
 from .models import AuditEvent, Memory
 from .scheduler import Scheduler
-from .store import NewMemory, Store
+from .store import NewMemory, Store, has_tags
 from .text import clean, clean_key
 from .vectors import VectorIndex
 
@@ -130,7 +129,7 @@ class MemoryService:
             if other is None or other.superseded_by or other.tier != item.tier:
                 continue
             duplicate = similarity >= DUPLICATE_SIMILARITY and lifecycle.same_gist(item.content, other.content)
-            if duplicate and other.state not in ("stale", "archived"):
+            if duplicate and other.state not in lifecycle.FADED:
                 item.duplicate_of = other.id
                 return
             if similarity >= SUPERSEDE_SIMILARITY and other.kind == item.kind and item.tier == "semantic":
@@ -305,7 +304,7 @@ class MemoryService:
         def keep(m) -> bool:
             return ((wanted is None or m.id in wanted)
                     and (not source or m.source.startswith(source))
-                    and all(tag in json.loads(m.tags or "[]") for tag in tags))
+                    and has_tags(m, tags))
         return [hit for hit in hits if keep(hit.memory)][:limit]
 
     def semantic_search(self, scope: str, query: str, top_k: int = 10,

@@ -115,10 +115,19 @@ def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
     return found
 
 
+def has_tags(memory: Memory, tags: Sequence[str]) -> bool:
+    """Whether the memory carries every one of `tags`."""
+    carried = json.loads(memory.tags or "[]")
+    return all(tag in carried for tag in tags)
+
+
+def _fold(part: str) -> str:
+    """A fact part as matched: spaces collapsed, case-folded (any case, any script)."""
+    return " ".join(part.split()).casefold()
+
+
 def _fact_keys(fact: tuple[str, str, str]) -> dict:
-    """Case-folded parts of a fact, for matching in any case and any script."""
-    return {f"{name}_key": " ".join(part.split()).casefold()
-            for name, part in zip(("subject", "predicate", "object"), fact)}
+    return {f"{name}_key": _fold(part) for name, part in zip(("subject", "predicate", "object"), fact)}
 
 
 def _live(now: float):
@@ -193,7 +202,7 @@ class Store:
         for item, row in zip(items, rows):
             same = (self._current(conn, row["scope"], item.duplicate_of) if item.duplicate_of
                     else repeats.get(row["id"]))
-            if same is not None and same.state in ("stale", "archived"):
+            if same is not None and same.state in lifecycle.FADED:
                 renewed[row["id"]] = same.id  # states only move forward: a fresh copy replaces it
             elif same is not None:
                 events += self._reinforce(conn, same, row, now)
@@ -245,9 +254,8 @@ class Store:
 
     @staticmethod
     def _current(conn: Connection, scope: str, memory_id: str) -> Optional[Memory]:
-        found = conn.execute(select(Memory).where(Memory.scope == scope, Memory.id == memory_id,
-                                                  Memory.superseded_by.is_(None))).first()
-        return _memory(found) if found else None
+        found = _by_ids(conn, scope, [memory_id]).get(memory_id)
+        return found if found is not None and found.superseded_by is None else None
 
     @staticmethod
     def _conflicting_facts(conn: Connection, item: NewMemory) -> list[str]:
@@ -359,7 +367,7 @@ class Store:
         with self._write_lock, self.write() as conn:
             if ids is not None:  # by id alone (see _by_ids), then the other filters here
                 rows = [m for m in _by_ids(conn, scope, ids).values()
-                        if (tier is None or m.tier == tier) and all(t in json.loads(m.tags) for t in tags)
+                        if (tier is None or m.tier == tier) and has_tags(m, tags)
                         and (action != "expire" or (m.expires_at is not None and m.expires_at <= now))]
             else:
                 rows = [_memory(row) for row in conn.execute(
@@ -388,7 +396,7 @@ class Store:
         return folded
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
-                     now: float, snapshots: bool = True, **detail) -> None:
+                     now: float, snapshots: bool = True, scrub_context: bool = True, **detail) -> None:
         # A summary quotes its members: when one of them goes, the summary goes too (its other
         # members become current again and wait for the next consolidation).
         summaries = [m for m in _by_ids(conn, scope, {r.superseded_by for r in rows if r.superseded_by}).values()
@@ -403,7 +411,8 @@ class Store:
                               snapshot=_snapshot(m, facts.get(m.id)) if snapshots and m.id not in cascaded else None,
                               **({"reason": "a memory it summarised was forgotten"} if m.id in cascaded else detail))
                        for m in rows])
-        after = self._next_messages(conn, scope, [m for m in rows if m.kind == "message" and m.session_id])
+        after = (self._next_messages(conn, scope, [m for m in rows if m.kind == "message" and m.session_id])
+                 if scrub_context else [])
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))
         if after:  # their context held the end of a deleted message: drop it, re-embed them
@@ -463,7 +472,7 @@ class Store:
             rows = [_memory(row) for row in conn.execute(select(Memory).where(Memory.scope == scope))]
             for start in range(0, len(rows), 500):
                 self._delete_rows(conn, scope, rows[start:start + 500], "forget_all", actor, now,
-                                  snapshots=False)
+                                  snapshots=False, scrub_context=False)
             conn.execute(update(AuditEvent).where(AuditEvent.scope == scope).values(snapshot=None))
             conn.execute(delete(ConversationSession).where(ConversationSession.scope == scope))
             _record(conn, [_event(now, "forget_all", actor, scope, None, memories=len(rows))])
@@ -534,7 +543,7 @@ class Store:
         """A scope's current episodic memories consolidation has not looked at yet, oldest first."""
         query = select(Memory).where(Memory.scope == scope, Memory.tier == "episodic",
                                      Memory.superseded_by.is_(None), Memory.consolidated_at.is_(None),
-                                     Memory.state.in_(("candidate", "validated", "active", "stale")))
+                                     Memory.state.in_(lifecycle.CONSOLIDATING))
         if session_id is not None:
             query = query.where(Memory.session_id == session_id)
         with self.read() as conn:
@@ -631,13 +640,10 @@ class Store:
         """The memories among `ids` that belong to `scope` (never any other scope)."""
         if not ids:
             return {}
+        now = time.time()
         with self.read() as conn:
-            # Look up by the unique id index alone (a scope filter in SQL tempts the planner into
-            # scanning the whole scope), then keep only this scope's rows.
-            rows = conn.execute(select(Memory).where(Memory.id.in_(list(ids))))
-            now = time.time()
-            return {row.id: _memory(row) for row in rows
-                    if row.scope == scope and (row.expires_at is None or row.expires_at > now)}
+            return {i: m for i, m in _by_ids(conn, scope, ids).items()
+                    if m.expires_at is None or m.expires_at > now}
 
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
              state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
@@ -666,7 +672,7 @@ class Store:
         for column, value in ((Fact.subject_key, subject), (Fact.predicate_key, predicate),
                               (Fact.object_key, obj)):
             if value is not None:
-                query = query.where(column == " ".join(value.split()).casefold())
+                query = query.where(column == _fold(value))
         with self.read() as conn:
             return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
 

@@ -109,14 +109,7 @@ class VectorIndex:
     def query(self, scope: str, vector: Sequence[float], limit: int,
               view: str = "content") -> list[tuple[str, float]]:
         """(memory id, cosine similarity) pairs, most similar first."""
-        def query():
-            collection = self._collection(scope, create=False, view=view)
-            if collection is None:
-                return []
-            found = collection.query(query_embeddings=[list(vector)], n_results=limit, include=["distances"])
-            return [(memory_id, 1.0 - distance)
-                    for memory_id, distance in zip(found["ids"][0], found["distances"][0])]
-        return self._retrying(query)
+        return self.query_many(scope, [vector], limit, view)[0]
 
     def query_many(self, scope: str, vectors: Sequence[Sequence[float]], limit: int,
                    view: str = "content") -> list[list[tuple[str, float]]]:
