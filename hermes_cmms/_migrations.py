@@ -143,13 +143,66 @@ def _0007_lifecycle(conn: Connection) -> None:
                       for m, *parts in facts])
 
 
+def _0008_knowledge(conn: Connection) -> None:
+    statements = [
+        "ALTER TABLE memories ADD COLUMN detail TEXT",
+        "ALTER TABLE sessions ADD COLUMN extracted_turn INTEGER NOT NULL DEFAULT 0",
+        """CREATE TABLE links (
+            memory_id VARCHAR(32) NOT NULL,
+            source_id VARCHAR(32) NOT NULL,
+            scope TEXT NOT NULL,
+            PRIMARY KEY (memory_id, source_id))""",
+        "CREATE INDEX ix_links_source ON links (source_id)",
+        """CREATE TABLE beliefs (
+            memory_id VARCHAR(32) PRIMARY KEY,
+            scope TEXT NOT NULL,
+            proposition_key TEXT NOT NULL,
+            topic TEXT NOT NULL DEFAULT '',
+            polarity INTEGER NOT NULL DEFAULT 1)""",
+        "CREATE INDEX ix_beliefs_scope_proposition ON beliefs (scope, proposition_key)",
+        "CREATE INDEX ix_beliefs_scope_topic ON beliefs (scope, topic)",
+        f"""CREATE TABLE evidence (
+            id {_serial(conn)},
+            belief_id VARCHAR(32) NOT NULL,
+            scope TEXT NOT NULL,
+            memory_id VARCHAR(32),
+            source TEXT NOT NULL DEFAULT '',
+            stance INTEGER NOT NULL DEFAULT 1,
+            note TEXT NOT NULL DEFAULT '',
+            at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX ix_evidence_belief ON evidence (belief_id)",
+        "CREATE INDEX ix_evidence_memory ON evidence (memory_id) WHERE memory_id IS NOT NULL",
+        """CREATE TABLE entities (
+            id VARCHAR(32) PRIMARY KEY,
+            scope TEXT NOT NULL,
+            name TEXT NOT NULL,
+            key TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            UNIQUE (scope, key))""",
+        f"""CREATE TABLE relations (
+            id {_serial(conn)},
+            scope TEXT NOT NULL,
+            source_id VARCHAR(32) NOT NULL,
+            target_id VARCHAR(32) NOT NULL,
+            predicate TEXT NOT NULL,
+            memory_id VARCHAR(32) NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX ix_relations_source ON relations (source_id)",
+        "CREATE INDEX ix_relations_target ON relations (target_id)",
+        "CREATE INDEX ix_relations_memory ON relations (memory_id)",
+    ]
+    for statement in statements:
+        conn.execute(text(statement))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
                                     ("0004_facts", _0004_facts),
                                     ("0005_index_state", _0005_index_state),
                                     ("0006_memory_speaker", _0006_memory_speaker),
-                                    ("0007_lifecycle", _0007_lifecycle)]
+                                    ("0007_lifecycle", _0007_lifecycle),
+                                    ("0008_knowledge", _0008_knowledge)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

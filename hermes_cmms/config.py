@@ -26,8 +26,12 @@ SETTINGS: dict[str, tuple[str, Any]] = {
     "consolidate_interval_s": ("CMMS_CONSOLIDATE_INTERVAL_S", 21600),
     "consolidation_llm": ("CMMS_CONSOLIDATION_LLM", "off"),
     "snapshot_days": ("CMMS_SNAPSHOT_DAYS", 30),
+    "llm": ("CMMS_LLM", "off"),
+    "llm_model": ("CMMS_LLM_MODEL", ""),
+    "mirror": ("CMMS_MIRROR", "on"),
+    "inbox": ("CMMS_INBOX", ""),
 }
-SWITCHES = {"scheduler": ("on", "off"), "consolidation_llm": ("off", "hermes"),
+SWITCHES = {"scheduler": ("on", "off"), "consolidation_llm": ("off", "hermes"), "mirror": ("on", "off"),
             "embedder_dtype": DTYPE_CHOICES}
 INTERVALS = ("sweep_interval_s", "decay_interval_s", "consolidate_interval_s", "snapshot_days")
 
@@ -63,6 +67,10 @@ class Settings:
     consolidate_interval_s: int = 21600
     consolidation_llm: str = "off"
     snapshot_days: int = 30
+    llm: str = "off"  # off | hermes | the base URL of an OpenAI-compatible endpoint
+    llm_model: str = ""
+    mirror: str = "on"
+    inbox: str = ""
     sources: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -93,6 +101,8 @@ class Settings:
         for name in ("recall_tokens", *INTERVALS):
             values[name] = _positive_int(name, values[name])
         _check_embedder(values["embedder"])
+        values["llm"] = _check_llm(values["llm"])
+        values["llm_model"], values["inbox"] = str(values["llm_model"]).strip(), str(values["inbox"]).strip()
         for name, choices in SWITCHES.items():
             value = values[name]  # YAML reads a bare on/off as a boolean
             values[name] = ("on" if value else "off") if isinstance(value, bool) else str(value).lower()
@@ -109,6 +119,17 @@ def _positive_int(name: str, value: Any) -> int:
     if number <= 0:
         raise InvalidInput(f"Setting {name} must be positive, not {number}.")
     return number
+
+
+def _check_llm(value: Any) -> str:
+    """off, hermes, or an http(s) URL (an OpenAI-compatible endpoint)."""
+    value = ("on" if value else "off") if isinstance(value, bool) else str(value).strip()
+    if value.lower() in ("off", "hermes"):
+        return value.lower()
+    if not value.startswith(("http://", "https://")):
+        raise InvalidInput(f"Unknown llm {value!r}; choose off, hermes, or the http(s) URL of an "
+                           "OpenAI-compatible endpoint.")
+    return value.rstrip("/")
 
 
 def _check_embedder(value: str) -> None:

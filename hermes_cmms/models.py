@@ -36,6 +36,7 @@ class Memory(SQLModel, table=True):
     reliability: float = 1.0  # confidence at write time (source reliability); decay starts here
     last_seen_at: Optional[float] = None  # written or last reinforced; age decay counts from here
     consolidated_at: Optional[float] = None  # when consolidation last looked at it (episodic)
+    detail: Optional[str] = None  # JSON: the structured parts of a learned item (decision, skill, ...)
 
 
 class Fact(SQLModel, table=True):
@@ -68,6 +69,69 @@ class AuditEvent(SQLModel, table=True):
     snapshot: Optional[str] = None  # forget: the whole row as JSON, taken before deleting
 
 
+class Link(SQLModel, table=True):
+    """A learned memory and a memory it was learned from (its source turn or text)."""
+
+    __tablename__ = "links"
+
+    memory_id: str = Field(primary_key=True, max_length=32)
+    source_id: str = Field(primary_key=True, max_length=32)
+    scope: str
+
+
+class Belief(SQLModel, table=True):
+    """The proposition reading of a belief memory (kind 'belief')."""
+
+    __tablename__ = "beliefs"
+
+    memory_id: str = Field(primary_key=True, max_length=32)
+    scope: str
+    proposition_key: str  # the proposition, normalised and without its negation
+    topic: str = ""  # what it is about (its subject), normalised
+    polarity: int = 1  # 1: the proposition holds; -1: its negation
+
+
+class Evidence(SQLModel, table=True):
+    """One piece of evidence for (stance 1) or against (stance -1) a belief."""
+
+    __tablename__ = "evidence"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    belief_id: str = Field(max_length=32)
+    scope: str
+    memory_id: Optional[str] = Field(default=None, max_length=32)  # the memory that says so, if any
+    source: str = ""  # the receipt
+    stance: int = 1
+    note: str = ""
+    at: float
+
+
+class Entity(SQLModel, table=True):
+    """A node of a scope's entity graph: a name met in facts, deduplicated by its key."""
+
+    __tablename__ = "entities"
+
+    id: str = Field(primary_key=True, max_length=32)
+    scope: str
+    name: str
+    key: str  # the name normalised: case-folded, spaces collapsed, leading article dropped
+    created_at: float
+
+
+class Relation(SQLModel, table=True):
+    """An edge of the entity graph, with the fact memory it comes from (its provenance)."""
+
+    __tablename__ = "relations"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    scope: str
+    source_id: str = Field(max_length=32)
+    target_id: str = Field(max_length=32)
+    predicate: str
+    memory_id: str = Field(max_length=32)
+    created_at: float
+
+
 class Job(SQLModel, table=True):
     """A background job's lease (row 'scheduler') or last run time (one row per job)."""
 
@@ -98,6 +162,7 @@ class ConversationSession(SQLModel, table=True):
     started_at: float
     last_turn: int = 0
     flushed_at: Optional[float] = None
+    extracted_turn: int = 0  # knowledge was extracted from the turns up to this one
 
 
 class Outbox(SQLModel, table=True):

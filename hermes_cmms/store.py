@@ -13,10 +13,11 @@ from typing import Iterable, Iterator, Optional, Sequence
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine
 
-from . import _migrations, _sqlite, lifecycle
+from . import _migrations, _sqlite, graph, lifecycle
 from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
-from .models import AuditEvent, ConversationSession, Fact, IndexState, Job, Memory, Outbox
+from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Job, Link,
+                     Memory, Outbox, Relation)
 from .text import content_hash, speaker_of
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,8 @@ class NewMemory:
     dedup: bool = True  # the same text already live in the scope (and tier) is reinforced instead
     supersedes: Sequence[str] = ()  # ids of older memories this one replaces (kept, marked)
     duplicate_of: Optional[str] = None  # a memory this one repeats: reinforce it, insert nothing
+    detail: Optional[dict] = None  # the structured parts of a learned item (decision, skill, ...)
+    learned_from: Sequence[str] = ()  # ids of the memories (turns, texts) it was learned from
     # set by Store.add: what happened to it
     id: Optional[str] = None
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
@@ -113,6 +116,32 @@ def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
             if scope is None or row.scope == scope:
                 found[row.id] = _memory(row)
     return found
+
+
+def _learned_only_from(conn: Connection, scope: str, ids: set[str]) -> list[Memory]:
+    """The memories learned from `ids` (links) that were learned from nothing else."""
+    derived = {row[0] for row in conn.execute(select(Link.memory_id).where(Link.source_id.in_(list(ids))))} - ids
+    if not derived:
+        return []
+    other = {row[0] for row in conn.execute(select(Link.memory_id).where(
+        Link.memory_id.in_(list(derived)), Link.source_id.not_in(list(ids))))}
+    return list(_by_ids(conn, scope, derived - other).values())
+
+
+def _drop_knowledge(conn: Connection, ids: list[str]) -> None:
+    """Remove what the knowledge layer holds about these (deleted) memories: their links,
+    belief rows and evidence, and the graph edges they are the provenance of, with every
+    entity left without an edge."""
+    conn.execute(delete(Link).where(or_(Link.memory_id.in_(ids), Link.source_id.in_(ids))))
+    conn.execute(delete(Belief).where(Belief.memory_id.in_(ids)))
+    conn.execute(delete(Evidence).where(or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids))))
+    ends = conn.execute(select(Relation.source_id, Relation.target_id).where(Relation.memory_id.in_(ids))).all()
+    if ends:
+        conn.execute(delete(Relation).where(Relation.memory_id.in_(ids)))
+        touched = list({entity for pair in ends for entity in pair})
+        still = {row[0] for row in conn.execute(select(Relation.source_id).where(Relation.source_id.in_(touched)))}
+        still |= {row[0] for row in conn.execute(select(Relation.target_id).where(Relation.target_id.in_(touched)))}
+        conn.execute(delete(Entity).where(Entity.id.in_([e for e in touched if e not in still])))
 
 
 def has_tags(memory: Memory, tags: Sequence[str]) -> bool:
@@ -207,6 +236,7 @@ class Store:
             elif same is not None:
                 events += self._reinforce(conn, same, row, now)
                 item.id, item.reinforced = same.id, True
+                self._link(conn, item)
                 continue
             if item.fact:
                 item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
@@ -221,6 +251,9 @@ class Store:
                      for item, row in fresh if item.fact]
             if facts:
                 conn.execute(insert(Fact), facts)
+                graph.add_facts(conn, facts, now)
+            for item, _ in fresh:
+                self._link(conn, item)
             conn.execute(insert(Outbox), [
                 {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
                 for _, r in fresh])
@@ -233,6 +266,17 @@ class Store:
                                               conflict=False, reason="renewed")
         _record(conn, events)
         return [item.id for item in items]
+
+    @staticmethod
+    def _link(conn: Connection, item: NewMemory) -> None:
+        """Record what `item` (stored or reinforced) was learned from."""
+        sources = [s for s in dict.fromkeys(item.learned_from) if s != item.id]
+        if not sources:
+            return
+        known = set(conn.execute(select(Link.source_id).where(Link.memory_id == item.id)).scalars())
+        rows = [{"memory_id": item.id, "source_id": s, "scope": item.scope} for s in sources if s not in known]
+        if rows:
+            conn.execute(insert(Link), rows)
 
     @staticmethod
     def _same_texts(conn: Connection, rows: list[dict], now: float) -> dict[str, Memory]:
@@ -315,6 +359,7 @@ class Store:
             "speaker": speaker_of(item.content), "access_count": 0, "receipts": "[]",
             "reliability": item.confidence, "last_seen_at": now,
             "consolidated_at": None if item.tier == "episodic" else now,  # only episodes wait for it
+            "detail": json.dumps(item.detail, ensure_ascii=False) if item.detail else None,
         }
 
     @staticmethod
@@ -401,16 +446,20 @@ class Store:
         # members become current again and wait for the next consolidation).
         summaries = [m for m in _by_ids(conn, scope, {r.superseded_by for r in rows if r.superseded_by}).values()
                      if m.kind == "summary" and m.id not in {r.id for r in rows}]
-        cascaded = {m.id for m in summaries}
-        rows = [*rows, *summaries]
+        # So does what was learned from them, once nothing it was learned from is left.
+        learned = _learned_only_from(conn, scope, {r.id for r in rows} | {m.id for m in summaries})
+        cascaded = {m.id: "a memory it summarised was forgotten" for m in summaries}
+        cascaded.update({m.id: "the memory it was learned from was forgotten" for m in learned})
+        rows = [*rows, *summaries, *learned]
         ids = [m.id for m in rows]
         if not ids:
             return
         facts = self._fact_parts(conn, ids) if snapshots else {}
         _record(conn, [_event(now, action, actor, scope, m.id, state_from=m.state, state_to="forgotten",
                               snapshot=_snapshot(m, facts.get(m.id)) if snapshots and m.id not in cascaded else None,
-                              **({"reason": "a memory it summarised was forgotten"} if m.id in cascaded else detail))
+                              **({"reason": cascaded[m.id]} if m.id in cascaded else detail))
                        for m in rows])
+        _drop_knowledge(conn, ids)
         after = (self._next_messages(conn, scope, [m for m in rows if m.kind == "message" and m.session_id])
                  if scrub_context else [])
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
@@ -475,6 +524,8 @@ class Store:
                                   snapshots=False, scrub_context=False)
             conn.execute(update(AuditEvent).where(AuditEvent.scope == scope).values(snapshot=None))
             conn.execute(delete(ConversationSession).where(ConversationSession.scope == scope))
+            for table in (Link, Belief, Evidence, Relation, Entity):  # whatever a cascade left behind
+                conn.execute(delete(table).where(table.scope == scope))
             _record(conn, [_event(now, "forget_all", actor, scope, None, memories=len(rows))])
             self.keyword.purge(conn)
         self._checkpoint()

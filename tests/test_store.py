@@ -7,13 +7,15 @@ from sqlalchemy import inspect, text
 
 from hermes_cmms import _migrations
 from hermes_cmms.keyword import SqliteKeywordIndex
-from hermes_cmms.models import (AuditEvent, ConversationSession, Fact, IndexState, Job, Memory, Outbox,
+from hermes_cmms.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState,
+                                Job, Link, Memory, Outbox, Relation,
                                 SchemaMigration)
 from hermes_cmms.store import NewMemory, Store
 
-MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job)
+MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job,
+          Link, Belief, Evidence, Entity, Relation)
 EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
-                       "0005_index_state", "0006_memory_speaker", "0007_lifecycle",
+                       "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge",
                        "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 SCOPE = "test:store"
 
