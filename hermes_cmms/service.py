@@ -79,14 +79,20 @@ class MemoryService:
     def store_note(self, scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
                    tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None,
                    confidence: Optional[float] = None, ttl_seconds: Optional[float] = None,
-                   fact: Optional[tuple[str, str, str]] = None) -> NewMemory:
+                   fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
+                   learned_from: Sequence[str] = (), supersedes: Sequence[str] = (),
+                   duplicate_of: Optional[str] = None, judge: bool = True) -> NewMemory:
         """Store one explicit memory; return it with its id and whether it reinforced one.
 
         A note's kind (preference, decision, status, or note) comes from whole-word rules.
         Without `confidence`, it is the source's reliability. With `ttl_seconds` it is working
         memory: never recalled or listed after that time. A current memory of the same tier
         with the same text (or, for semantic notes, nearly the same meaning) is reinforced
-        instead of inserting; a semantic note close to an older one of its kind supersedes it.
+        instead of inserting; a semantic note close to an older one of its kind supersedes it
+        (`judge=False` skips that comparison: exact repeats are still reinforced).
+        `detail` holds a learned item's structured parts, `learned_from` the ids of the memories
+        it was learned from (forgetting all of them forgets it), `supersedes` ids it replaces,
+        `duplicate_of` an id it repeats (reinforced instead of inserting).
         """
         if not isinstance(content, str) or not clean(content).strip():
             raise InvalidInput("Memory content must be a non-empty string.")
@@ -107,8 +113,10 @@ class MemoryService:
             fact = tuple(run_redactors(self.pm, clean(part), scope) for part in fact)
         item = NewMemory(scope=scope, content=content, kind=kind, tier="working" if expires_at else tier,
                          tags=tags, source=source, session_id=session_id,
-                         confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact)
-        self._retain(scope, session_id, [item], turn_of=None, judge=True)
+                         confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
+                         detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
+                         duplicate_of=duplicate_of)
+        self._retain(scope, session_id, [item], turn_of=None, judge=judge)
         return item
 
     def _judge(self, item: NewMemory) -> None:
@@ -144,20 +152,32 @@ class MemoryService:
             item.content = run_redactors(self.pm, text, scope)
             item.tags = tuple(run_redactors(self.pm, clean(str(tag)), scope) for tag in item.tags)
             item.source = run_redactors(self.pm, clean(item.source), scope)  # receipts can carry secrets too
+            if item.detail:
+                item.detail = self._redacted(item.detail, scope)
             if item.kind == "note":
                 item.kind = lifecycle.classify(item.content)
         kept = [item for item in items if not lifecycle.only_secrets(item.content)]
         if not kept:
-            if judge:
+            if turn_of is None:
                 raise InvalidInput("Nothing is left to remember once secrets are removed; nothing was stored.")
             return []
         items = kept
-        if judge and items[0].tier == "semantic" and not items[0].fact:
+        if judge and items[0].tier == "semantic" and not items[0].fact and not items[0].duplicate_of:
             self._judge(items[0])
         results = self.pm.hook.retain(service=self, scope=scope, session_id=session_id,
                                       items=items, turn_of=turn_of)
         self.indexer.notify()
         return [memory_id for ids in results if ids for memory_id in ids]
+
+    def _redacted(self, value, scope: str):
+        """A learned item's structured parts with every string redacted."""
+        if isinstance(value, str):
+            return run_redactors(self.pm, clean(value), scope)
+        if isinstance(value, dict):
+            return {key: self._redacted(item, scope) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._redacted(item, scope) for item in value]
+        return value
 
     def remember_fact(self, scope: str, subject: str, predicate: str, obj: str, *,
                       confidence: float = 1.0, source: str = "", tags: Sequence[str] = ()) -> str:
