@@ -245,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--job", choices=["sweep", "decay", "consolidate", "all"], default="all")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
+    from ._cli_knowledge import register
+
+    register(add)
     _add_bench(sub)
     return parser
 

@@ -18,3 +18,11 @@ class UnknownMemory(CmmsError, KeyError):
 
 class StoreUnavailable(CmmsError):
     """The SQL store could not be opened or written."""
+
+
+class UnknownEntity(CmmsError):
+    """An entity id that is not in the caller's scope's graph."""
+
+
+class LlmUnavailable(CmmsError):
+    """No LLM is configured, or the configured one could not answer."""

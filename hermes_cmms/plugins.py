@@ -8,6 +8,7 @@ from importlib.metadata import entry_points
 
 import pluggy
 
+from .extract import KINDS, Item
 from .hooks import specs
 
 log = logging.getLogger(__name__)
@@ -17,6 +18,7 @@ DEFAULT_PLUGINS = (
     "hermes_cmms.hooks.auto_retain",
     "hermes_cmms.hooks.auto_recall",
     "hermes_cmms.hooks.session_flush",
+    "hermes_cmms.hooks.auto_extract",
 )
 ENTRY_POINT_GROUP = "hermes_cmms"
 ALLOW_ENV = "CMMS_PLUGINS"  # comma-separated entry-point names to load; unset = all, "" = none
@@ -60,3 +62,28 @@ def run_redactors(pm: pluggy.PluginManager, text: str, scope: str) -> str:
         if result is not None:
             text = result
     return text
+
+
+def run_extractors(pm: pluggy.PluginManager, text: str, scope: str, role: str = "user") -> list[Item]:
+    """Every extract implementation's items, pooled in pluggy's call order without exact
+    duplicates (same kind and text). Never raises: a failing extractor is logged and skipped."""
+    kwargs = {"text": text, "scope": scope, "role": role}
+    items: list[Item] = []
+    seen: set[tuple[str, str]] = set()
+    for impl in pm.hook.extract.get_hookimpls()[::-1]:
+        try:
+            found = impl.function(**{name: kwargs[name] for name in impl.argnames}) or []
+            found = [item for item in found if _well_formed(item)]
+        except Exception as exc:  # noqa: BLE001 - a broken extractor costs its items only
+            log.warning("hermes-cmms: extractor %r failed: %s", impl.plugin_name, exc)
+            continue
+        for item in found:
+            if (item.kind, item.text) not in seen:
+                seen.add((item.kind, item.text))
+                items.append(item)
+    return items
+
+
+def _well_formed(item) -> bool:
+    return (isinstance(item, Item) and item.kind in KINDS and isinstance(item.text, str)
+            and bool(item.text.strip()) and isinstance(item.parts, dict))

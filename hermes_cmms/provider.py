@@ -43,6 +43,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self._seen: set[str] = set()  # memory ids injected by turns this session completed
         self._pending: set[str] = set()  # ids injected into the turn in progress
         self._lock = threading.Lock()
+        self._mirror = None  # the process's mirror of MEMORY.md / USER.md, while this one uses it
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -56,10 +57,24 @@ class CmmsMemoryProvider(MemoryProvider):
         self.primary = kwargs.get("agent_context", "primary") == "primary"
         self.settings = Settings.load(kwargs.get("hermes_home"))
         self.service = engine.acquire(self.settings)
+        if self.primary and self.settings.mirror == "on" and self._mirror is None:
+            self._start_mirror()
         if self.settings.consolidation_llm == "hermes" and self.service.summariser is None:
             from .consolidate import hermes_summariser
 
             self.service.summariser = hermes_summariser()
+
+    def _start_mirror(self) -> None:
+        """Mirror the profile's MEMORY.md / USER.md (and the inbox) into the profile's scope,
+        local:<profile>: they belong to the profile, not to one gateway user."""
+        from . import mirror
+        from .mcp_bridge.server import local_scope
+
+        inbox = Path(self.settings.inbox).expanduser() if self.settings.inbox else None
+        try:
+            self._mirror = mirror.acquire(self.service, self.settings.home, local_scope(self.settings.home), inbox)
+        except Exception as exc:  # noqa: BLE001 - memory works without the mirror
+            log.warning("cmms: not mirroring the memory files: %s", exc)
 
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         return [dict(schema) for schema in TOOL_SCHEMAS]
@@ -67,7 +82,8 @@ class CmmsMemoryProvider(MemoryProvider):
     def system_prompt_block(self) -> str:
         return ("Long-term memory (cmms) is on: relevant memories from earlier sessions are "
                 "added to user messages inside <memory-context>. Use cmms_recall to search "
-                "memory, cmms_remember to store a fact, cmms_forget to delete one.")
+                "memory, cmms_remember to store a fact, cmms_forget to delete one, cmms_belief to "
+                "record a judgement, cmms_graph to see how people and things are related.")
 
     # -- recall ---------------------------------------------------------------------------
 
@@ -175,6 +191,11 @@ class CmmsMemoryProvider(MemoryProvider):
         service, self.service = self.service, None
         if service is None:
             return
+        if self._mirror is not None:
+            from . import mirror
+
+            mirror.release(self._mirror)
+            self._mirror = None
         try:
             if self.session_id:
                 service.flush_session(self.scope, self.session_id)
@@ -188,12 +209,14 @@ class CmmsMemoryProvider(MemoryProvider):
             return json.dumps({"error": "cmms memory is not initialised."})
         if not self.primary and tool_name != "cmms_recall":
             return json.dumps({"error": "Memory is read-only in this agent; only the primary agent writes."})
-        try:
-            result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
-        except CmmsError as exc:
-            self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, False, str(exc))
-            return json.dumps({"error": str(exc)})
-        self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, True)
+        with self.service.metrics.tool_call("hermes", tool_name, self.scope) as call:
+            try:
+                result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
+            except CmmsError as exc:
+                call.fail(str(exc))
+                self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, False, str(exc))
+                return json.dumps({"error": str(exc)})
+            self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, True)
         return json.dumps(result, ensure_ascii=False)
 
     # -- configuration --------------------------------------------------------------------

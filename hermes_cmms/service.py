@@ -15,6 +15,7 @@ from .consolidate import Report, Summariser, consolidate
 from .embedders import load_embedder
 from .errors import InvalidInput, StoreUnavailable, UnknownMemory
 from .indexer import MAX_EMBED_CHARS, Indexer
+from .metrics import Metrics
 from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, query_names, rank
 from .models import AuditEvent, Memory
@@ -50,6 +51,7 @@ class MemoryService:
         self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
         self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
                                lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
+        self.metrics = Metrics(self)  # Prometheus registry and spans of this service
         self.scheduler: Optional[Scheduler] = None
         if scheduler and settings.scheduler == "on":
             self.scheduler = Scheduler(self.store, {
@@ -396,6 +398,71 @@ class MemoryService:
         for session_scope, sid in sessions:
             self.flush_session(session_scope, sid)
         return len(sessions)
+
+    # -- knowledge --------------------------------------------------------------------------
+
+    def learn(self, scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
+              session_id: Optional[str] = None) -> dict:
+        """Keep `text` as an observation and store the facts, preferences, decisions, skills
+        and (unless `extract_beliefs` is false) beliefs read from it, each linked to it."""
+        from .learn import learn
+
+        return learn(self, _scope(scope), text, source=source, extract_beliefs=extract_beliefs,
+                     session_id=session_id)
+
+    def extract_session(self, scope: str, session_id: str) -> int:
+        """Learn from a session's user turns not read yet; return how many items were stored."""
+        from .learn import extract_session
+
+        return extract_session(self, _scope(scope), clean_key(session_id))
+
+    def set_belief(self, scope: str, text: str, **kwargs) -> dict:
+        """Create, reinforce or supersede a belief (see beliefs.set_belief)."""
+        from . import beliefs
+
+        return beliefs.set_belief(self, _scope(scope), text, **kwargs)
+
+    def get_belief(self, scope: str, **filters) -> dict:
+        """Beliefs matching the filters (see beliefs.get_belief)."""
+        from . import beliefs
+
+        return beliefs.get_belief(self, _scope(scope), **filters)
+
+    def resolve_conflict(self, scope: str, belief_a: str, belief_b: str, strategy: str, **kwargs) -> dict:
+        """Settle two contradicting beliefs (see beliefs.resolve_conflict)."""
+        from . import beliefs
+
+        return beliefs.resolve_conflict(self, _scope(scope), belief_a, belief_b, strategy, **kwargs)
+
+    def reflect(self, scope: str, mode: str = "overview") -> dict:
+        """A report computed from the scope's stored beliefs and evidence (see beliefs.reflect)."""
+        from . import beliefs
+
+        return beliefs.reflect(self, _scope(scope), mode)
+
+    def graph_search(self, scope: str, **modes) -> dict:
+        """Entities and neighbours for a query or an entity id, or paths between two entities."""
+        from . import graph
+
+        return graph.search(self, _scope(scope), **modes)
+
+    def route(self, scope: str, query: str, limit: int = 5) -> dict:
+        """Answer `query` from the retriever the 4-stage router picks, saying which and why."""
+        from .route import route
+
+        return route(self, _scope(scope), query, limit)
+
+    def audit(self, audit_type: str = "all", scope: Optional[str] = None) -> dict:
+        """Health checks on the stored data (orphans, receipts, lifecycle, confidence, drift)."""
+        from . import audit
+
+        return audit.run(self, audit_type, _scope(scope) if scope is not None else None)
+
+    def reindex(self, scope: Optional[str] = None) -> dict:
+        """Repair drift: vectors re-queued or removed, orphans deleted, the graph rebuilt."""
+        from . import audit
+
+        return audit.reindex(self, _scope(scope) if scope is not None else None)
 
     # -- health ---------------------------------------------------------------------------
 

@@ -649,6 +649,26 @@ class Store:
             if not done.rowcount:  # a job the migrations did not seed a row for
                 conn.execute(insert(Job).values(name=name, last_run_at=at))
 
+    def unextracted_messages(self, scope: str, session_id: str) -> tuple[list[Memory], int]:
+        """The user's messages of a session after the turn knowledge was last read up to,
+        and the session's last turn (0 if no such session)."""
+        key = {"scope": scope, "session_id": session_id}
+        with self.read() as conn:
+            row = conn.execute(select(ConversationSession.extracted_turn, ConversationSession.last_turn)
+                               .filter_by(**key)).first()
+            if row is None or row.last_turn <= row.extracted_turn:
+                return [], 0
+            found = conn.execute(select(Memory).where(
+                Memory.scope == scope, Memory.session_id == session_id, Memory.kind == "message",
+                Memory.role == "user", Memory.turn > row.extracted_turn).order_by(Memory.seq))
+            return [_memory(m) for m in found], row.last_turn
+
+    def mark_extracted(self, scope: str, session_id: str, turn: int) -> None:
+        """Knowledge was read from the session's turns up to `turn` (it never goes back)."""
+        with self._write_lock, self.write() as conn:
+            conn.execute(update(ConversationSession).filter_by(scope=scope, session_id=session_id)
+                         .where(ConversationSession.extracted_turn < turn).values(extracted_turn=turn))
+
     def mark_flushed(self, scope: str, session_id: str) -> bool:
         """Record that a session was flushed; False when it was already flushed or unknown."""
         with self._write_lock, self.write() as conn:
@@ -697,11 +717,17 @@ class Store:
                     if m.expires_at is None or m.expires_at > now}
 
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
-             state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
-        """One page of a scope's live memories, newest first, and how many match in all."""
+             state: Optional[str] = None, kinds: Sequence[str] = (), current: bool = False,
+             limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+        """One page of a scope's live memories, newest first, and how many match in all;
+        `current` leaves out superseded ones."""
         live = _filtered(select(Memory).where(Memory.scope == scope, _live(time.time())), tier, tags)
         if state is not None:
             live = live.where(Memory.state == state)
+        if kinds:
+            live = live.where(Memory.kind.in_(list(kinds)))
+        if current:
+            live = live.where(Memory.superseded_by.is_(None))
         with self.read() as conn:
             total = conn.execute(select(func.count()).select_from(live.subquery())).scalar_one()
             rows = conn.execute(live.order_by(Memory.seq.desc()).limit(limit).offset(offset))

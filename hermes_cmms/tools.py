@@ -28,11 +28,25 @@ TOOL_SCHEMAS = [
      "parameters": {"type": "object", "properties": {
          "memory_id": {"type": "string", "description": "The id of the memory to delete."}},
          "required": ["memory_id"]}},
+    {"name": "cmms_belief",
+     "description": "Record an opinion or judgement as a belief with a confidence; the same "
+                    "proposition again reinforces it, a contradiction is kept for resolution.",
+     "parameters": {"type": "object", "properties": {
+         "text": {"type": "string", "description": "The proposition, e.g. 'the staging API is stable'."},
+         "confidence": {"type": "number", "description": "How sure, 0 to 1."},
+         "evidence": {"type": "string", "description": "Why, in a sentence."}},
+         "required": ["text"]}},
+    {"name": "cmms_graph",
+     "description": "Look up people, places and things named in a question in the memory's entity "
+                    "graph, with how they are related.",
+     "parameters": {"type": "object", "properties": {
+         "query": {"type": "string", "description": "A question or names, e.g. 'Where does Ana work?'."}},
+         "required": ["query"]}},
 ]
 
 
 KIND_NAMES = {str: "a string", int: "a whole number", list: "a list", dict: "an object",
-              bool: "a boolean", float: "a number"}
+              bool: "a boolean", float: "a number", (int, float): "a number"}
 
 
 def _arg(args: Any, name: str, kind: type, required: bool = False, default: Any = None) -> Any:
@@ -43,7 +57,7 @@ def _arg(args: Any, name: str, kind: type, required: bool = False, default: Any 
         if required:
             raise InvalidInput(f"Missing required argument {name!r}.")
         return default
-    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
         given = KIND_NAMES.get(type(value), type(value).__name__)
         raise InvalidInput(f"Argument {name!r} must be {KIND_NAMES[kind]}, not {given}.")
     return value
@@ -79,4 +93,18 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
         memory_id = _arg(args, "memory_id", str, required=True)
         service.forget(scope, memory_id, actor="hermes:cmms_forget")
         return {"forgotten": True, "id": memory_id}
+    if name == "cmms_belief":
+        text = _arg(args, "text", str, required=True)
+        confidence = _arg(args, "confidence", (int, float))
+        evidence = _arg(args, "evidence", str)
+        result = service.set_belief(scope, text, confidence=None if confidence is None else float(confidence),
+                                    evidence=evidence, source="hermes:cmms_belief")
+        belief = result["belief"]
+        return {"id": result["id"], "action": result["action"], "confidence": belief["confidence"],
+                "contested_by": belief["contested_by"]}
+    if name == "cmms_graph":
+        query = _arg(args, "query", str, required=True)
+        if not query.strip() or len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"Argument 'query' must hold 1 to {MAX_QUERY_CHARS:,} characters.")
+        return service.graph_search(scope, query=query, limit=10)
     raise InvalidInput(f"Unknown cmms tool {name!r}.")

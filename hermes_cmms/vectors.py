@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Sequence
+from typing import Iterator, Sequence
 from urllib.parse import urlparse
 
 from .config import Settings
@@ -123,6 +123,33 @@ class VectorIndex:
             return [[(i, 1.0 - d) for i, d in zip(ids, distances)]
                     for ids, distances in zip(found["ids"], found["distances"])]
         return self._retrying(query)
+
+    def present(self, scope: str, ids: Sequence[str], view: str = "content") -> set[str]:
+        """Which of `ids` have a vector in the scope's `view` (for the audit)."""
+        def present():
+            collection = self._collection(scope, create=False, view=view)
+            if collection is None or not ids:
+                return set()
+            return set(collection.get(ids=list(ids), include=[])["ids"])
+        return self._retrying(present)
+
+    def ids(self, scope: str, view: str = "content", batch: int = 1000) -> Iterator[list[str]]:
+        """Every id in the scope's `view`, a page at a time (for the audit; a page may shift
+        while the index is written)."""
+        offset = 0
+        while page := self._retrying(lambda: self._page(scope, view, batch, offset)):
+            yield page
+            offset += len(page)
+
+    def _page(self, scope: str, view: str, limit: int, offset: int) -> list[str]:
+        collection = self._collection(scope, create=False, view=view)
+        return collection.get(include=[], limit=limit, offset=offset)["ids"] if collection is not None else []
+
+    def collection_counts(self) -> dict[str, int]:
+        """Vectors per collection of every view and scope (for the audit)."""
+        prefixes = tuple(VIEWS.values())
+        return self._retrying(lambda: {c.name: c.count() for c in self.client.list_collections()
+                                       if c.name.startswith(prefixes)})
 
     def count(self) -> int:
         """Vectors of the content view (one per indexed memory)."""

@@ -2,7 +2,8 @@
 
 Hooks are called with keyword arguments; an implementation may accept any subset of them.
 Arguments are only ever added, never renamed. hermes-cmms' own behaviour (auto-recall,
-auto-retain, session flush, secret redaction) is implemented with these same hooks.
+auto-retain, session flush, secret redaction, knowledge extraction) is implemented with these
+same hooks.
 """
 from __future__ import annotations
 
@@ -55,4 +56,18 @@ def session_flush(service, scope, session_id):
     on_session_finalize, gateway session:end / session:reset). It can fire several times for
     one session and race the session's last turn, so implementations must be idempotent.
     Return value is ignored.
+    """
+
+
+@hookspec
+def extract(text, scope, role):
+    """Find knowledge (facts, preferences, decisions, skills, beliefs) in one message.
+
+    Fires in the background, never on the agent's turn: once for a text being learned from and
+    once for each message of a flushed session not read yet. `text` is already redacted; `scope` is its
+    tenancy scope; `role` says whose words they are, "user" or "assistant". Every
+    implementation runs and their items are pooled (exact duplicates, same kind and text, are
+    dropped; an implementation that raises is logged and skipped). Return a list of
+    `hermes_cmms.extract.Item`, or None for nothing. The built-in auto-extract applies
+    hermes_cmms.extract's whole-word rules.
     """

@@ -59,7 +59,7 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765):
         service.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)
 
     for fn in catalogue(service, scope):
-        tool = guarded(fn, tool_error, audit)
+        tool = guarded(fn, tool_error, audit, service.metrics)
         server.add_tool(tool, name=fn.__name__, description=(fn.__doc__ or "").strip().splitlines()[0])
         schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
         schema["required"] = tool.required

@@ -205,8 +205,96 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
             {"at": _date(e.at), "action": e.action, "actor": e.actor, "memory_id": e.memory_id,
              "detail": json.loads(e.detail or "{}"), "snapshot_kept": e.snapshot is not None} for e in events]}
 
+    # -- knowledge (default scope) --------------------------------------------------------------
+
+    def learn(text: Annotated[str, Field(description="Text to learn from: a message, notes, a document.")],
+              source: Source = None,
+              extract_beliefs: Annotated[bool, Field(description="Also store opinions as beliefs (default true).")] = True
+              ) -> dict[str, Any]:
+        """Keep a text and learn the facts, preferences, decisions, skills and beliefs in it."""
+        return service.learn(default_scope, text, source=_receipt("learn", source, None),
+                             extract_beliefs=extract_beliefs)
+
+    def graph_search(query: Annotated[Optional[str], Field(
+                         description="Mode 1: entities named in this text, with their neighbours.")] = None,
+                     entity_id: Annotated[Optional[str], Field(
+                         description="Mode 2: this entity and its neighbours.")] = None,
+                     source_id: Annotated[Optional[str], Field(
+                         description="Mode 3: paths from this entity (with target_id).")] = None,
+                     target_id: Annotated[Optional[str], Field(
+                         description="Mode 3: paths to this entity (with source_id).")] = None,
+                     max_depth: Annotated[int, Field(description="Longest path in hops (1-4, default 4).")] = 4,
+                     limit: Annotated[int, Field(description="Most entities or paths (1-100, default 20).")] = 20
+                     ) -> dict[str, Any]:
+        """Search the entity graph built from facts: by query, by entity id, or paths between two."""
+        return service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
+                                    target_id=target_id, max_depth=max_depth,
+                                    limit=_count(limit, "limit", MAX_RESULTS))
+
+    def route(query: Query,
+              limit: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5) -> dict[str, Any]:
+        """Answer a question from the retriever the 4-stage router picks; says which stage and why."""
+        return service.route(default_scope, _query(query), limit)
+
+    def audit(audit_type: Annotated[str, Field(
+                  description="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift.")] = "all"
+              ) -> dict[str, Any]:
+        """Health checks on the default scope's stored data; findings and counts per check."""
+        return service.audit(audit_type, default_scope)
+
+    def metrics() -> dict[str, Any]:
+        """Prometheus metrics of this server: tool calls, errors, latencies, index lag, drift."""
+        from hermes_cmms.metrics import exposition
+
+        return {"format": "prometheus-text-0.0.4", "exposition": exposition(service)}
+
+    def set_belief(text: Annotated[str, Field(description="The proposition, e.g. 'Postgres suits this project'.")],
+                   confidence: Annotated[Optional[float], Field(description="How sure, 0 to 1.")] = None,
+                   evidence: Annotated[Optional[str], Field(description="A note on why.")] = None,
+                   evidence_ids: Annotated[Optional[list[str]], Field(
+                       description="Ids of memories that support it.")] = None,
+                   source: Source = None, tags: Tags = None,
+                   supersedes: Annotated[Optional[str], Field(description="The id of a belief it replaces.")] = None
+                   ) -> dict[str, Any]:
+        """Create a belief, reinforce the same proposition, or supersede a belief by id."""
+        return service.set_belief(default_scope, text, confidence=confidence, evidence=evidence,
+                                  evidence_ids=evidence_ids or (), source=_receipt("set_belief", source, None),
+                                  tags=tags or (), supersedes=supersedes)
+
+    def get_belief(text: Annotated[Optional[str], Field(description="Beliefs about this, best first.")] = None,
+                   state: Annotated[Optional[str], Field(
+                       description=f"Only this state: {', '.join(LIVE_STATES)}, superseded or contested.")] = None,
+                   min_confidence: Annotated[Optional[float], Field(description="Lowest confidence, 0 to 1.")] = None,
+                   tags: Tags = None,
+                   source: Annotated[Optional[str], Field(description="Only beliefs whose source starts so.")] = None,
+                   belief_id: Annotated[Optional[str], Field(description="Exactly this belief.")] = None,
+                   limit: Annotated[int, Field(description="Most beliefs (1-100, default 20).")] = 20,
+                   offset: Annotated[int, Field(description="Beliefs to skip (default 0).")] = 0) -> dict[str, Any]:
+        """Beliefs with their confidence, evidence and contradictions, filtered."""
+        return service.get_belief(default_scope, text=text, state=state, min_confidence=min_confidence,
+                                  tags=tags or (), source=source, belief_id=belief_id,
+                                  limit=_count(limit, "limit", MAX_RESULTS),
+                                  offset=_count(offset, "offset", 10**9, low=0))
+
+    def resolve_conflict(belief_a: Annotated[str, Field(description="The id of one belief.")],
+                         belief_b: Annotated[str, Field(description="The id of the belief it contradicts.")],
+                         strategy: Annotated[str, Field(
+                             description="keep_a, keep_b, merge, discard_both, or auto (confidence rule).")],
+                         merged_text: Annotated[Optional[str], Field(
+                             description="For merge: the text of the merged belief.")] = None) -> dict[str, Any]:
+        """Settle two contradicting beliefs; the losers are kept, marked superseded or archived."""
+        return service.resolve_conflict(default_scope, belief_a, belief_b, strategy, merged_text=merged_text,
+                                        actor="mcp:resolve_conflict")
+
+    def reflect(mode: Annotated[str, Field(
+                    description="overview, contradictions, decay, topics, evidence_audit or confidence.")] = "overview"
+                ) -> dict[str, Any]:
+        """A report on the stored beliefs and their evidence, in one of six modes."""
+        return service.reflect(default_scope, mode)
+
     return [ping, remember, search, get_context, semantic_search,
-            store_memory, recall_memory, forget_memory, list_memories, consolidate_memories, audit_log]
+            store_memory, recall_memory, forget_memory, list_memories, consolidate_memories, audit_log,
+            learn, graph_search, route, audit, metrics, set_belief, get_belief, resolve_conflict, reflect]
 
 
 KINDS = {"integer": "a whole number", "number": "a number", "string": "a string",
@@ -222,10 +310,13 @@ def _kind(schema: dict) -> str:
 
 
 def guarded(fn: Callable[..., dict], tool_error: type[Exception],
-            audit: Optional[Callable[[str, dict, bool, str], None]] = None) -> Callable[..., dict]:
+            audit: Optional[Callable[[str, dict, bool, str], None]] = None,
+            metrics: Any = None) -> Callable[..., dict]:
     """`fn` as the SDK should see it: the same typed JSON schema, but arguments are checked
     here so a wrong one gets one sentence ("Argument 'limit' must be a whole number, not a
-    string.") instead of a validation dump, and engine errors become the SDK's tool error."""
+    string.") instead of a validation dump, and engine errors become the SDK's tool error.
+    With `metrics` (the service's hermes_cmms.metrics.Metrics) each call is counted, timed
+    and traced."""
     hints = typing.get_type_hints(fn, include_extras=True)
     signature = inspect.signature(fn)
     adapters = {name: TypeAdapter(hints[name]) for name in signature.parameters}
@@ -235,6 +326,13 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
 
     @functools.wraps(fn)
     def call(**kwargs):
+        if metrics is None:
+            return audited(**kwargs)
+        scope = kwargs.get("scope")
+        with metrics.tool_call("mcp", fn.__name__, scope if isinstance(scope, str) else None):
+            return audited(**kwargs)
+
+    def audited(**kwargs):
         try:
             result = checked(**kwargs)
         except Exception as exc:

@@ -16,7 +16,8 @@ from hermes_cmms import MemoryService, Settings
 from hermes_cmms.mcp_bridge import local_scope
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
 
-CMMS_TOOLS = {"ping", "remember", "search", "get_context", "semantic_search"}
+CMMS_TOOLS = {"ping", "remember", "search", "get_context", "semantic_search", "learn", "graph_search", "route",
+              "audit", "metrics", "set_belief", "get_belief", "resolve_conflict", "reflect"}
 MEMSER_TOOLS = {"store_memory", "recall_memory", "forget_memory", "list_memories", "consolidate_memories",
                 "audit_log"}
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}

@@ -98,7 +98,7 @@ def test_tool_schemas_do_not_depend_on_initialize_and_avoid_core_names():
     from toolsets import _HERMES_CORE_TOOLS
 
     names = [s["name"] for s in CmmsMemoryProvider().get_tool_schemas()]
-    assert names == ["cmms_recall", "cmms_remember", "cmms_forget"]
+    assert names == ["cmms_recall", "cmms_remember", "cmms_forget", "cmms_belief", "cmms_graph"]
     assert not set(names) & set(_HERMES_CORE_TOOLS)
 
 

@@ -1,0 +1,564 @@
+"""Beliefs on real stores: set (create, reinforce, supersede, challenge), negation, every
+get_belief filter, every conflict strategy with its audit event, the six reflections on one
+known fixture, scope isolation, forget, and bad input for every function."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import insert
+
+from hermes_cmms import beliefs
+from hermes_cmms.beliefs import get_belief, read_proposition, reflect, resolve_conflict, set_belief
+from hermes_cmms.errors import InvalidInput, UnknownMemory
+from hermes_cmms.models import Evidence
+
+SCOPE = "test:beliefs"
+OTHER = "test:beliefs-other"
+DAY = 86400.0
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _sql(svc, query: str, *params) -> list[tuple]:
+    conn = sqlite3.connect(svc.settings.home / "cmms" / "cmms.db")
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
+def _memory(svc, memory_id: str) -> dict:
+    conn = sqlite3.connect(svc.settings.home / "cmms" / "cmms.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        return dict(conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone())
+    finally:
+        conn.close()
+
+
+def _belief_row(svc, memory_id: str) -> tuple:
+    return _sql(svc, "SELECT scope, proposition_key, topic, polarity FROM beliefs WHERE memory_id = ?",
+                memory_id)[0]
+
+
+def _evidence(svc, belief_id: str) -> list[tuple]:
+    return _sql(svc, "SELECT memory_id, source, stance, note, scope FROM evidence WHERE belief_id = ? "
+                     "ORDER BY id", belief_id)
+
+
+def _events(svc, action: str) -> list[dict]:
+    rows = _sql(svc, "SELECT actor, scope, memory_id, detail FROM audit_log WHERE action = ? ORDER BY id", action)
+    return [{"actor": a, "scope": s, "memory_id": m, "detail": json.loads(d)} for a, s, m, d in rows]
+
+
+def _ids(answer: dict) -> list[str]:
+    return [b["id"] for b in answer["beliefs"]]
+
+
+def _set(svc, text: str, scope: str = SCOPE, **kwargs) -> str:
+    return set_belief(svc, scope, text, **kwargs)["id"]
+
+
+# -- set_belief -------------------------------------------------------------------------------------
+
+
+def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "Alice ordered green tea at lunch")
+    answer = set_belief(svc, SCOPE, "Alice likes tea", confidence=0.9, evidence="She said so",
+                        evidence_ids=[note], source="mcp:set_belief", tags=["people"])
+    assert answer["action"] == "created" and answer["superseded"] == []
+    row = _memory(svc, answer["id"])
+    assert (row["kind"], row["tier"], row["content"], row["confidence"], row["state"], row["source"]) == \
+        ("belief", "semantic", "Alice likes tea", 0.9, "active", "mcp:set_belief")
+    assert json.loads(row["tags"]) == ["people"]
+    assert _belief_row(svc, answer["id"]) == (SCOPE, "alice likes tea", "alice", 1)
+    assert _evidence(svc, answer["id"]) == [(note, "mcp:set_belief", 1, "She said so", SCOPE)]
+    shown = answer["belief"]
+    assert (shown["proposition"], shown["topic"], shown["polarity"], shown["evidence_for"], shown["reinforced"]) \
+        == ("alice likes tea", "alice", 1, 1, 0)
+    assert shown["evidence"][0]["memory_id"] == note and shown["created_at"].endswith("+00:00")
+    assert [e["memory_id"] for e in _events(svc, "remember")][-1] == answer["id"]
+
+
+def test_the_same_proposition_reworded_reinforces_the_belief(keyword_service):
+    svc = keyword_service
+    first = set_belief(svc, SCOPE, "Alice likes tea", confidence=0.9, source="mcp:a")
+    again = set_belief(svc, SCOPE, "I think Alice probably likes the tea.", source="hermes:chat", evidence="Again")
+    assert (again["action"], again["id"]) == ("reinforced", first["id"])
+    assert _sql(svc, "SELECT count(*) FROM memories WHERE kind = 'belief'") == [(1,)]
+    row = _memory(svc, first["id"])
+    assert row["access_count"] == 1 and row["confidence"] == pytest.approx(0.93)  # 1 - 0.1 * 0.7
+    assert [r["source"] for r in json.loads(row["receipts"])] == ["hermes:chat"]
+    assert _evidence(svc, first["id"]) == [(None, "hermes:chat", 1, "Again", SCOPE)]
+    set_belief(svc, SCOPE, "alice LIKES tea")  # a bare restatement is evidence too
+    assert _evidence(svc, first["id"])[-1] == (None, "", 1, "restated", SCOPE)
+    assert _memory(svc, first["id"])["access_count"] == 2
+
+
+def test_supersedes_marks_the_old_belief_and_halves_its_confidence(keyword_service):
+    svc = keyword_service
+    old = _set(svc, "Deploys are weekly", confidence=0.6, evidence="Release calendar")
+    answer = set_belief(svc, SCOPE, "Deploys are daily", confidence=0.9, supersedes=old)
+    assert answer["action"] == "superseded" and answer["superseded"] == [old]
+    assert (_memory(svc, old)["superseded_by"], _memory(svc, old)["confidence"]) == (answer["id"], 0.3)
+    assert _memory(svc, answer["id"])["superseded_by"] is None
+    [event] = _events(svc, "supersede")
+    assert (event["memory_id"], event["detail"]["superseded_by"]) == (old, answer["id"])
+    assert get_belief(svc, SCOPE, belief_id=old)["beliefs"][0]["state"] == "superseded"
+    again = set_belief(svc, SCOPE, "Deploys are daily")  # reinforced: the old one's evidence stays there
+    assert (again["action"], again["superseded"]) == ("reinforced", [])
+    assert _evidence(svc, answer["id"]) == [(None, "", 1, "restated", SCOPE)]
+    with pytest.raises(InvalidInput, match="already superseded"):
+        set_belief(svc, SCOPE, "Deploys are hourly", supersedes=old)
+    with pytest.raises(InvalidInput, match="restates"):
+        set_belief(svc, SCOPE, "The deploys are daily", supersedes=answer["id"])
+
+
+def test_superseding_with_a_proposition_already_held_reinforces_that_one(keyword_service):
+    svc = keyword_service
+    held, old = _set(svc, "Deploys are daily"), _set(svc, "Deploys are weekly")
+    answer = set_belief(svc, SCOPE, "The deploys are daily", supersedes=old)
+    assert (answer["id"], answer["action"], answer["superseded"]) == (held, "superseded", [old])
+    assert _memory(svc, old)["superseded_by"] == held and _memory(svc, held)["access_count"] == 1
+
+
+def test_the_negation_is_a_separate_belief_that_contests_it(keyword_service):
+    svc = keyword_service
+    likes = _set(svc, "Alice likes tea")
+    answer = set_belief(svc, SCOPE, "Alice doesn't like tea")
+    assert answer["action"] == "created" and answer["id"] != likes
+    assert _belief_row(svc, answer["id"]) == (SCOPE, "alice likes tea", "alice", -1)
+    assert answer["belief"]["contested_by"] == [likes]
+    assert _memory(svc, likes)["superseded_by"] is None and _memory(svc, answer["id"])["superseded_by"] is None
+    assert get_belief(svc, SCOPE, belief_id=likes)["beliefs"][0]["contested_by"] == [answer["id"]]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Alice likes tea", ("alice likes tea", "alice", 1)),
+    ("Alice doesn't like tea", ("alice likes tea", "alice", -1)),
+    ("Alice does not like the tea.", ("alice likes tea", "alice", -1)),
+    ("Postgres is not fast", ("postgres is fast", "postgres", -1)),
+    ("Postgres isn’t fast", ("postgres is fast", "postgres", -1)),
+    ("Bob never drinks coffee", ("bob drinks coffee", "bob", -1)),
+    ("Carol no longer works at Acme", ("carol works at acme", "carol", -1)),
+    ("We cannot ship on Friday", ("we can ship on friday", "we", -1)),
+    ("Alice didn't move to Berlin", ("alice moved to berlin", "alice", -1)),
+    ("Alice doesn't have a car", ("alice has car", "alice", -1)),
+    ("I think that the build server probably runs Ubuntu", ("build server runs ubuntu", "build server", 1)),
+    ("The project status is green", ("project status is green", "project status", 1)),
+    ("It is not true that X is not Y", ("it is true that x is y", "it", 1)),  # two negations
+])
+def test_negations_and_hedges_are_read_off_the_proposition(text, expected):
+    assert read_proposition(text) == expected
+
+
+def test_a_given_polarity_asserts_or_denies_the_text_as_written(keyword_service):
+    svc = keyword_service
+    denied = _set(svc, "Alice likes tea", polarity=-1)
+    double = _set(svc, "Bob doesn't drink coffee", polarity=-1)
+    assert _belief_row(svc, denied)[1:] == ("alice likes tea", "alice", -1)
+    assert _belief_row(svc, double)[1:] == ("bob drinks coffee", "bob", 1)
+
+
+def test_a_stale_belief_restated_is_renewed_with_its_evidence(keyword_service):
+    svc = keyword_service
+    old = _set(svc, "Postgres is old", confidence=0.8, evidence="Released 1996")
+    svc.decay(now=time.time() + 400 * DAY)
+    assert _memory(svc, old)["state"] == "stale"
+    answer = set_belief(svc, SCOPE, "Postgres is old", evidence="Still true")
+    assert answer["action"] == "reinforced" and answer["superseded"] == [old] and answer["id"] != old
+    assert _memory(svc, old)["superseded_by"] == answer["id"] and _memory(svc, answer["id"])["state"] == "active"
+    assert [e[3] for e in _evidence(svc, answer["id"])] == ["Released 1996", "Still true"]
+
+
+def test_evidence_against_an_existing_belief_challenges_it_without_reinforcing(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "Alice ordered coffee twice")
+    held = _set(svc, "Alice likes tea", confidence=0.9)
+    answer = set_belief(svc, SCOPE, "Alice likes tea", stance=-1, evidence_ids=[note], source="cli")
+    assert (answer["id"], answer["action"]) == (held, "challenged")
+    assert _memory(svc, held)["access_count"] == 0 and _memory(svc, held)["confidence"] == 0.9
+    assert _evidence(svc, held) == [(note, "cli", -1, "challenged", SCOPE)]
+    assert answer["belief"]["evidence_against"] == 1
+    [event] = _events(svc, "evidence")
+    assert (event["memory_id"], event["detail"]) == (held, {"stance": -1, "rows": 1})
+
+
+def test_secrets_in_evidence_notes_are_redacted(keyword_service):
+    svc = keyword_service
+    held = _set(svc, "The deploy key works", evidence="key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t tested")
+    [(_, _, _, note, _)] = _evidence(svc, held)
+    assert "sk-proj" not in note and "REDACTED" in note
+
+
+# -- get_belief ------------------------------------------------------------------------------------
+
+
+def test_get_belief_filters_by_text_state_confidence_tags_source_and_id(keyword_service):
+    svc = keyword_service
+    svc.remember(SCOPE, "Green tea is on the shopping list")  # a note, never a belief
+    tea = _set(svc, "Alice likes green tea", confidence=0.9, tags=["people", "drinks"], source="mcp:x")
+    no_tea = _set(svc, "Alice doesn't like green tea", confidence=0.65, tags=["people"], source="cli")
+    unsure = _set(svc, "Bob might be on call", confidence=0.3, source="mcp:y")
+    weekly = _set(svc, "Deploys are weekly", confidence=0.7)
+    daily = _set(svc, "Deploys are daily", confidence=0.7, supersedes=weekly)
+    assert _ids(get_belief(svc, SCOPE)) == [daily, weekly, unsure, no_tea, tea]  # newest first
+    found = get_belief(svc, SCOPE, text="green tea")
+    assert set(_ids(found)) == {tea, no_tea} and found["total"] == 2
+    assert _ids(get_belief(svc, SCOPE, state="candidate")) == [unsure]
+    assert _ids(get_belief(svc, SCOPE, state="active")) == [daily, no_tea, tea]
+    assert _ids(get_belief(svc, SCOPE, state="superseded")) == [weekly]
+    assert _ids(get_belief(svc, SCOPE, state="contested")) == [no_tea, tea]
+    assert _ids(get_belief(svc, SCOPE, min_confidence=0.7)) == [daily, tea]  # weekly was halved to 0.35
+    assert _ids(get_belief(svc, SCOPE, tags=["people", "drinks"])) == [tea]
+    assert _ids(get_belief(svc, SCOPE, source="mcp:")) == [unsure, tea]
+    assert _ids(get_belief(svc, SCOPE, belief_id=tea)) == [tea]
+    assert _ids(get_belief(svc, SCOPE, belief_id=tea, state="candidate")) == []
+    assert _ids(get_belief(svc, SCOPE, text="green tea", state="contested", tags=["drinks"])) == [tea]
+    page = get_belief(svc, SCOPE, limit=2, offset=1)
+    assert (_ids(page), page["total"]) == ([weekly, unsure], 5)
+    with pytest.raises(UnknownMemory, match="Unknown belief id 'nope'"):
+        get_belief(svc, SCOPE, belief_id="nope")
+
+
+def test_get_belief_state_filters_stale_and_archived(keyword_service):
+    svc = keyword_service
+    old = _set(svc, "Postgres is old")
+    svc.decay(now=time.time() + 400 * DAY)
+    a, b = _set(svc, "Carol works at Acme"), _set(svc, "Carol no longer works at Acme")
+    resolve_conflict(svc, SCOPE, a, b, "discard_both")
+    assert _ids(get_belief(svc, SCOPE, state="stale")) == [old]
+    assert _ids(get_belief(svc, SCOPE, state="archived")) == [b, a]
+    assert _ids(get_belief(svc, SCOPE, state="contested")) == []  # discarded: no longer contested
+
+
+# -- resolve_conflict ------------------------------------------------------------------------------
+
+
+def _pair(svc, conf_a=0.9, conf_b=0.6, **kwargs):
+    return (_set(svc, "Alice likes tea", confidence=conf_a, **kwargs.get("a", {})),
+            _set(svc, "Alice doesn't like tea", confidence=conf_b, **kwargs.get("b", {})))
+
+
+@pytest.mark.parametrize("strategy", ["keep_a", "keep_b"])
+def test_keep_supersedes_the_other_belief_and_is_audited(keyword_service, strategy):
+    svc = keyword_service
+    a, b = _pair(svc)
+    kept, lost = (a, b) if strategy == "keep_a" else (b, a)
+    before = _memory(svc, lost)["confidence"]
+    answer = resolve_conflict(svc, SCOPE, a, b, strategy, actor="mcp:resolve")
+    assert (answer["winner"], answer["kept"], answer["superseded"], answer["rule"]) == (kept, [kept], [lost], None)
+    assert _memory(svc, lost)["superseded_by"] == kept and _memory(svc, kept)["superseded_by"] is None
+    assert _memory(svc, lost)["confidence"] == round(before / 2, 4)
+    [event] = _events(svc, "resolve_conflict")
+    assert (event["actor"], event["scope"], event["memory_id"]) == ("mcp:resolve", SCOPE, kept)
+    assert (event["detail"]["strategy"], event["detail"]["superseded"]) == (strategy, [lost])
+    assert get_belief(svc, SCOPE, state="contested")["total"] == 0
+
+
+def test_merge_carries_both_evidence_into_a_new_belief_that_supersedes_both(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "Alice ordered green tea")
+    a, b = _pair(svc, a={"evidence_ids": [note], "source": "mcp:a", "tags": ["x"]},
+                 b={"evidence": "Refused tea once", "source": "cli", "tags": ["y"]})
+    answer = resolve_conflict(svc, SCOPE, a, b, "merge", merged_text="Alice likes tea, but only sometimes",
+                              actor="cli:resolve")
+    merged = answer["merged"]
+    assert answer["superseded"] == [a, b] and answer["kept"] == [merged]
+    assert _memory(svc, a)["superseded_by"] == merged == _memory(svc, b)["superseded_by"]
+    row = _memory(svc, merged)
+    assert (row["kind"], row["content"], row["confidence"], row["source"]) == \
+        ("belief", "Alice likes tea, but only sometimes", 0.9, "cli:resolve")
+    assert json.loads(row["tags"]) == ["x", "y"]
+    # b denied the proposition, so evidence for b is evidence against the merged belief
+    assert _evidence(svc, merged) == [(note, "mcp:a", 1, "", SCOPE), (None, "cli", -1, "Refused tea once", SCOPE)]
+    [event] = _events(svc, "resolve_conflict")
+    assert (event["memory_id"], event["detail"]["merged"]) == (merged, merged)
+    assert event["detail"]["strategy"] == "merge"
+
+
+def test_merge_by_default_restates_a_without_folding_into_it(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc)
+    answer = resolve_conflict(svc, SCOPE, a, b, "merge")
+    assert answer["merged"] not in (a, b)
+    assert _memory(svc, answer["merged"])["content"] == "Alice likes tea"
+    assert _belief_row(svc, answer["merged"])[1:] == ("alice likes tea", "alice", 1)
+
+
+def test_discard_both_archives_them_and_keeps_the_rows(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc)
+    answer = resolve_conflict(svc, SCOPE, a, b, "discard_both")
+    assert answer["archived"] == [a, b] and answer["winner"] is None
+    assert [_memory(svc, i)["state"] for i in (a, b)] == ["archived", "archived"]
+    assert _sql(svc, "SELECT count(*) FROM beliefs") == [(2,)]
+    moves = [(e["memory_id"], e["detail"]["state_to"]) for e in _events(svc, "lifecycle")]
+    assert moves == [(a, "archived"), (b, "archived")]
+    assert _events(svc, "resolve_conflict")[0]["detail"]["archived"] == [a, b]
+    with pytest.raises(InvalidInput, match="is archived"):
+        resolve_conflict(svc, SCOPE, a, b, "keep_a")
+
+
+@pytest.mark.parametrize("conf_a,conf_b,evidence_b,rule,winner", [
+    (0.9, 0.6, 0, "confidence", "a"),  # more than 0.05 apart: the higher confidence
+    (0.8, 0.78, 1, "evidence", "b"),  # within 0.05: more supporting evidence
+    (0.7, 0.7, 0, "newer", "b"),  # still tied: the newer
+])
+def test_auto_applies_confidence_then_evidence_then_recency(keyword_service, conf_a, conf_b, evidence_b,
+                                                             rule, winner):
+    svc = keyword_service
+    a, b = _pair(svc, conf_a, conf_b, b={"evidence": "Seen"} if evidence_b else {})
+    expected = {"a": a, "b": b}[winner]
+    answer = resolve_conflict(svc, SCOPE, a, b, "auto")
+    assert (answer["rule"], answer["winner"]) == (rule, expected)
+    loser = b if expected == a else a
+    assert _memory(svc, loser)["superseded_by"] == expected
+    [event] = _events(svc, "resolve_conflict")
+    assert (event["detail"]["rule"], event["detail"]["winner"]) == (rule, expected)
+
+
+# -- reflect -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def world(keyword_service):
+    """12 beliefs of SCOPE on 5 topics: 3 contradictory pairs (alice, postgres, build server),
+    one decayed (stale), one superseded, one discarded pair (archived, carol), one belief citing a
+    forgotten memory; and a contradiction in OTHER that must never show."""
+    svc, ids = keyword_service, {}
+    ids["old"] = _set(svc, "Postgres is old", confidence=0.8, source="mcp:test")
+    svc.decay(now=time.time() + 400 * DAY)  # only "old" exists yet: stale, 0.8 -> 0.4
+    n1, n2, n3, n4 = (svc.remember(SCOPE, t) for t in (
+        "Alice ordered green tea at lunch", "The load test ran 40% faster on Postgres",
+        "A blog post says Postgres is fast", "Deploy logs show a deploy every day"))
+    ids["tea"] = _set(svc, "Alice likes tea", confidence=0.9, evidence_ids=[n1], source="mcp:test")
+    ids["no_tea"] = _set(svc, "Alice doesn't like tea", confidence=0.6, evidence="Refused tea", source="cli")
+    _set(svc, "Alice likes the tea", source="hermes:chat")  # reinforces: 0.93, evidence from 2 sources
+    set_belief(svc, SCOPE, "Alice doesn't like tea", stance=-1, evidence_ids=[n1], source="mcp:test")
+    set_belief(svc, SCOPE, "Alice doesn't like tea", stance=-1, evidence="Ordered tea twice", source="cli")
+    ids["fast"] = _set(svc, "Postgres is fast", confidence=0.8, evidence_ids=[n2, n3], source="mcp:test")
+    ids["slow"] = _set(svc, "Postgres is not fast", confidence=0.78)
+    ids["ubuntu"] = _set(svc, "The build server runs Ubuntu", confidence=0.7)
+    ids["no_ubuntu"] = _set(svc, "The build server never runs Ubuntu", confidence=0.7)
+    ids["weekly"] = _set(svc, "Deploys are weekly", confidence=0.6, evidence="Release calendar", source="cli")
+    ids["daily"] = _set(svc, "Deploys are daily", confidence=0.9, supersedes=ids["weekly"], evidence_ids=[n4],
+                        source="mcp:test")
+    ids["designer"] = _set(svc, "Alice is a designer", confidence=0.85, evidence="Wiki title", source="mcp:test")
+    ids["carol"] = _set(svc, "Carol works at Acme", confidence=0.7)
+    ids["no_carol"] = _set(svc, "Carol no longer works at Acme", confidence=0.7)
+    resolve_conflict(svc, SCOPE, ids["carol"], ids["no_carol"], "discard_both")
+    svc.forget(SCOPE, n3)  # forget cascades: "fast" keeps only n2's evidence
+    with svc.store._write_lock, svc.store.write() as conn:  # a row that raced the forget of n3
+        conn.execute(insert(Evidence).values(belief_id=ids["designer"], scope=SCOPE, memory_id=n3,
+                                             source="mcp:test", stance=1, note="", at=time.time()))
+    ids["n3"] = n3
+    _set(svc, "Alice likes tea", scope=OTHER, confidence=0.9)
+    _set(svc, "Alice doesn't like tea", scope=OTHER, confidence=0.2)
+    return svc, ids
+
+
+def test_reflect_overview(world):
+    svc, ids = world
+    view = reflect(svc, SCOPE, "overview")
+    assert view["by_state"] == {"candidate": 0, "validated": 0, "active": 8, "stale": 1, "archived": 2,
+                                "superseded": 1}
+    assert (view["mode"], view["beliefs"], view["current"], view["superseded"], view["contested"]) == \
+        ("overview", 12, 9, 1, 6)
+    assert view["mean_confidence"] == 0.74  # (0.4 + .93 + .6 + .8 + .78 + .7 + .7 + .9 + .85) / 9
+    assert view["evidence"] == {"for": 8, "against": 2, "total": 10}
+    assert view["topics"] == 4 and view["newest"]["id"] == ids["no_carol"]
+
+
+def test_reflect_contradictions_with_the_rule_auto_would_apply(world):
+    svc, ids = world
+    view = reflect(svc, SCOPE, "contradictions")
+    got = [(p["proposition"], p["holds"]["id"], p["denied"]["id"], p["auto"]["winner"], p["auto"]["rule"])
+           for p in view["pairs"]]
+    assert view["count"] == 3 and got == [
+        ("alice likes tea", ids["tea"], ids["no_tea"], ids["tea"], "confidence"),
+        ("postgres is fast", ids["fast"], ids["slow"], ids["fast"], "evidence"),
+        ("build server runs ubuntu", ids["ubuntu"], ids["no_ubuntu"], ids["no_ubuntu"], "newer")]
+    first = view["pairs"][0]
+    assert (first["holds"]["confidence"], first["denied"]["confidence"]) == (0.93, 0.6)
+    assert (first["denied"]["evidence_for"], first["denied"]["evidence_against"]) == (1, 2)
+
+
+def test_reflect_decay(world):
+    svc, ids = world
+    view = reflect(svc, SCOPE, "decay", now=time.time() + 10 * DAY)
+    [fallen] = view["fallen"]
+    assert (fallen["id"], fallen["reliability"], fallen["confidence"], fallen["drop"], fallen["state"]) == \
+        (ids["old"], 0.8, 0.4, 0.4, "stale")
+    assert fallen["days_since_evidence"] == 10.0
+    assert [r["id"] for r in view["stale"]] == [ids["old"]]
+    assert [r["id"] for r in view["archived"]] == [ids["carol"], ids["no_carol"]]
+
+
+def test_reflect_topics(world):
+    svc, ids = world
+    got = [(t["topic"], t["beliefs"], t["mean_confidence"], t["contested"])
+           for t in reflect(svc, SCOPE, "topics")["topics"]]
+    assert got == [("alice", 3, 0.7933, 2), ("postgres", 3, 0.66, 2), ("build server", 2, 0.7, 2),
+                   ("deploys", 1, 0.9, 0)]
+
+
+def test_reflect_evidence_audit(world):
+    svc, ids = world
+    view = reflect(svc, SCOPE, "evidence_audit")
+    names = {v: k for k, v in ids.items()}
+    assert [names[r["id"]] for r in view["no_evidence"]] == ["old", "slow", "ubuntu", "no_ubuntu"]
+    assert [names[r["id"]] for r in view["single_source"]] == ["fast", "daily", "designer"]
+    assert [names[r["id"]] for r in view["outweighed"]] == ["no_tea"]
+    assert view["missing_memory"] == [{"belief_id": ids["designer"], "memory_id": ids["n3"]}]
+    assert _evidence(svc, ids["fast"])[0][0] != ids["n3"] and len(_evidence(svc, ids["fast"])) == 1
+
+
+def test_reflect_confidence(world):
+    svc, ids = world
+    view = reflect(svc, SCOPE, "confidence")
+    assert view["histogram"] == {"0.0-0.2": 0, "0.2-0.4": 0, "0.4-0.6": 1, "0.6-0.8": 4, "0.8-1.0": 4}
+    assert (view["count"], view["mean"]) == (9, 0.74)
+    assert [r["id"] for r in view["lowest"]] == [ids["old"], ids["no_tea"], ids["ubuntu"]]
+    assert [r["id"] for r in view["highest"]] == [ids["tea"], ids["daily"], ids["designer"]]
+    # old, tea, no_tea, fast, slow, ubuntu, no_ubuntu, daily, designer
+    confidence = [0.4, 0.93, 0.6, 0.8, 0.78, 0.7, 0.7, 0.9, 0.85]
+    support = [0, 2, 1, 1, 0, 0, 0, 1, 2]
+    assert view["correlation_with_evidence"] == round(statistics.correlation(confidence, support), 4)
+
+
+def test_another_scopes_beliefs_never_show(world):
+    svc, ids = world
+    assert reflect(svc, OTHER, "contradictions")["count"] == 1
+    assert reflect(svc, OTHER, "overview")["beliefs"] == 2
+    theirs = set(_ids(get_belief(svc, OTHER, limit=200)))
+    assert len(theirs) == 2 and not theirs & set(_ids(get_belief(svc, SCOPE, limit=200)))
+    assert not theirs & set(_ids(get_belief(svc, SCOPE, text="alice tea", state="contested")))
+    assert _belief_row(svc, _set(svc, "Alice likes tea", scope=OTHER))[0] == OTHER
+    assert _memory(svc, ids["tea"])["access_count"] == 1  # OTHER's restatement did not reinforce ours
+    mine, other = ids["tea"], next(iter(theirs))
+    with pytest.raises(UnknownMemory):
+        resolve_conflict(svc, SCOPE, mine, other, "keep_a")
+    with pytest.raises(UnknownMemory):
+        set_belief(svc, SCOPE, "Alice likes coffee", supersedes=other)
+    with pytest.raises(UnknownMemory):
+        set_belief(svc, SCOPE, "Alice likes coffee", evidence_ids=[other])
+    with pytest.raises(UnknownMemory):
+        get_belief(svc, SCOPE, belief_id=other)
+
+
+# -- forget ----------------------------------------------------------------------------------------
+
+
+def test_forgetting_a_belief_removes_its_rows_and_a_cited_memory_its_evidence(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "Alice ordered green tea")
+    tea = _set(svc, "Alice likes tea", evidence_ids=[note], evidence="Asked her")
+    other = _set(svc, "Alice is a designer", evidence_ids=[note])
+    svc.forget(SCOPE, tea)
+    assert _sql(svc, "SELECT count(*) FROM beliefs WHERE memory_id = ?", tea) == [(0,)]
+    assert _evidence(svc, tea) == []
+    svc.forget(SCOPE, note)
+    assert _evidence(svc, other) == [] and _belief_row(svc, other)[1] == "alice is designer"
+    assert _ids(get_belief(svc, SCOPE)) == [other]
+
+
+# -- bad input -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"text": ""}, "non-empty string"),
+    ({"text": None}, "non-empty string"),
+    ({"text": "x" * 2001}, "2,001 characters"),
+    ({"text": "not"}, "states nothing"),
+    ({"confidence": 1.5}, "from 0 to 1, not 1.5"),
+    ({"confidence": True}, "from 0 to 1"),
+    ({"polarity": 0}, "polarity must be 1 or -1, not 0"),
+    ({"stance": 2}, "stance must be 1 or -1, not 2"),
+    ({"evidence": ""}, "evidence note must be a non-empty"),
+    ({"evidence_ids": "abc"}, "list of memory ids"),
+    ({"learned_from": "abc"}, "learned_from must be a list of memory ids"),
+    ({"learned_from": ["ghost"]}, None),
+    ({"tags": "x"}, "Tags must be a list"),
+    ({"source": 3}, "source must be a string"),
+])
+def test_set_belief_refuses_bad_input_and_stores_nothing(keyword_service, kwargs, message):
+    args = {"text": "Alice likes tea", **kwargs}
+    with pytest.raises(InvalidInput if message else UnknownMemory, match=message or "Unknown memory id 'ghost'"):
+        set_belief(keyword_service, SCOPE, args.pop("text"), **args)
+    assert _sql(keyword_service, "SELECT count(*) FROM memories") == [(0,)]
+
+
+def test_set_belief_refuses_unknown_ids_and_bad_scopes(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "A plain note")
+    with pytest.raises(UnknownMemory, match="Unknown memory id 'missing'"):
+        set_belief(svc, SCOPE, "Alice likes tea", evidence_ids=[note, "missing"])
+    with pytest.raises(UnknownMemory, match=f"Unknown belief id '{note}'"):  # a memory, not a belief
+        set_belief(svc, SCOPE, "Alice likes tea", supersedes=note)
+    with pytest.raises(InvalidInput, match="scope"):
+        set_belief(svc, "  ", "Alice likes tea")
+    assert _sql(svc, "SELECT count(*) FROM beliefs") == [(0,)]
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"state": "happy"}, "Unknown belief state 'happy'; choose one of candidate, "),
+    ({"min_confidence": -0.1}, "min_confidence must be a number from 0 to 1"),
+    ({"tags": [""]}, "Tags must be a list"),
+    ({"source": ""}, "source filter must be a non-empty string"),
+    ({"text": "  "}, "text filter must be a non-empty string"),
+    ({"limit": 0}, "limit must be a whole number from 1 to 200, not 0"),
+    ({"limit": "5"}, "limit must be a whole number"),
+    ({"offset": -1}, "offset must be a whole number from 0"),
+])
+def test_get_belief_refuses_bad_filters(keyword_service, kwargs, message):
+    with pytest.raises(InvalidInput, match=message):
+        get_belief(keyword_service, SCOPE, **kwargs)
+
+
+def test_resolve_conflict_refuses_bad_input(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc)
+    cases = [((a, b, "coin_flip"), {}, InvalidInput, "Unknown strategy 'coin_flip'; choose one of keep_a"),
+             ((a, a, "keep_a"), {}, InvalidInput, "not .* against itself"),
+             ((a, "ghost", "keep_a"), {}, UnknownMemory, "Unknown belief id 'ghost'"),
+             ((a, b, "keep_a"), {"merged_text": "x"}, InvalidInput, "only used by the merge strategy"),
+             ((a, b, "merge"), {"merged_text": ""}, InvalidInput, "merged text must be a non-empty"),
+             ((a, b, "auto"), {"actor": 5}, InvalidInput, "actor must be a string")]
+    for args, kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            resolve_conflict(svc, SCOPE, *args, **kwargs)
+    assert _events(svc, "resolve_conflict") == []
+    assert _sql(svc, "SELECT count(*) FROM memories WHERE superseded_by IS NOT NULL") == [(0,)]
+
+
+def test_reflect_refuses_an_unknown_mode_naming_the_six(keyword_service):
+    with pytest.raises(InvalidInput) as error:
+        reflect(keyword_service, SCOPE, "dream")
+    assert str(error.value) == ("Unknown reflect mode 'dream'; choose one of overview, contradictions, decay, "
+                                "topics, evidence_audit, confidence.")
+    with pytest.raises(InvalidInput, match="Unix time"):
+        reflect(keyword_service, SCOPE, "decay", now="tomorrow")
+    assert beliefs.REFLECT_MODES == ("overview", "contradictions", "decay", "topics", "evidence_audit",
+                                     "confidence")
+    assert beliefs.STRATEGIES == ("keep_a", "keep_b", "merge", "discard_both", "auto")
+
+
+def test_the_reflection_examples_in_the_docs_are_the_fixtures_output(world):
+    svc, ids = world
+    names = {v: k for k, v in ids.items()}
+    blocks = re.findall(r"```json\n(.*?)```", (REPO / "docs" / "beliefs.md").read_text(), re.S)
+    shown = dict(zip(beliefs.REFLECT_MODES, (json.loads(block) for block in blocks)))
+    overview = reflect(svc, SCOPE, "overview")
+    overview["newest"] = {**overview["newest"], "id": names[overview["newest"]["id"]], "created_at": "…"}
+    assert shown["overview"] == {k: v for k, v in overview.items() if k != "mode"}
+    confidence = reflect(svc, SCOPE, "confidence")
+    assert [shown["confidence"][k] for k in ("count", "mean", "histogram", "correlation_with_evidence")] == \
+        [confidence[k] for k in ("count", "mean", "histogram", "correlation_with_evidence")]
+    assert shown["evidence_audit"]["missing_memory"] == [{"belief_id": "designer", "memory_id": "n3"}]

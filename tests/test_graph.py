@@ -1,0 +1,243 @@
+"""The entity graph on a real store: built from facts on write, read by query, entity and
+paths, kept in step by forget, rebuilt from the facts, and never across scopes."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from hermes_cmms import graph
+from hermes_cmms.errors import InvalidInput, UnknownEntity
+
+SCOPE = "test:graph"
+OTHER = "test:graph-other"
+
+FACTS = {  # label: (subject, predicate, object); spellings vary on purpose (dedup)
+    "alice_acme": ("Alice", "works at", "Acme"),
+    "acme_lisbon": ("Acme", "is based in", "Lisbon"),
+    "lisbon_portugal": ("Lisbon", "is in", "Portugal"),
+    "bob_acme": ("Bob", "works at", "the Acme"),
+    "bob_porto": ("Bob", "lives in", "Porto"),
+    "porto_portugal": ("Porto", "is in", "Portugal"),
+    "carol_bob": ("Carol", "knows", "Bob"),
+    "dave_carol": ("Dave", "is married to", "Carol"),
+    "erin_dave": ("Erin", "mentors", "Dave"),
+    "alice_jazz": ("alice", "likes", "Jazz"),
+    "frank_jazz": ("Frank", "plays", "Jazz."),
+    "acme_hana": ("Acme's", "CEO is", "Hana Sato"),
+    "user_lisbon": ("user", "lives in", "Lisbon"),
+}
+
+
+def _sql(service, query: str, *params) -> list:
+    conn = sqlite3.connect(service.settings.home / "cmms" / "cmms.db")
+    try:
+        with conn:
+            return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
+def _ids(service, scope: str = SCOPE) -> dict[str, str]:
+    """Entity ids by key, read from the entities table."""
+    return dict(_sql(service, "SELECT key, id FROM entities WHERE scope = ?", scope))
+
+
+def _graph_rows(service, scope: str = SCOPE) -> tuple[set, set]:
+    """The scope's entity keys and its (source key, predicate, target key, memory id) edges."""
+    keys = {key for (key,) in _sql(service, "SELECT key FROM entities WHERE scope = ?", scope)}
+    edges = _sql(service, "SELECT s.key, r.predicate, t.key, r.memory_id FROM relations r "
+                          "JOIN entities s ON s.id = r.source_id JOIN entities t ON t.id = r.target_id "
+                          "WHERE r.scope = ?", scope)
+    assert len(edges) == _sql(service, "SELECT count(*) FROM relations WHERE scope = ?", scope)[0][0]
+    return keys, set(edges)
+
+
+def _route(path: dict) -> list[tuple[str, str, str, bool]]:
+    return [(s["from"]["name"], s["predicate"], s["to"]["name"], s["forward"]) for s in path["steps"]]
+
+
+def _paths(service, source: str, target: str, scope: str = SCOPE, **kwargs) -> list:
+    ids = _ids(service, scope)
+    found = graph.search(service, scope, source_id=ids[source], target_id=ids[target], **kwargs)
+    assert found["mode"] == "paths" and found["source"]["id"] == ids[source]
+    return [_route(p) for p in found["paths"]]
+
+
+def _neighbours(found: dict) -> set[tuple[str, str, bool, bool]]:
+    return {(n["entity"]["name"], n["predicate"], n["forward"], n["current"]) for n in found["neighbours"]}
+
+
+@pytest.fixture
+def facts(keyword_service) -> dict[str, str]:
+    """The fixture graph in SCOPE; memory ids by label."""
+    return {label: keyword_service.remember_fact(SCOPE, *parts) for label, parts in FACTS.items()}
+
+
+def test_every_fact_becomes_one_edge_between_deduplicated_entities(keyword_service, facts):
+    keys, edges = _graph_rows(keyword_service)
+    assert keys == {"alice", "acme", "lisbon", "portugal", "bob", "porto", "carol", "dave", "erin", "jazz",
+                    "frank", "hana sato", "user"}
+    assert edges == {(graph.entity_key(s), p, graph.entity_key(o), facts[label])
+                     for label, (s, p, o) in FACTS.items()}
+    names = dict(_sql(keyword_service, "SELECT key, name FROM entities WHERE scope = ?", SCOPE))
+    assert (names["alice"], names["acme"], names["jazz"]) == ("Alice", "Acme", "Jazz")  # first spelling
+
+
+@pytest.mark.parametrize("spellings", [("alice", "Alice ", "ALICE.", "Alice's", "alice’s"),
+                                       ("the Acme", "Acme", "acme,", "The  ACME"),
+                                       ("Acme Inc.", "acme inc"), ("user", "User", "the user")])
+def test_entity_key_folds_case_spaces_punctuation_possessive_and_article(spellings):
+    assert len({graph.entity_key(name) for name in spellings}) == 1
+    assert graph.entity_key("Alice Smith") != graph.entity_key("Alice")
+
+
+def test_query_mode_finds_the_entities_a_question_names(keyword_service, facts):
+    found = graph.search(keyword_service, SCOPE, query="Where does alice work?")
+    assert found["mode"] == "query" and [e["name"] for e in found["entities"]] == ["Alice"]
+    [alice] = found["entities"]
+    assert alice["degree"] == 2 and _neighbours(alice) == {("Acme", "works at", True, True),
+                                                           ("Jazz", "likes", True, True)}
+    assert {n["memory_id"] for n in alice["neighbours"]} == {facts["alice_acme"], facts["alice_jazz"]}
+    acme = graph.search(keyword_service, SCOPE, query="Who works at the Acme?")["entities"]
+    assert [e["name"] for e in acme] == ["Acme"] and acme[0]["degree"] == 4
+    assert ("Bob", "works at", False, True) in _neighbours(acme[0])
+    both = graph.search(keyword_service, SCOPE, query="Is Lisbon in Portugal?")["entities"]
+    assert [(e["name"], e["degree"]) for e in both] == [("Lisbon", 3), ("Portugal", 2)]  # better connected first
+
+
+def test_query_mode_reads_the_first_person_as_the_user_entity(keyword_service, facts):
+    for question in ("Where do I live?", "Where does the user live?"):
+        [user] = graph.search(keyword_service, SCOPE, query=question)["entities"]
+        assert user["name"] == "user" and _neighbours(user) == {("Lisbon", "lives in", True, True)}
+
+
+def test_query_mode_falls_back_to_whole_words_of_longer_names(keyword_service, facts):
+    [hana] = graph.search(keyword_service, SCOPE, query="What does Sato do?")["entities"]
+    assert hana["name"] == "Hana Sato" and _neighbours(hana) == {("Acme", "CEO is", False, True)}
+    assert graph.search(keyword_service, SCOPE, query="Who is Sat?")["entities"] == []
+    assert graph.search(keyword_service, SCOPE, query="the weather in Oslo")["entities"] == []
+
+
+def test_entity_mode_lists_neighbours_with_direction_and_provenance(keyword_service, facts):
+    ids = _ids(keyword_service)
+    found = graph.search(keyword_service, SCOPE, entity_id=ids["bob"])
+    assert found["mode"] == "entity" and found["entity"]["name"] == "Bob" and found["entity"]["degree"] == 3
+    assert _neighbours(found["entity"]) == {("Acme", "works at", True, True), ("Porto", "lives in", True, True),
+                                            ("Carol", "knows", False, True)}
+    porto = next(n for n in found["entity"]["neighbours"] if n["entity"]["name"] == "Porto")
+    assert porto["memory_id"] == facts["bob_porto"] and porto["entity"]["id"] == ids["porto"]
+    acme = graph.entity(keyword_service, SCOPE, ids["acme"], limit=2)
+    assert acme["degree"] == 4 and len(acme["neighbours"]) == 2
+
+
+def test_paths_of_one_to_four_hops_shortest_first(keyword_service, facts):
+    assert _paths(keyword_service, "alice", "acme") == [[("Alice", "works at", "Acme", True)]]
+    assert _paths(keyword_service, "carol", "erin") == [[("Carol", "is married to", "Dave", False),
+                                                         ("Dave", "mentors", "Erin", False)]]
+    assert _paths(keyword_service, "alice", "portugal") == [
+        [("Alice", "works at", "Acme", True), ("Acme", "is based in", "Lisbon", True),
+         ("Lisbon", "is in", "Portugal", True)],
+        [("Alice", "works at", "Acme", True), ("Acme", "works at", "Bob", False),
+         ("Bob", "lives in", "Porto", True), ("Porto", "is in", "Portugal", True)]]
+    assert _paths(keyword_service, "erin", "acme") == [[("Erin", "mentors", "Dave", True),
+                                                        ("Dave", "is married to", "Carol", True),
+                                                        ("Carol", "knows", "Bob", True),
+                                                        ("Bob", "works at", "Acme", True)]]
+
+
+def test_max_depth_and_limit_cut_the_paths(keyword_service, facts):
+    assert [len(p) for p in _paths(keyword_service, "alice", "portugal", max_depth=3)] == [3]
+    assert _paths(keyword_service, "alice", "portugal", max_depth=2) == []
+    assert _paths(keyword_service, "erin", "acme", max_depth=3) == []
+    assert _paths(keyword_service, "erin", "alice") == []  # five hops away
+    assert [len(p) for p in _paths(keyword_service, "bob", "lisbon")] == [2, 3]
+    assert [len(p) for p in _paths(keyword_service, "bob", "lisbon", limit=1)] == [2]
+
+
+def test_a_superseded_fact_stays_in_the_graph_flagged_and_ranked_after(keyword_service, facts):
+    braga = keyword_service.remember_fact(SCOPE, "Bob", "lives in", "Braga")
+    keyword_service.remember_fact(SCOPE, "Braga", "is in", "Portugal")
+    assert _sql(keyword_service, "SELECT superseded_by FROM memories WHERE id = ?", facts["bob_porto"]) == [(braga,)]
+    bob = graph.entity(keyword_service, SCOPE, _ids(keyword_service)["bob"])
+    assert ("Braga", "lives in", True, True) in _neighbours(bob)
+    assert ("Porto", "lives in", True, False) in _neighbours(bob)
+    assert [n["current"] for n in bob["neighbours"]] == [True, True, True, False]
+    found = graph.search(keyword_service, SCOPE, source_id=_ids(keyword_service)["bob"],
+                         target_id=_ids(keyword_service)["portugal"])["paths"]
+    assert [[s["to"]["name"] for s in p["steps"]] for p in found[:2]] == [["Braga", "Portugal"], ["Porto", "Portugal"]]
+    assert [[s["current"] for s in p["steps"]] for p in found[:2]] == [[True, True], [False, True]]
+
+
+def test_forgetting_a_fact_removes_its_edge_and_the_entities_left_alone(keyword_service, facts):
+    keys, edges = _graph_rows(keyword_service)
+    keyword_service.forget(SCOPE, facts["erin_dave"])
+    keyword_service.forget(SCOPE, facts["acme_hana"])
+    after_keys, after_edges = _graph_rows(keyword_service)
+    assert after_keys == keys - {"erin", "hana sato"}
+    assert after_edges == {e for e in edges if e[3] not in (facts["erin_dave"], facts["acme_hana"])}
+    assert graph.entity(keyword_service, SCOPE, _ids(keyword_service)["dave"])["degree"] == 1
+    assert graph.search(keyword_service, SCOPE, query="Who is Sato?")["entities"] == []
+
+
+def test_rebuild_equals_the_incremental_graph_and_repairs_drift(keyword_service, facts):
+    keyword_service.remember_fact(SCOPE, "Bob", "lives in", "Braga")  # a superseded edge stays
+    keyword_service.forget(SCOPE, facts["erin_dave"])
+    keyword_service.remember_fact(OTHER, "Alice", "works at", "Globex")
+    built, other = _graph_rows(keyword_service), _graph_rows(keyword_service, OTHER)
+    other_ids = _ids(keyword_service, OTHER)
+    assert graph.rebuild(keyword_service, SCOPE) == {"scopes": 1, "entities": 13, "relations": 13}
+    assert _graph_rows(keyword_service) == built and _ids(keyword_service, OTHER) == other_ids
+    _sql(keyword_service, "DELETE FROM relations WHERE memory_id = ?", facts["carol_bob"])
+    _sql(keyword_service, "INSERT INTO entities (id, scope, name, key, created_at) VALUES ('x', ?, 'Ghost', 'ghost', 0)",
+         SCOPE)
+    assert _graph_rows(keyword_service) != built
+    assert graph.rebuild(keyword_service) == {"scopes": 2, "entities": 15, "relations": 14}
+    assert _graph_rows(keyword_service) == built and _graph_rows(keyword_service, OTHER) == other
+
+
+def test_scopes_never_leak_into_each_other(keyword_service, facts):
+    keyword_service.remember_fact(OTHER, "Alice", "works at", "Globex")
+    globex = keyword_service.remember_fact(OTHER, "Globex", "is in", "Portugal")
+    _sql(keyword_service, "INSERT INTO relations (scope, source_id, target_id, predicate, memory_id, created_at) "
+                          "VALUES (?, ?, ?, 'drifted into', ?, 0)",  # a corrupt row: another scope's edge
+         OTHER, _ids(keyword_service)["alice"], _ids(keyword_service, OTHER)["globex"], globex)
+    [alice] = graph.search(keyword_service, SCOPE, query="Where does Alice work?")["entities"]
+    assert alice["id"] == _ids(keyword_service)["alice"] and alice["degree"] == 2 and "Globex" not in str(alice)
+    assert _paths(keyword_service, "alice", "portugal", scope=OTHER) == [
+        [("Alice", "works at", "Globex", True), ("Globex", "is in", "Portugal", True)]]
+    foreign = _ids(keyword_service, OTHER)
+    with pytest.raises(UnknownEntity, match=foreign["globex"]):
+        graph.search(keyword_service, SCOPE, entity_id=foreign["globex"])
+    with pytest.raises(UnknownEntity):
+        graph.search(keyword_service, SCOPE, source_id=_ids(keyword_service)["alice"], target_id=foreign["portugal"])
+    assert graph.search(keyword_service, OTHER, query="Where is Lisbon?")["entities"] == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "none of them"),
+    ({"query": "Alice", "entity_id": "x"}, "query, entity_id"),
+    ({"source_id": "x"}, "got source_id"),
+    ({"query": "Alice", "max_depth": 0}, "max_depth .* not 0"),
+    ({"query": "Alice", "max_depth": 5}, "not 5"),
+    ({"query": "Alice", "max_depth": True}, "not True"),
+    ({"query": "Alice", "limit": 0}, "limit .* not 0"),
+    ({"query": 42}, "not 42"),
+    ({"query": "   "}, "non-empty string"),
+    ({"entity_id": 7}, "entity_id must be a non-empty string, not 7"),
+])
+def test_bad_input_gets_one_clear_sentence(keyword_service, facts, kwargs, message):
+    with pytest.raises(InvalidInput, match=message):
+        graph.search(keyword_service, SCOPE, **kwargs)
+
+
+def test_unknown_entities_same_ends_and_bad_scopes_are_refused(keyword_service, facts):
+    alice = _ids(keyword_service)["alice"]
+    with pytest.raises(UnknownEntity, match="Unknown entity id 'nope'"):
+        graph.search(keyword_service, SCOPE, entity_id="nope")
+    with pytest.raises(InvalidInput, match="two different entities"):
+        graph.search(keyword_service, SCOPE, source_id=alice, target_id=alice)
+    with pytest.raises(InvalidInput, match="scope"):
+        graph.search(keyword_service, "", query="Alice")
+    with pytest.raises(InvalidInput, match="scope"):
+        graph.rebuild(keyword_service, 3)

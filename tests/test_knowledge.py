@@ -1,0 +1,159 @@
+"""Learning from texts and sessions, and the 4-stage router, on real stores."""
+import json
+import sqlite3
+
+import pytest
+
+from hermes_cmms.errors import InvalidInput
+from hermes_cmms.route import route
+
+SCOPE = "user:telegram:7"
+
+
+def _sql(home, query, *params):
+    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
+        return conn.execute(query, params).fetchall()
+
+
+NOTES = ("My sister Ana works at Google. I really like dark roast coffee. "
+         "We decided to use Postgres because it scales. I think the staging API is stable.")
+
+
+def test_learn_keeps_the_text_and_links_every_item_to_it(keyword_service, home):
+    result = keyword_service.learn(SCOPE, NOTES, source="meeting-notes")
+    kinds = sorted(item["kind"] for item in result["learned"])
+    assert {"fact", "preference", "decision", "belief"} <= set(kinds)
+    origin = _sql(home, "SELECT kind, tier, source FROM memories WHERE id = ?", result["id"])
+    assert origin == [("observation", "episodic", "meeting-notes")]
+    for item in result["learned"]:
+        assert _sql(home, "SELECT source_id FROM links WHERE memory_id = ?", item["id"]) == [(result["id"],)]
+        assert _sql(home, "SELECT source, scope FROM memories WHERE id = ?", item["id"]) == [
+            ("learn:meeting-notes", SCOPE)]
+    decision = next(i for i in result["learned"] if i["kind"] == "decision")
+    detail = json.loads(_sql(home, "SELECT detail FROM memories WHERE id = ?", decision["id"])[0][0])
+    assert "postgres" in detail["choice"].lower() and "scales" in detail["reason"]
+    works = _sql(home, "SELECT subject, predicate, object FROM facts WHERE object = 'Google'")
+    assert works and works[0][0] == "Ana"
+    belief = next(i for i in result["learned"] if i["kind"] == "belief")
+    assert _sql(home, "SELECT memory_id FROM evidence WHERE belief_id = ?", belief["id"]) == [(result["id"],)]
+
+
+def test_learning_the_same_text_twice_reinforces_instead_of_duplicating(keyword_service, home):
+    first = keyword_service.learn(SCOPE, "I live in Lisbon.")
+    again = keyword_service.learn(SCOPE, "I live in Lisbon.")
+    assert again["id"] == first["id"] and not again["stored"]
+    assert [i["reinforced"] for i in again["learned"]] == [True]
+    assert _sql(home, "SELECT count(*) FROM facts") == [(1,)]
+
+
+def test_forgetting_the_source_forgets_what_was_learned_only_from_it(keyword_service, home):
+    one = keyword_service.learn(SCOPE, "Bruno works at Acme.")
+    two = keyword_service.learn(SCOPE, "Carla works at Initech.")
+    keyword_service.learn(SCOPE, "Carla works at Initech. She started on Friday.")  # a second source
+    keyword_service.forget(SCOPE, one["id"])
+    keyword_service.forget(SCOPE, two["id"])
+    assert _sql(home, "SELECT object FROM facts") == [("Initech",)]  # still learned from the third text
+    assert _sql(home, "SELECT name FROM entities ORDER BY name") == [("Carla",), ("Initech",)]
+    reasons = [json.loads(d)["reason"] for (d,) in _sql(
+        home, "SELECT detail FROM audit_log WHERE action = 'forget' AND memory_id <> ? AND memory_id <> ?",
+        one["id"], two["id"])]
+    assert reasons == ["the memory it was learned from was forgotten"]
+
+
+def test_learn_without_beliefs_and_bad_input(keyword_service, home):
+    result = keyword_service.learn(SCOPE, "I think the staging API is stable.", extract_beliefs=False)
+    assert result["learned"] == [] and _sql(home, "SELECT count(*) FROM beliefs") == [(0,)]
+    for bad, message in [("", "non-empty"), ("   ", "non-empty"), (42, "non-empty"),
+                         ("x" * 200_001, "the limit is 200,000")]:
+        with pytest.raises(InvalidInput, match=message):
+            keyword_service.learn(SCOPE, bad)
+    with pytest.raises(InvalidInput, match="true or false"):
+        keyword_service.learn(SCOPE, "I live in Lisbon.", extract_beliefs="yes")
+
+
+def test_learned_secrets_are_redacted(keyword_service, home):
+    keyword_service.learn(SCOPE, "We decided to rotate the key sk-abcdefghijklmnopqrstuvwxyz123456 because it leaked.")
+    dump = json.dumps(_sql(home, "SELECT content, detail FROM memories"))
+    assert "sk-abcdefghijklmnopqrstuvwxyz123456" not in dump
+
+
+def test_session_flush_learns_from_user_turns_once(keyword_service, home):
+    svc = keyword_service
+    svc.retain_turn(SCOPE, "s1", "I live in Porto. I love hiking.", "Porto is lovely. I work at OpenAI.")
+    svc.flush_session(SCOPE, "s1")
+    facts = _sql(home, "SELECT subject, object FROM facts")
+    assert facts == [("user", "Porto")]  # the assistant's first person is not the user's
+    assert _sql(home, "SELECT count(*) FROM memories WHERE kind = 'preference'") == [(1,)]
+    message = _sql(home, "SELECT id FROM memories WHERE role = 'user'")[0][0]
+    learned = _sql(home, "SELECT memory_id FROM links WHERE source_id = ?", message)
+    assert len(learned) == 2
+    svc.flush_session(SCOPE, "s1")  # flushes repeat: nothing is read twice
+    assert _sql(home, "SELECT max(access_count) FROM memories WHERE tier = 'semantic'") == [(0,)]
+    svc.retain_turn(SCOPE, "s1", "I was born in Braga.", "Noted.")
+    svc.flush_session(SCOPE, "s1")
+    assert sorted(_sql(home, "SELECT object FROM facts")) == [("Braga",), ("Porto",)]
+    assert _sql(home, "SELECT extracted_turn FROM sessions") == [(2,)]
+
+
+# -- the router ----------------------------------------------------------------------------------
+
+def _seed(svc):
+    svc.learn(SCOPE, "I really like dark roast coffee.")
+    svc.learn(SCOPE, "We decided to use Postgres because it scales.")
+    svc.learn(SCOPE, "Ana works at Google.")
+    svc.store_note(SCOPE, "The boiler was serviced in March.")
+
+
+def test_rules_answer_with_the_kind_they_name(keyword_service):
+    _seed(keyword_service)
+    answer = route(keyword_service, SCOPE, "What coffee do I like?")
+    assert (answer["stage"], answer["route"], answer["answered"]) == ("rules", "preferences", True)
+    assert "'like'" in answer["reason"] and answer["results"][0]["kind"] == "preference"
+    answer = route(keyword_service, SCOPE, "Why did we pick Postgres, what was decided?")
+    assert (answer["stage"], answer["route"]) == ("rules", "decisions")
+    assert answer["results"][0]["detail"]["reason"] == "it scales"
+
+
+def test_rules_match_whole_words_never_substrings(keyword_service):
+    _seed(keyword_service)
+    answer = route(keyword_service, SCOPE, "Is that unlikely to be thinkable?")  # 'like', 'think' inside
+    assert answer["stage"] != "rules"
+    assert answer["trace"][0] == {"stage": "rules", "outcome": "no rule matched"}
+
+
+def test_a_rule_that_finds_nothing_falls_through(keyword_service):
+    keyword_service.store_note(SCOPE, "The boiler was serviced in March.")
+    answer = route(keyword_service, SCOPE, "What do I like about the boiler?")
+    assert answer["trace"][0]["rule"] == "preferences" and "0 found" in answer["trace"][0]["outcome"]
+    assert answer["stage"] == "none" and not answer["answered"]
+    assert answer["results"][0]["content"] == "The boiler was serviced in March."  # hybrid fallback
+
+
+def test_graph_stage_answers_for_a_named_entity_without_vectors(keyword_service):
+    _seed(keyword_service)
+    answer = route(keyword_service, SCOPE, "Tell me about Ana")
+    stages = [step["stage"] for step in answer["trace"]]
+    assert stages == ["rules", "semantic", "graph"]
+    assert "unavailable" in answer["trace"][1]["outcome"]  # keyword-only store: no semantic stage
+    assert (answer["stage"], answer["route"]) == ("graph", "graph")
+    assert answer["results"][0]["name"] == "Ana" and "'Ana'" in answer["reason"]
+
+
+def test_llm_stage_says_when_it_is_not_configured(keyword_service):
+    answer = route(keyword_service, SCOPE, "zebra crossing")
+    assert answer["trace"][-1] == {"stage": "llm", "outcome": "the LLM fallback is not configured (set llm)"}
+    assert answer["stage"] == "none"
+
+
+def test_semantic_stage_answers_a_paraphrase(service):
+    service.store_note(SCOPE, "The boiler was serviced in March by the plumber.")
+    service.indexer.drain(60)
+    answer = route(service, SCOPE, "heater maintenance by a plumber")  # cosine 0.57
+    assert answer["stage"] == "semantic" and answer["results"][0]["content"].startswith("The boiler")
+    assert "cosine similarity" in answer["reason"]
+
+
+def test_route_rejects_bad_input(keyword_service):
+    for query, limit in [("", 5), ("  ", 5), (None, 5), ("x" * 10_001, 5), ("ok", 0), ("ok", 101), ("ok", True)]:
+        with pytest.raises(InvalidInput):
+            route(keyword_service, SCOPE, query, limit)

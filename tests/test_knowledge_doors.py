@@ -1,0 +1,152 @@
+"""The knowledge layer through every door: MCP tools, Hermes tools and the command line."""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.mcp_bridge import local_scope
+from hermes_cmms.provider import CmmsMemoryProvider
+from mcp_client import run, stdio_bridge
+
+CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
+
+
+def _sql(home, query, *params):
+    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def _cli(home, *args, stdin=None):
+    env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
+    return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=180, input=stdin)
+
+
+def test_mcp_knowledge_tools_good_and_bad(home):
+    async def main():
+        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+            out = {"learned": await bridge.ok("learn", text="Ana works at Acme. Acme is based in Lisbon. "
+                                                            "I think the staging API is stable.",
+                                              source="standup")}
+            out["against"] = await bridge.ok("set_belief", text="The staging API is not stable.", confidence=0.4)
+            out["again"] = await bridge.ok("set_belief", text="I think the staging API is stable.")
+            out["contested"] = await bridge.ok("get_belief", state="contested")
+            out["contradictions"] = await bridge.ok("reflect", mode="contradictions")
+            ids = [b["id"] for b in out["contested"]["beliefs"]]
+            out["resolved"] = await bridge.ok("resolve_conflict", belief_a=ids[0], belief_b=ids[1], strategy="auto")
+            out["after"] = await bridge.ok("reflect", mode="contradictions")
+            out["graph"] = await bridge.ok("graph_search", query="Where does Ana work?")
+            ana = out["graph"]["entities"][0]["id"]
+            lisbon = next(n["entity"]["id"] for e in out["graph"]["entities"] for n in e["neighbours"]
+                          if n["entity"]["name"] == "Acme")
+            out["entity"] = await bridge.ok("graph_search", entity_id=ana)
+            out["route"] = await bridge.ok("route", query="Where does Ana work?")
+            out["audit"] = await bridge.ok("audit", audit_type="orphans")
+            out["metrics"] = await bridge.ok("metrics")
+            out["bad"] = [await bridge.call(name, **args) for name, args in [
+                ("learn", {"text": ""}), ("learn", {"text": 5}), ("learn", {}),
+                ("set_belief", {"text": "x", "confidence": 3}), ("get_belief", {"state": "asleep"}),
+                ("get_belief", {"belief_id": "nope"}),
+                ("resolve_conflict", {"belief_a": ids[0], "belief_b": ids[0], "strategy": "auto"}),
+                ("resolve_conflict", {"belief_a": ids[0], "belief_b": ids[1], "strategy": "coin"}),
+                ("reflect", {"mode": "dreams"}), ("graph_search", {}),
+                ("graph_search", {"query": "Ana", "entity_id": ana}),
+                ("graph_search", {"source_id": ana, "target_id": lisbon, "max_depth": 9}),
+                ("graph_search", {"entity_id": "nope"}), ("route", {"query": ""}),
+                ("audit", {"audit_type": "everything"})]]
+            out["still"] = await bridge.ok("ping")
+            return out
+
+    out = run(main())
+    kinds = sorted(item["kind"] for item in out["learned"]["learned"])
+    assert kinds == ["belief", "fact", "fact"]
+    assert out["again"]["action"] == "reinforced"
+    assert len(out["contested"]["beliefs"]) == 2 and len(out["contradictions"]["pairs"]) == 1
+    assert out["resolved"]["strategy"] == "auto" and not out["after"]["pairs"]
+    assert out["graph"]["mode"] == "query" and out["graph"]["entities"][0]["name"] == "Ana"
+    assert out["entity"]["mode"] == "entity"
+    assert out["route"]["stage"] in ("rules", "graph") and out["route"]["answered"]
+    assert out["audit"]["ok"] is True
+    assert "cmms_tool_calls_total" in out["metrics"]["exposition"]
+    for result in out["bad"]:
+        assert result.error and result.text and "Traceback" not in result.text, result.text
+    assert out["still"]["ok"]
+    scope = local_scope(home)
+    assert {s for (s,) in _sql(home, "SELECT DISTINCT scope FROM memories")} == {scope}
+
+
+def test_hermes_belief_and_graph_tools(home):
+    p = CmmsMemoryProvider()
+    p.initialize("s1", hermes_home=str(home), platform="telegram", user_id="9")
+    try:
+        p.service.learn(p.scope, "Ana works at Acme.")
+        first = json.loads(p.handle_tool_call("cmms_belief", {"text": "Acme ships on Fridays", "confidence": 0.7}))
+        again = json.loads(p.handle_tool_call("cmms_belief", {"text": "Acme ships on Fridays"}))
+        graph = json.loads(p.handle_tool_call("cmms_graph", {"query": "Who works at Acme?"}))
+        errors = [json.loads(p.handle_tool_call(name, args))["error"] for name, args in [
+            ("cmms_belief", {}), ("cmms_belief", {"text": "x", "confidence": True}),
+            ("cmms_belief", {"text": "x", "confidence": 2}), ("cmms_graph", {"query": ""}),
+            ("cmms_graph", {"query": ["Ana"]})]]
+    finally:
+        p.shutdown()
+    assert (first["action"], again["action"], again["id"]) == ("created", "reinforced", first["id"])
+    assert "Acme" in [e["name"] for e in graph["entities"]]
+    assert errors[0] == "Missing required argument 'text'."
+    assert errors[1] == "Argument 'confidence' must be a number, not a boolean."
+    assert all(e and "\n" not in e for e in errors)
+
+
+def test_cli_knowledge_commands(home):
+    learned = _cli(home, "learn", "-", "--json", stdin="Ana works at Acme. Acme is based in Lisbon. "
+                                                      "I prefer tea over coffee.")
+    assert learned.returncode == 0, learned.stderr
+    assert len(json.loads(learned.stdout)["learned"]) >= 3
+    listed = _cli(home, "beliefs", "set", "The staging API is stable", "--confidence", "0.8")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["action"] == "created"
+    beliefs = _cli(home, "beliefs", "list")
+    assert "The staging API is stable" in beliefs.stdout and "1 belief(s) match." in beliefs.stdout
+    assert json.loads(_cli(home, "beliefs", "reflect", "overview").stdout)
+    found = json.loads(_cli(home, "graph", "search", "Where is Acme based?").stdout)
+    ana = next(e for e in found["entities"] if e["name"] == "Acme")["id"]
+    lisbon = _sql(home, "SELECT id FROM entities WHERE name = 'Lisbon'")[0][0]
+    paths = json.loads(_cli(home, "graph", "path", ana, lisbon).stdout)
+    assert paths["paths"][0]["length"] == 1
+    rebuilt = _cli(home, "graph", "rebuild")
+    assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["relations"] == 2
+    routed = json.loads(_cli(home, "route", "What do I prefer to drink?").stdout)
+    assert routed["stage"] == "rules" and routed["route"] == "preferences"
+    audit = _cli(home, "audit")
+    assert audit.returncode == 0, audit.stdout
+    _sql_write(home, "DELETE FROM relations")
+    drift = _cli(home, "audit", "graph_drift")
+    assert drift.returncode == 1 and "FAIL graph_drift" in drift.stdout
+    fixed = _cli(home, "reindex")
+    assert fixed.returncode == 0, fixed.stderr
+    assert _cli(home, "audit", "graph_drift").returncode == 0
+    metrics = _cli(home, "metrics")
+    assert metrics.returncode == 0 and "cmms_memories" in metrics.stdout
+    bad = _cli(home, "learn")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: Give the text")
+    bad = _cli(home, "beliefs", "reflect", "dreams")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def _sql_write(home, query):
+    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
+        conn.execute(query)
+
+
+def test_settings_for_the_llm_are_checked(home):
+    assert Settings.load(home, llm="http://127.0.0.1:9/v1/").llm == "http://127.0.0.1:9/v1"
+    assert Settings.load(home, llm="HERMES").llm == "hermes"
+    import pytest
+
+    from hermes_cmms.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="Unknown llm 'gpt'"):
+        Settings.load(home, llm="gpt")
+    with MemoryService(Settings.load(home, embedder="none"), scheduler=False) as svc:
+        assert svc.settings.mirror == "on"
