@@ -115,7 +115,7 @@ def evaluate(path: Path) -> dict:
 
 
 def table(result: dict) -> str:
-    lines = [f"{result['data']} ({result['messages']} messages)",
+    lines = [f"{Path(result['data']).name} ({result['messages']} messages)",
              f"{'kind':<11} {'precision':>9} {'recall':>7} {'F1':>6} {'support':>8} {'predicted':>9}"]
     for name, rates in [*result["kinds"].items(), ("micro", result["micro"])]:
         lines.append(f"{name:<11} {rates['precision']:>9.3f} {rates['recall']:>7.3f} {rates['f1']:>6.3f} "

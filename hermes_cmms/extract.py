@@ -216,7 +216,7 @@ def _sentences(text: str) -> list[str]:
     for line in text.splitlines():
         merged: list[str] = []
         for piece in re.split(r"(?<=[.!?])\s+", line.strip()):
-            if merged and (_no_break(merged[-1]) or (_CONTINUES.match(piece) and _STARTS_STEPS.match(merged[0]))):
+            if merged and (_no_break(merged[-1]) or (_CONTINUES.match(piece) and _STARTS_STEPS.match(merged[-1]))):
                 merged[-1] += " " + piece
             elif piece:
                 merged.append(piece)
@@ -248,7 +248,8 @@ _DOUBTED = re.compile(
 _CODE = re.compile(r"[`{}]|=>|==|!=|\w\(\)|\s=\s|\w=\w|;\s*$|^\s*(?:\$|>>>|#include|def\s|class\s|import\s)")
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself|we|us|our|ours|ourselves)\b", _I)
 _PREAMBLE = re.compile(r"^(?:(?:please\s+)?(?:remember|note|keep\s+in\s+mind|bear\s+in\s+mind)\s+(?:that\s+)?"
-                       r"|(?:fyi|btw|by\s+the\s+way|just\s+so\s+you\s+know|for\s+the\s+record|for\s+context)\s*[,:-]?\s+)", _I)
+                       r"|(?:fyi|btw|by\s+the\s+way|just\s+so\s+you\s+know|for\s+the\s+record|for\s+context)"
+                       r"\s*[,:-]?\s+)", _I)
 
 
 def _skipped(sentence: str, role: str) -> bool:
@@ -341,8 +342,9 @@ def _object_at(text: str, proper: bool = False) -> tuple[Optional[str], int]:
     end = found.start() if found else len(text)
     phrase = re.sub(r"^to\s+", "", text[:end].strip(" .!,;:\"'"), flags=_I)
     words = phrase.split()
-    if (not words or all(w.lower() in ("a", "an", "the") for w in words) or len(words) > MAX_OBJECT_WORDS or _BAD_START.match(phrase) or _YOU.search(phrase)
-            or SECRETISH.search(phrase) or (proper and not _proper(words))):
+    if (not words or len(words) > MAX_OBJECT_WORDS or all(w.lower() in ("a", "an", "the") for w in words)
+            or _BAD_START.match(phrase) or _YOU.search(phrase) or SECRETISH.search(phrase)
+            or (proper and not _proper(words))):
         return None, end
     return re.sub(r"\bmy\b", "user's", phrase, flags=_I), end
 
@@ -359,7 +361,8 @@ _ADV = (r"(?:really|also|just|absolutely|totally|genuinely|actually|still|kind\s
         r"|especially|particularly|usually|generally|definitely|honestly|quite|always|much|simply|personally"
         r"|secretly|mostly|very\s+much|so|seriously)")
 _LIKE = re.compile(rf"^I\s+(?:{_ADV}\s+)*(?:like|love|enjoy|adore|prefer|am\s+(?:{_ADV}\s+)*into"
-                   r"|am\s+(?:a\s+)?(?:big\s+|huge\s+|massive\s+|great\s+|total\s+)?fan\s+of|am\s+(?:very\s+|really\s+)?fond\s+of"
+                   r"|am\s+(?:a\s+)?(?:big\s+|huge\s+|massive\s+|great\s+|total\s+)?fan\s+of"
+                   r"|am\s+(?:very\s+|really\s+)?fond\s+of"
                    r"|am\s+(?:obsessed\s+with|crazy\s+about|passionate\s+about))\s+(?P<object>.+)$", _I)
 _FAN = re.compile(r"^I\s+am\s+(?:a\s+)?(?:big\s+|huge\s+|massive\s+|great\s+|total\s+)?"
                   r"(?P<object>[\w'-]+(?:\s+[\w'-]+){0,2}?)\s+fan$", _I)
@@ -428,7 +431,7 @@ _VERBS = (
     (r"was\s+born", r"was\s+born", "was born", "in|on", False),
     (r"(?:have\s+)?(?:just\s+|recently\s+)?moved", r"(?:has\s+)?(?:just\s+|recently\s+)?moved", "moved", "to", False),
     (r"am|come", r"is|comes", "is", "from", True),
-    (r"am\s+based", r"is\s+based", "is based", "in|at|out\s+of", False),
+    (r"am\s+based", r"is\s+based", "is based", r"in|at|out\s+of", False),
     (r"graduated", r"graduated", "graduated", "from", True),
     (r"am\s+allergic", r"is\s+allergic", "is allergic", "to", False),
     (r"am\s+married", r"is\s+married", "is married", "to", True),
@@ -445,20 +448,20 @@ _VERBS = (
      r"|celiac|coeliac|left-handed|right-handed|colou?rblind)\b)", "is", "", False),
     (r"am\s+(?=\d{1,3}(?:\s+years?\s+old\b|\s*$))", r"is\s+(?=\d{1,3}(?:\s+years?\s+old\b|\s*$))", "is", "", False),
     (r"study", r"studies", "studies", "", False),
-    (r"am\s+(?=an?\s+(?!bit\b|little\b|lot\b|tad\b)(?!.*\bfan\b))",
-     None, "is", "", False),
+    (r"am\s+(?=an?\s+(?!bit\b|little\b|lot\b|tad\b)(?!.*\bfan\b))", None, "is", "", False),
 )
 _FACT_ADV = r"(?:(?:also|still|currently|actually|now|really|just|both|all|already|even|mostly|mainly)\s+)*"
 
 
-def _verb_patterns(person: int) -> list[tuple[re.Pattern, str, str, bool]]:
+def _verb_patterns(person: int) -> list[tuple[re.Pattern, str, bool]]:
+    """(pattern, predicate, whether the object must be proper) for first- or third-person verbs."""
     out = []
     for first, third, predicate, preps, proper in _VERBS:
         forms = first if person == 1 else third
         if forms is None:
             continue
         prep = rf"\s+(?P<prep>{preps})\b" if preps else ""
-        out.append((re.compile(rf"^{_FACT_ADV}(?:{forms}){prep}\s*(?P<rest>.+)$", _I), predicate, preps, proper))
+        out.append((re.compile(rf"^{_FACT_ADV}(?:{forms}){prep}\s*(?P<rest>.+)$", _I), predicate, proper))
     return out
 
 
@@ -468,7 +471,8 @@ _HAVE = re.compile(rf"^(?:have|has|have\s+got|has\s+got)\s+(?P<det>an?|one|two|t
                    rf"{_RELATION}(?:s|ren)?\b(?:\s*,?\s+(?:named|called)\s+{_NAME})?\s*[.!]?$", _I)
 _MY_REL = re.compile(rf"^my\s+{_RELATION}(?:\s*,?\s+{_NAME}\s*,?)?\s+(?P<rest>.+)$", _I)
 _MY_ATTR = re.compile(r"^my\s+(?P<attr>[\w-]+(?:\s+[\w-]+)?)\s+(?:is|=)\s+(?P<rest>.+)$", _I)
-_REL_NAMED = re.compile(rf"^(?:my|our)\s+{_RELATION}(?:'s\s+name\s+is|\s+is\s+(?:called|named)|\s+is)\s+{_NAME}\s*[.!]?$", _I)
+_REL_NAMED = re.compile(rf"^(?:my|our)\s+{_RELATION}(?:'s\s+name\s+is|\s+is\s+(?:called|named)|\s+is)\s+"
+                        rf"{_NAME}\s*[.!]?$", _I)
 _NOT_A_NAME = set("""English Spanish French German Italian Portuguese Chinese Japanese Korean American British
 Canadian Mexican Brazilian Indian Russian Dutch Irish Scottish Welsh Polish Swedish Greek Turkish Australian
 African Asian European Catholic Christian Muslim Jewish Hindu Buddhist Vegan Vegetarian""".split())
@@ -495,7 +499,7 @@ _INNER_ADV = re.compile(r"\b(?-i:[a-z]+ly|currently|still|also|already|now|just)
 def _verb_facts(subject: str, rest: str, patterns) -> list[Optional[Item]]:
     """The fact of the first verb pattern matching `rest`, and of any "... and <verb> ..." after it."""
     rest = _INNER_ADV.sub("", rest)
-    for pattern, predicate, _preps, proper in patterns:
+    for pattern, predicate, proper in patterns:
         found = pattern.match(rest)
         if not found:
             continue
@@ -547,7 +551,8 @@ def _is_a(subject: str, rest: str) -> list[Optional[Item]]:
 
 
 def _relation(subject: str, rel: str, name: Optional[str]) -> Optional[Item]:
-    return _item("fact", subject=subject, predicate=f"has {' '.join(rel.lower().split())}", object=name) if name else None
+    rel = " ".join(rel.lower().split())
+    return _item("fact", subject=subject, predicate=f"has {rel}", object=name) if name else None
 
 
 def _named_facts(clause: str) -> list[Optional[Item]]:
@@ -561,7 +566,8 @@ def _named_facts(clause: str) -> list[Optional[Item]]:
     found = _THIRD.match(clause)
     if not found or found.group("name").split()[0] in _NAME_STOP:
         return []
-    return _verb_facts(found.group("name"), found.group("rest"), _THIRD_VERBS) or _have(found.group("rest"), found.group("name"))
+    name, rest = found.group("name"), found.group("rest")
+    return _verb_facts(name, rest, _THIRD_VERBS) or _have(rest, name)
 
 
 # -- decisions ---------------------------------------------------------------------------------
@@ -578,7 +584,8 @@ _DECISIONS = (  # (pattern, whether the verb belongs to the choice)
                 r"|migrate\s+to)\s+.+)$", _I), False),
     (re.compile(rf"^{_WHO}(?:are|am)\s+(?P<choice>(?:switching|migrating|moving)\s+to\s+.+)$", _I), "switching"),
     (re.compile(r"^(?:going|decided\s+to\s+go)\s+with\s+(?P<choice>.+)$", _I), False),
-    (re.compile(r"^let\s+us\s+(?:go\s+with|stick\s+with|settle\s+on|pick|choose|opt\s+for)\s+(?P<choice>.+)$", _I), False),
+    (re.compile(r"^let\s+us\s+(?:go\s+with|stick\s+with|settle\s+on|pick|choose|opt\s+for)\s+(?P<choice>.+)$", _I),
+     False),
     (re.compile(r"^let\s+us\s+(?P<choice>(?:use|switch\s+to|migrate\s+to|adopt)\s+.+)$", _I), False),
     (re.compile(r"^(?:the|our|my)\s+(?:final\s+)?decision\s+(?:is|was)\s*:?\s+(?:to\s+)?(?P<choice>.+)$", _I), False),
     (re.compile(r"^(?:final\s+)?(?:decision|decided)\s*:\s*(?:to\s+)?(?P<choice>.+)$", _I), False),
@@ -616,7 +623,7 @@ def _decided(text: str, prefix) -> Optional[Item]:
         choice = f"{_GERUNDS[verb.lower()]} {rest}"
     elif prefix:
         choice = f"{prefix} {choice}"
-    if (not choice or len(choice.split()) > 14 or _BAD_START.match(choice) or _VAGUE_CHOICE.match(choice)
+    if (not choice or len(choice.split()) > 14 or _VAGUE_CHOICE.match(choice)
             or _YOU.search(choice) or len(reason.split()) > 25):
         return None
     return _item("decision", choice=choice, reason=reason or None)
@@ -631,16 +638,18 @@ def _split_once(pattern: re.Pattern, text: str) -> tuple[str, str, str]:
 
 _DEGREE = r"(?:absolutely\s+|quite\s+|pretty\s+|fairly\s+|very\s+|completely\s+|totally\s+|100%\s+|really\s+)?"
 _BELIEFS = (  # (pattern, polarity, confidence)
-    (re.compile(r"^I\s+(?:do|really\s+do|did)\s+not\s+(?:really\s+)?(?:think|believe|reckon)\s+(?:that\s+)?(?P<p>.+)$", _I), -1, 0.7),
+    (re.compile(r"^I\s+(?:do|really\s+do|did)\s+not\s+(?:really\s+)?(?:think|believe|reckon)\s+(?:that\s+)?"
+                r"(?P<p>.+)$", _I), -1, 0.7),
     (re.compile(r"^I\s+am\s+not\s+(?:at\s+all\s+)?convinced\s+(?:that\s+)?(?P<p>.+)$", _I), -1, 0.6),
-    (re.compile(rf"^I\s+am\s+(?P<deg>{_DEGREE})(?:sure|certain|convinced|confident|positive)\s+(?:that\s+)?(?P<p>.+)$", _I), 1, 0.9),
+    (re.compile(rf"^I\s+am\s+(?P<deg>{_DEGREE})(?:sure|certain|convinced|confident|positive)\s+(?:that\s+)?"
+                r"(?P<p>.+)$", _I), 1, 0.9),
     (re.compile(r"^I\s+(?:really\s+|honestly\s+|strongly\s+|genuinely\s+|do\s+|still\s+|also\s+|firmly\s+)*"
                 r"(?:think|believe|feel\s+(?:that|like))\s+(?:that\s+)?(?P<p>.+)$", _I), 1, 0.7),
     (re.compile(r"^I\s+(?:reckon|suspect|guess|would\s+say|have\s+a\s+feeling)\s+(?:that\s+)?(?P<p>.+)$", _I), 1, 0.6),
     (re.compile(r"^I\s+(?:really\s+|seriously\s+|strongly\s+)?doubt\s+(?:that\s+)?(?P<p>.+)$", _I), -1, 0.6),
     (re.compile(r"^it\s+is\s+(?:very\s+|quite\s+|highly\s+)?(?P<how>likely|probable|possible|unlikely|certain)"
                 r"\s+that\s+(?P<p>.+)$", _I), 1, None),
-    (re.compile(r"^(?:as\s+far\s+as\s+I\s+(?:know|can\s+tell)|from\s+what\s+I\s+(?:know|can\s+tell))\s*,?\s+(?P<p>.+)$", _I), 1, 0.6),
+    (re.compile(r"^(?:as\s+far\s+as|from\s+what)\s+I\s+(?:know|can\s+tell)\s*,?\s+(?P<p>.+)$", _I), 1, 0.6),
     (re.compile(r"^(?:in\s+my\s+(?:honest\s+)?(?:opinion|view|experience)|imo|imho)\s*,?\s+(?P<p>.+)$", _I), 1, 0.7),
     (re.compile(r"^(?P<p>.+?),?\s+I\s+(?:think|believe)$", _I), 1, 0.7),
     (re.compile(r"^(?:maybe|perhaps|possibly)\s*,?\s+(?P<p>.+)$", _I), 1, 0.4),
@@ -654,13 +663,15 @@ _IN_HEDGE = (  # a hedge inside the proposition: (pattern, replacement, confiden
      r"\g<s> will \g<r>", 0.6),
     (re.compile(rf"^{_SUBJECT}\s+(?:is|are)\s+(?:very\s+|quite\s+|highly\s+)?unlikely\s+to\s+(?P<r>.+)$", _I),
      r"\g<s> will not \g<r>", 0.6),
-    (re.compile(rf"^{_SUBJECT}\s+(?:seems|seem|appears|appear)\s+(?:to\s+be\s+)(?P<r>.+)$", _I), r"\g<s> is \g<r>", 0.5),
+    (re.compile(rf"^{_SUBJECT}\s+(?:seems|seem|appears|appear)\s+to\s+be\s+(?P<r>.+)$", _I),
+     r"\g<s> is \g<r>", 0.5),
     (re.compile(rf"^{_SUBJECT}\s+(?P<aux>is|are|was|were|will|would|has|have|should|can)\s+"
                 r"(?:probably|likely|most\s+likely)\s+(?P<r>.+)$", _I), r"\g<s> \g<aux> \g<r>", 0.6),
     (re.compile(rf"^{_SUBJECT}\s+(?:probably|likely)\s+(?P<r>.+)$", _I), r"\g<s> \g<r>", 0.6),
     (re.compile(rf"^{_SUBJECT}\s+(?P<aux>is|are|was|were|will)\s+(?:definitely|certainly)\s+(?P<r>.+)$", _I),
      r"\g<s> \g<aux> \g<r>", 0.9),
-    (re.compile(rf"^{_SUBJECT}\s+(?:might|may|could)\s+be\s+(?P<r>(?![\w-]+(?:ed|en)\b).+)$", _I), r"\g<s> is \g<r>", 0.4),
+    (re.compile(rf"^{_SUBJECT}\s+(?:might|may|could)\s+be\s+(?P<r>(?![\w-]+(?:ed|en)\b).+)$", _I),
+     r"\g<s> is \g<r>", 0.4),
     (re.compile(rf"^{_SUBJECT}\s+(?:might|may)\s+(?P<r>.+)$", _I), r"\g<s> will \g<r>", 0.4),
 )
 _PRONOUN_SUBJECT = re.compile(r"^(?:(?:this|that|these|those|he|she|they|them|so|not|such)\b"

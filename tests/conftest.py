@@ -53,3 +53,35 @@ def hermes_bin() -> str:
 def subprocess_env(home: Path, **extra: str) -> dict:
     env = dict(os.environ, HERMES_HOME=str(home), **extra)
     return env
+
+
+class ScriptedLLM:
+    """tests/fake_llm.py running on 127.0.0.1: `say` scripts its next replies."""
+
+    def __init__(self, port: int, log: Path, reply: Path):
+        self.url, self.log, self.reply = f"http://127.0.0.1:{port}/v1", log, reply
+
+    def say(self, content: str) -> None:
+        self.reply.write_text(content, encoding="utf-8")
+
+    def requests(self) -> list[dict]:
+        import json
+
+        return [json.loads(line)["body"] for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def llm_server(tmp_path):
+    """A fake OpenAI-compatible server in its own process, answering what the test scripts."""
+    import subprocess
+
+    log, reply = tmp_path / "requests.jsonl", tmp_path / "reply.txt"
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fake_llm.py")), str(log), "0"],
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "FAKE_LLM_REPLY": str(reply)})
+    try:
+        first = proc.stdout.readline().split()
+        assert first[:1] == ["PORT"], f"fake LLM did not start: {first!r}"
+        yield ScriptedLLM(int(first[1]), log, reply)
+    finally:
+        proc.terminate()
+        proc.wait(10)

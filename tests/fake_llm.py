@@ -6,12 +6,14 @@ Binds 127.0.0.1 (PORT 0 or omitted = a free port chosen by the OS), prints
 "PORT <n>" on stdout once it listens, and appends every request as one JSON line
 {"t", "method", "path", "body"} to LOGFILE. Answers streaming (SSE) and
 non-streaming chat completions with "FAKE-REPLY: ..."; GET .../models lists
-"fake-model"; anything else is a 404. Adapted from the reference server in
+"fake-model"; anything else is a 404. With FAKE_LLM_REPLY naming a file that exists, the
+reply is that file's text instead. Adapted from the reference server in
 the shared Hermes notes.
 """
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -22,6 +24,10 @@ USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
 def reply_for(body: dict) -> dict:
+    scripted = os.environ.get("FAKE_LLM_REPLY")  # a file whose text is the reply, while it exists
+    if scripted and os.path.exists(scripted):
+        with open(scripted, encoding="utf-8") as f:
+            return {"role": "assistant", "content": f.read()}
     msgs = body.get("messages", [])
     tools = body.get("tools") or []
     text = "FAKE-REPLY: got it (%d msgs, %d tools)" % (len(msgs), len(tools))

@@ -40,8 +40,9 @@ def test_latency_script_reports_every_figure(tmp_path):
     assert result["total_wall_s"] > 0
 
     with closing(sqlite3.connect(tmp_path / "home" / "cmms" / "cmms.db")) as db:
-        # filled up to 40, plus two bursts of 4 turns (2 memories each)
-        assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 48
+        # filled up to 40, plus two bursts of 4 turns (2 messages each); session flushes add
+        # what they learn from the user's turns (semantic memories) besides
+        assert db.execute("SELECT count(*) FROM memories WHERE kind = 'message'").fetchone()[0] == 48
         assert db.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
 
 
@@ -71,7 +72,10 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
     client = chromadb.PersistentClient(path=str(tmp_path / "home" / "cmms" / "chroma"),
                                        settings=ChromaSettings(anonymized_telemetry=False))
     counts = sorted(c.count() for c in client.list_collections())
-    assert counts[0] == counts[1] == bulk["memories"] + 4  # both views, every row, plus the burst
+    with closing(sqlite3.connect(tmp_path / "home" / "cmms" / "cmms.db")) as db:
+        messages, learned = db.execute("SELECT sum(kind = 'message'), sum(kind <> 'message') FROM memories").fetchone()
+    assert messages == bulk["memories"] + 4  # every row, plus the burst
+    assert counts[0] == counts[1] == messages + learned  # both views: the messages and what was learned
 
 
 def test_bridge_benchmark_times_recall_memory_over_stdio(tmp_path):

@@ -242,8 +242,12 @@ def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, l
     assert_recalled_in(llm.turn(QUESTION), CAT)
 
     rows = stored(hermes_home, "Biscuit")
-    assert [(r.role, r.content, r.session_id, r.turn, r.source) for r in rows] == [
+    assert [(r.role, r.content, r.session_id, r.turn, r.source) for r in rows if r.kind == "message"] == [
         ("user", CAT, first["session_id"], 1, "hermes:cli")]
+    # the session flush learned a fact from the user's turn, linked to it
+    learned = [(r.kind, r.content, r.source) for r in rows if r.kind != "message"]
+    assert learned == [("fact", "user has cat Biscuit", "extract:session")]
+    rows = [r for r in rows if r.kind == "message"]
     scope = rows[0].scope
     assert scope.startswith("local:"), scope
     replies = [r for r in stored(hermes_home, "FAKE-REPLY") if r.session_id == first["session_id"]]
@@ -271,7 +275,7 @@ def test_oneshot_cli_recalls_a_fact_from_the_previous_run(hermes_home, llm):
     assert_recalled_in(llm.turn(QUESTION), CAT)
     # Under -z Hermes ends the session without flushing the sync queue first, so
     # on_session_end can run before the last sync_turn; the turn must be kept anyway.
-    rows = stored(hermes_home, "Biscuit")
+    rows = [r for r in stored(hermes_home, "Biscuit") if r.kind == "message"]
     assert [(r.role, r.content, r.turn, r.source) for r in rows] == [("user", CAT, 1, "hermes:cli")]
     assert rows[0].scope.startswith("local:"), rows[0].scope
 

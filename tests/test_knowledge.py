@@ -157,3 +157,30 @@ def test_route_rejects_bad_input(keyword_service):
     for query, limit in [("", 5), ("  ", 5), (None, 5), ("x" * 10_001, 5), ("ok", 0), ("ok", 101), ("ok", True)]:
         with pytest.raises(InvalidInput):
             route(keyword_service, SCOPE, query, limit)
+
+
+def test_llm_stage_runs_the_retriever_the_model_picks(home, llm_server):
+    from hermes_cmms import MemoryService, Settings
+
+    with MemoryService(Settings.load(home, embedder="none", llm=llm_server.url), scheduler=False) as svc:
+        svc.store_note(SCOPE, "The zebra crossing near the office was repainted.")
+        llm_server.say("keyword")
+        picked = route(svc, SCOPE, "zebra crossing paint")
+        llm_server.say("no idea, sorry")
+        unsure = route(svc, SCOPE, "zebra crossing paint")
+    assert (picked["stage"], picked["route"], picked["answered"]) == ("llm", "keyword", True)
+    assert picked["results"][0]["content"].startswith("The zebra crossing")
+    assert picked["trace"][-1] == {"stage": "llm", "outcome": "the model answered 'keyword'"}
+    assert unsure["stage"] == "none" and "no idea" in unsure["trace"][-1]["outcome"]
+    question = llm_server.requests()[0]["messages"][0]["content"]
+    assert "zebra crossing paint" in question
+
+
+def test_learn_adds_what_the_configured_llm_reads(home, llm_server):
+    from hermes_cmms import MemoryService, Settings
+
+    llm_server.say('[{"kind": "fact", "subject": "Ana", "predicate": "plays", "object": "chess"}]')
+    with MemoryService(Settings.load(home, embedder="none", llm=llm_server.url), scheduler=False) as svc:
+        result = svc.learn(SCOPE, "Ana spends her weekends at the chess club.")
+    assert [(i["kind"], i["text"]) for i in result["learned"]] == [("fact", "Ana plays chess")]
+    assert _sql(home, "SELECT subject, predicate, object FROM facts") == [("Ana", "plays", "chess")]

@@ -150,3 +150,40 @@ def test_settings_for_the_llm_are_checked(home):
         Settings.load(home, llm="gpt")
     with MemoryService(Settings.load(home, embedder="none"), scheduler=False) as svc:
         assert svc.settings.mirror == "on"
+
+
+def test_the_provider_mirrors_an_edit_of_memory_md_within_two_seconds(home):
+    import time
+
+    def wait_for(query, *params):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            rows = _sql(home, query, *params)
+            if rows:
+                return rows
+            time.sleep(0.02)
+        return []
+
+    def write(entries):  # as Hermes' memory tool writes the file: a temporary file, renamed
+        tmp = home / "memories" / ".MEMORY.md.tmp"
+        tmp.write_text("\n§\n".join(entries), encoding="utf-8")
+        os.replace(tmp, home / "memories" / "MEMORY.md")
+
+    p = CmmsMemoryProvider()
+    p.initialize("s1", hermes_home=str(home), platform="cli")
+    try:
+        write(["The user's laptop runs Fedora 41.", "Backups go to the NAS every night."])
+        assert len(wait_for("SELECT id FROM memories WHERE source = 'hermes:file:MEMORY.md'")) >= 1
+        time.sleep(0.5)  # both entries in, then edit one
+        started = time.monotonic()
+        write(["The user's laptop runs Fedora 42.", "Backups go to the NAS every night."])
+        found = wait_for("SELECT id, scope FROM memories WHERE content = ? AND superseded_by IS NULL",
+                         "The user's laptop runs Fedora 42.")
+        took = time.monotonic() - started
+        worker = p._mirror._worker
+    finally:
+        p.shutdown()
+    assert found and found[0][1] == local_scope(home) and took < 2.0, took
+    old = _sql(home, "SELECT superseded_by FROM memories WHERE content = ?", "The user's laptop runs Fedora 41.")
+    assert old == [(found[0][0],)]
+    assert p._mirror is None and not worker.is_alive()  # shutdown stopped the mirror
