@@ -7,7 +7,6 @@ the audit trail and forget apply to it), a row in `beliefs` (its proposition) an
 """
 from __future__ import annotations
 
-import re
 import time
 from typing import Optional, Sequence
 
@@ -15,6 +14,7 @@ from sqlalchemy import Connection, exists, func, insert, select, update
 
 from . import _reflect
 from . import service as _svc  # a module reference: service.py may import this module
+from ._proposition import read_proposition
 from ._reflect import REFLECT_MODES, Record, auto_winner
 from .errors import InvalidInput, UnknownMemory
 from .models import Belief, Evidence, Memory
@@ -31,90 +31,6 @@ MAX_BELIEF_CHARS = 2_000
 MAX_EVIDENCE_IDS = 50
 MAX_LIMIT = 200
 SEARCH_CANDIDATES = 200  # hybrid-search hits looked at for a text filter
-
-# -- reading a proposition ---------------------------------------------------------------------
-
-_TOKEN = re.compile(r"\w+(?:['.\-]\w+)*")
-_LEAD_HEDGE = re.compile(r"^\s*(?:i (?:think|believe|guess|suppose|feel)|it (?:seems|appears))(?: that)?\b")
-HEDGES = frozenset("probably maybe perhaps likely possibly apparently definitely certainly surely "
-                   "really actually clearly".split())
-ARTICLES = frozenset({"a", "an", "the"})
-AUXILIARIES = frozenset("am is are was were be been has have had can could will would shall should "
-                        "may might must".split())
-_IRREGULAR_NOT = {"can't": "can", "cannot": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
-_DO = frozenset({"do", "does", "did"})
-_NOT = "\0not"
-
-
-def read_proposition(text: str) -> tuple[str, str, int]:
-    """(proposition key, topic, polarity) of a belief's text.
-
-    Case-folded; a leading hedge ("I think that"), hedge words ("probably", "maybe", ...) and
-    articles dropped; negations ("not", "never", "no longer", "n't", "cannot") removed and
-    counted: an odd count gives polarity -1. A negated do re-inflects its verb ("doesn't like"
-    reads "likes", "didn't move" reads "moved"). The topic is the words before the first
-    auxiliary or verb-looking word ("-s"/"-ed"), else the first word."""
-    text = _LEAD_HEDGE.sub(" ", clean(text).casefold().replace("’", "'"))
-    tokens = [t for t in _TOKEN.findall(text) if t not in HEDGES and t not in ARTICLES]
-    words, flips = _denegated(_expanded(tokens))
-    return " ".join(words), " ".join(words[:_verb_at(words)]), -1 if flips % 2 else 1
-
-
-def _expanded(tokens: list[str]) -> list[str]:
-    """Tokens with every negation split off as a _NOT marker ("isn't" -> "is", _NOT)."""
-    out: list[str] = []
-    for i, token in enumerate(tokens):
-        if token == "no" and tokens[i + 1:i + 2] == ["longer"]:
-            out.append(_NOT)
-        elif token == "longer" and i and tokens[i - 1] == "no":
-            continue
-        elif token in ("not", "never"):
-            out.append(_NOT)
-        elif token in _IRREGULAR_NOT:
-            out += [_IRREGULAR_NOT[token], _NOT]
-        elif token.endswith("n't") and len(token) > 3:
-            out += [token[:-3], _NOT]
-        else:
-            out.append(token)
-    return out
-
-
-def _denegated(words: list[str]) -> tuple[list[str], int]:
-    """The words without negations, and how many there were; a negated do is dropped and
-    its verb re-inflected."""
-    kept, flips, do = [], 0, None
-    for i, word in enumerate(words):
-        if word == _NOT:
-            flips += 1
-        elif word in _DO and words[i + 1:i + 2] == [_NOT]:
-            do = word
-        else:
-            kept.append(_inflected(word, do) if do else word)
-            do = None
-    return kept, flips
-
-
-def _inflected(verb: str, do: str) -> str:
-    """The verb as it reads without do-support: does+like -> likes, did+move -> moved."""
-    if do == "do":
-        return verb
-    if verb == "have":
-        return "has" if do == "does" else "had"
-    ending_y = len(verb) > 1 and verb.endswith("y") and verb[-2] not in "aeiou"
-    if do == "does":
-        return verb[:-1] + "ies" if ending_y else verb + ("es" if verb.endswith(("s", "sh", "ch", "x", "z", "o"))
-                                                         else "s")
-    return verb[:-1] + "ied" if ending_y else verb + ("d" if verb.endswith("e") else "ed")
-
-
-def _verb_at(words: list[str]) -> int:
-    """Index of the first auxiliary or verb-looking word after the first word (else 1)."""
-    for i, word in enumerate(words[1:], 1):
-        verbish = len(word) > 3 and (word.endswith("ed") or (
-            word.endswith("s") and not word.endswith(("ss", "us", "is", "'s"))))
-        if word in AUXILIARIES or verbish:
-            return i
-    return 1
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -442,11 +358,10 @@ def _merge(service, scope: str, belief_a: str, belief_b: str, merged_text: Optio
         a, b = _pair(conn, scope, belief_a, belief_b)
     text = _text(merged_text, "The merged text") if merged_text is not None else a.text
     reading = _reading(text, None)
-    item = NewMemory(scope=scope, content=text, kind="belief", tier="semantic",
-                     tags=tuple(dict.fromkeys(a.tags + b.tags)), source=actor or "cmms:resolve",
-                     confidence=max(a.confidence, b.confidence), supersedes=(a.id, b.id),
-                     dedup=False)  # a's own text must not fold into a
-    service._retain(scope, None, [item], turn_of=None)
+    item = service.store_note(scope, text, kind="belief", tags=tuple(dict.fromkeys(a.tags + b.tags)),
+                              source=actor or "cmms:resolve", confidence=max(a.confidence, b.confidence),
+                              supersedes=(a.id, b.id), judge=False,
+                              dedup=False)  # a's own text must not fold into a
     answer = {"strategy": "merge", "rule": None, "winner": None, "kept": [item.id], "superseded": [a.id, b.id],
               "archived": [], "merged": item.id, "contradiction": _contradict(a, b)}
     now = time.time()

@@ -83,7 +83,7 @@ class MemoryService:
                    confidence: Optional[float] = None, ttl_seconds: Optional[float] = None,
                    fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
                    learned_from: Sequence[str] = (), supersedes: Sequence[str] = (),
-                   duplicate_of: Optional[str] = None, judge: bool = True) -> NewMemory:
+                   duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True) -> NewMemory:
         """Store one explicit memory; return it with its id and whether it reinforced one.
 
         A note's kind (preference, decision, status, or note) comes from whole-word rules.
@@ -91,7 +91,8 @@ class MemoryService:
         memory: never recalled or listed after that time. A current memory of the same tier
         with the same text (or, for semantic notes, nearly the same meaning) is reinforced
         instead of inserting; a semantic note close to an older one of its kind supersedes it
-        (`judge=False` skips that comparison: exact repeats are still reinforced).
+        (`judge=False` skips that comparison: exact repeats are still reinforced;
+        `dedup=False` stores even an exact repeat as a new memory).
         `detail` holds a learned item's structured parts, `learned_from` the ids of the memories
         it was learned from (forgetting all of them forgets it), `supersedes` ids it replaces,
         `duplicate_of` an id it repeats (reinforced instead of inserting).
@@ -117,7 +118,7 @@ class MemoryService:
                          tags=tags, source=source, session_id=session_id,
                          confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
                          detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
-                         duplicate_of=duplicate_of)
+                         duplicate_of=duplicate_of, dedup=dedup)
         self._retain(scope, session_id, [item], turn_of=None, judge=judge)
         return item
 

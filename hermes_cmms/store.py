@@ -14,34 +14,23 @@ from sqlalchemy import Connection, bindparam, create_engine, delete, func, inser
 from sqlalchemy.engine import Engine
 
 from . import _migrations, _sqlite, graph, lifecycle
+from ._store_knowledge import _drop_knowledge, _learned_only_from
+from ._store_lifecycle import LifecycleRows
+from ._store_rows import _by_ids, _event, _memory, _move, _record
 from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
-from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Job, Link,
-                     Memory, Outbox, Relation)
+from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
+                     Outbox, Relation)
 from .text import content_hash, speaker_of
 
 log = logging.getLogger(__name__)
 
 CONTEXT_CHARS = 400
 
-
-DECAY_STEP = 0.005  # a decayed confidence is written once it has moved this much
-_AGE_ROWS = text(
-    "SELECT seq, id, scope, tier, kind, state, confidence, reliability, access_count, last_seen_at, "
-    "created_at, superseded_by FROM memories WHERE seq > :after AND expires_at IS NULL "
-    "ORDER BY seq LIMIT :batch")
-_AGE_UPDATE = text(  # only if the row is as it was read (a repeat may have reinforced it since)
-    "UPDATE memories SET confidence = :confidence, state = :state WHERE id = :b_id "
-    "AND state = :b_state AND coalesce(last_seen_at, -1) = :b_seen")
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
     "SELECT id, content_hash, tier, kind, role FROM memories WHERE scope = :scope AND content_hash IN :hashes "
     "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq"
 ).bindparams(bindparam("hashes", expanding=True))
-
-
-def _memory(row) -> Memory:
-    """A Memory from a row we wrote ourselves: no re-validation needed."""
-    return Memory.model_construct(**row._mapping)
 
 
 def _tail(text: Optional[str]) -> Optional[str]:
@@ -80,68 +69,12 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
-def _event(at: float, action: str, actor: str, scope: Optional[str], memory_id: Optional[str],
-           snapshot: Optional[str] = None, **detail) -> dict:
-    """An audit_log row."""
-    return {"at": at, "action": action, "actor": actor or "", "scope": scope, "memory_id": memory_id,
-            "detail": json.dumps(detail, ensure_ascii=False, default=str), "snapshot": snapshot}
-
-
-def _move(at: float, memory: Memory, state: str, why: str) -> dict:
-    """The audit row of a lifecycle transition."""
-    return _event(at, "lifecycle", "cmms", memory.scope, memory.id, state_from=memory.state,
-                  state_to=state, reason=why)
-
-
-def _record(conn: Connection, events: list[dict]) -> None:
-    if events:
-        conn.execute(insert(AuditEvent), events)
-
-
 def _snapshot(memory: Memory, fact: Optional[tuple[str, str, str]]) -> str:
     """The whole memory as JSON, for the audit log before it is deleted."""
     row = memory.model_dump(exclude={"seq"})
     if fact:
         row["fact"] = dict(zip(("subject", "predicate", "object"), fact))
     return json.dumps(row, ensure_ascii=False)
-
-
-def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
-    """Rows by id, kept only if in `scope` (None: any). The scope is checked here, not in SQL:
-    a scope filter beside three or more ids makes SQLite scan the whole scope."""
-    ids = list(ids)
-    found = {}
-    for start in range(0, len(ids), 500):
-        for row in conn.execute(select(Memory).where(Memory.id.in_(ids[start:start + 500]))):
-            if scope is None or row.scope == scope:
-                found[row.id] = _memory(row)
-    return found
-
-
-def _learned_only_from(conn: Connection, scope: str, ids: set[str]) -> list[Memory]:
-    """The memories learned from `ids` (links) that were learned from nothing else."""
-    derived = {row[0] for row in conn.execute(select(Link.memory_id).where(Link.source_id.in_(list(ids))))} - ids
-    if not derived:
-        return []
-    other = {row[0] for row in conn.execute(select(Link.memory_id).where(
-        Link.memory_id.in_(list(derived)), Link.source_id.not_in(list(ids))))}
-    return list(_by_ids(conn, scope, derived - other).values())
-
-
-def _drop_knowledge(conn: Connection, ids: list[str]) -> None:
-    """Remove what the knowledge layer holds about these (deleted) memories: their links,
-    belief rows and evidence, and the graph edges they are the provenance of, with every
-    entity left without an edge."""
-    conn.execute(delete(Link).where(or_(Link.memory_id.in_(ids), Link.source_id.in_(ids))))
-    conn.execute(delete(Belief).where(Belief.memory_id.in_(ids)))
-    conn.execute(delete(Evidence).where(or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids))))
-    ends = conn.execute(select(Relation.source_id, Relation.target_id).where(Relation.memory_id.in_(ids))).all()
-    if ends:
-        conn.execute(delete(Relation).where(Relation.memory_id.in_(ids)))
-        touched = list({entity for pair in ends for entity in pair})
-        still = {row[0] for row in conn.execute(select(Relation.source_id).where(Relation.source_id.in_(touched)))}
-        still |= {row[0] for row in conn.execute(select(Relation.target_id).where(Relation.target_id.in_(touched)))}
-        conn.execute(delete(Entity).where(Entity.id.in_([e for e in touched if e not in still])))
 
 
 def has_tags(memory: Memory, tags: Sequence[str]) -> bool:
@@ -174,7 +107,7 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
     return query
 
 
-class Store:
+class Store(LifecycleRows):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
@@ -544,110 +477,7 @@ class Store:
             return conn.execute(update(AuditEvent).where(AuditEvent.snapshot.is_not(None), AuditEvent.at < before)
                                 .values(snapshot=None)).rowcount
 
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def expired(self, now: float) -> dict[str, list[str]]:
-        """Ids of the working memories past their expiry time, by scope."""
-        found: dict[str, list[str]] = {}
-        with self.read() as conn:
-            for memory_id, scope in conn.execute(select(Memory.id, Memory.scope).where(
-                    Memory.expires_at.is_not(None), Memory.expires_at <= now)):
-                found.setdefault(scope, []).append(memory_id)
-        return found
-
-    def age(self, now: float, batch: int = 2000) -> tuple[int, int]:
-        """Recompute confidence and state of every live, lasting memory as of `now`; return
-        (rows updated, state transitions). Reads in batches without the write lock; writes
-        only the rows that changed, and only if nobody touched them in between."""
-        changed = moved = 0
-        after = 0
-        while True:
-            with self.read() as conn:
-                rows = conn.execute(_AGE_ROWS, {"after": after, "batch": batch}).all()
-            if not rows:
-                return changed, moved
-            after = rows[-1].seq
-            updates, transitions = [], []
-            for m in rows:
-                age_s = now - (m.last_seen_at or m.created_at)
-                conflicted = m.superseded_by is not None and m.tier != "episodic"
-                confidence = lifecycle.confidence(m.reliability, m.access_count, m.kind, age_s, conflicted)
-                state = lifecycle.aged_state(m.state, m.kind, age_s)
-                change = {"b_id": m.id, "b_state": m.state, "b_seen": -1 if m.last_seen_at is None else m.last_seen_at,
-                          "confidence": confidence, "state": state}
-                if state != m.state:
-                    transitions.append((change, m))
-                elif abs(confidence - m.confidence) >= DECAY_STEP:
-                    updates.append(change)
-            if not updates and not transitions:
-                continue
-            with self._write_lock, self.write() as conn:
-                if updates:
-                    conn.execute(_AGE_UPDATE, updates)
-                    changed += len(updates)
-                for change, m in transitions:  # rare: one statement each, so each is audited truly
-                    if conn.execute(_AGE_UPDATE, change).rowcount:
-                        _record(conn, [_move(now, m, change["state"], "age")])
-                        changed, moved = changed + 1, moved + 1
-
-    def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
-        """A scope's current episodic memories consolidation has not looked at yet, oldest first."""
-        query = select(Memory).where(Memory.scope == scope, Memory.tier == "episodic",
-                                     Memory.superseded_by.is_(None), Memory.consolidated_at.is_(None),
-                                     Memory.state.in_(lifecycle.CONSOLIDATING))
-        if session_id is not None:
-            query = query.where(Memory.session_id == session_id)
-        with self.read() as conn:
-            return [_memory(r) for r in conn.execute(query.order_by(Memory.seq).limit(limit))]
-
-    def unconsolidated_scopes(self) -> list[str]:
-        with self.read() as conn:
-            return list(conn.execute(select(Memory.scope).distinct().where(
-                Memory.tier == "episodic", Memory.consolidated_at.is_(None),
-                Memory.superseded_by.is_(None))).scalars())
-
-    def consolidate(self, summary: NewMemory, members: Sequence[str]) -> Optional[str]:
-        """Store one summary and mark its members superseded by it, in one transaction; None
-        (nothing written) when a member has since been forgotten or superseded (for instance by
-        another process's run)."""
-        with self._write_lock, self.write() as conn:
-            found = _by_ids(conn, summary.scope, members)
-            if len(found) != len(set(members)) or any(m.superseded_by for m in found.values()):
-                return None
-            now = time.time()
-            [summary_id] = self._add(conn, [summary], None, now)
-            _record(conn, self._supersede(conn, summary.scope, list(members), summary_id, now, conflict=False))
-            conn.execute(update(Memory).where(Memory.id.in_(list(members))).values(consolidated_at=now))
-            return summary_id
-
-    def mark_examined(self, ids: Sequence[str], now: float) -> None:
-        with self._write_lock, self.write() as conn:
-            for start in range(0, len(ids), 500):
-                conn.execute(update(Memory).where(Memory.id.in_(list(ids[start:start + 500])))
-                             .values(consolidated_at=now))
-
-    def lease(self, owner: str, seconds: float, now: float, name: str = "scheduler") -> bool:
-        """Take or renew the named lease for `owner`; False while another owner holds it."""
-        with self._write_lock, self.write() as conn:
-            done = conn.execute(update(Job).where(Job.name == name,
-                                                  or_(Job.owner == owner, Job.lease_until < now))
-                                .values(owner=owner, lease_until=now + seconds))
-            return bool(done.rowcount)
-
-    def release_lease(self, owner: str, name: str = "scheduler") -> None:
-        with self._write_lock, self.write() as conn:
-            conn.execute(update(Job).where(Job.name == name, Job.owner == owner)
-                         .values(owner="", lease_until=0.0))
-
-    def job_times(self) -> dict[str, float]:
-        with self.read() as conn:
-            return {row.name: row.last_run_at for row in conn.execute(select(Job))}
-
-    def job_ran(self, name: str, at: float) -> None:
-        with self._write_lock, self.write() as conn:
-            done = conn.execute(update(Job).where(Job.name == name).values(last_run_at=at))
-            if not done.rowcount:  # a job the migrations did not seed a row for
-                conn.execute(insert(Job).values(name=name, last_run_at=at))
+    # -- sessions -------------------------------------------------------------------------
 
     def unextracted_messages(self, scope: str, session_id: str) -> tuple[list[Memory], int]:
         """The user's messages of a session after the turn knowledge was last read up to,

@@ -67,7 +67,8 @@ class ScriptedLLM:
     def requests(self) -> list[dict]:
         import json
 
-        return [json.loads(line)["body"] for line in self.log.read_text(encoding="utf-8").splitlines()]
+        records = [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+        return [r["body"] for r in records if r["method"] == "POST"]  # not GET /models
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -333,3 +334,16 @@ def test_consolidation_summaries_come_from_the_users_model_through_hermes(home, 
     assert (summary.tier, summary.source) == ("semantic", "consolidation")
     members = [m for m in stored(home, "beach") if m.superseded_by == summary.id]
     assert sorted(m.content for m in members) == sorted(EPISODE)
+
+
+def test_learning_at_session_end_uses_the_users_model_through_hermes(home, tmp_path, llm_server):
+    model = SimpleNamespace(base_url=llm_server.url)  # every reply, the agent's too, is this text
+    llm_server.say('FAKE-REPLY: [{"kind": "fact", "subject": "user", "predicate": "drives", '
+                   '"object": "a green Volvo"}, {"kind": "fact", "subject": "user"}]')
+    configure(home, model, memory={"cmms": {"llm": "hermes"}})
+    agent_session(home, tmp_path, model, "Morning! Off to the garage later.")
+    asked = [b for b in llm_server.requests() if "Extract durable knowledge" in json.dumps(b)]
+    assert len(asked) == 1 and "Off to the garage" in json.dumps(asked[0])
+    rows = [r for r in stored(home, "green Volvo") if r.kind != "message"]  # (the reply holds it too)
+    # the malformed second item was dropped
+    assert [(r.kind, r.content, r.source) for r in rows] == [("fact", "user drives a green Volvo", "extract:session")]

@@ -1,0 +1,44 @@
+"""Row helpers every part of the store shares: memories read back, audit events, ids to rows."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from sqlalchemy import Connection, insert, select
+
+from .models import AuditEvent, Memory
+
+
+def _memory(row) -> Memory:
+    """A Memory from a row we wrote ourselves: no re-validation needed."""
+    return Memory.model_construct(**row._mapping)
+
+
+def _event(at: float, action: str, actor: str, scope: Optional[str], memory_id: Optional[str],
+           snapshot: Optional[str] = None, **detail) -> dict:
+    """An audit_log row."""
+    return {"at": at, "action": action, "actor": actor or "", "scope": scope, "memory_id": memory_id,
+            "detail": json.dumps(detail, ensure_ascii=False, default=str), "snapshot": snapshot}
+
+
+def _move(at: float, memory: Memory, state: str, why: str) -> dict:
+    """The audit row of a lifecycle transition."""
+    return _event(at, "lifecycle", "cmms", memory.scope, memory.id, state_from=memory.state,
+                  state_to=state, reason=why)
+
+
+def _record(conn: Connection, events: list[dict]) -> None:
+    if events:
+        conn.execute(insert(AuditEvent), events)
+
+
+def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
+    """Rows by id, kept only if in `scope` (None: any). The scope is checked here, not in SQL:
+    a scope filter beside three or more ids makes SQLite scan the whole scope."""
+    ids = list(ids)
+    found = {}
+    for start in range(0, len(ids), 500):
+        for row in conn.execute(select(Memory).where(Memory.id.in_(ids[start:start + 500]))):
+            if scope is None or row.scope == scope:
+                found[row.id] = _memory(row)
+    return found
