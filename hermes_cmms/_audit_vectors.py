@@ -53,7 +53,9 @@ def _missing_vectors(service, vectors, scope: str, view: str, report: Report) ->
             return
         after = rows[-1].seq
         report.checked[f"memories_{view}"] = report.checked.get(f"memories_{view}", 0) + len(ids)
-        candidates = [i for i in ids if i not in queued and i not in vectors.present(scope, ids, view)]
+        unqueued = [i for i in ids if i not in queued]
+        present = vectors.present(scope, unqueued, view) if unqueued else set()  # one index read per page
+        candidates = [i for i in unqueued if i not in present]
         for memory_id in _still_stored(service, scope, candidates):
             yield _finding("missing_vector", "memory_id", memory_id, scope, view=view)
 

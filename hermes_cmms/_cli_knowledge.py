@@ -83,8 +83,8 @@ def cmd_graph(args) -> int:
                  "entity": {"entity_id": getattr(args, "entity_id", None)},
                  "path": {"source_id": getattr(args, "source_id", None),
                           "target_id": getattr(args, "target_id", None)}}[args.action]
-        result = _run(args, lambda s: s.graph_search(args.scope, max_depth=args.max_depth, limit=args.limit,
-                                                     **modes))
+        result = _run(args, lambda s: s.graph_search(args.scope, max_depth=getattr(args, "max_depth", 4),
+                                                     limit=args.limit, **modes))
     _print(result, args)
     return 0
 
@@ -148,9 +148,8 @@ def register(add: Callable) -> None:
 
 def _add_beliefs(add: Callable) -> None:
     p = add("beliefs", cmd_beliefs, "List, set, resolve and reflect on beliefs.")
-    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
     actions = p.add_subparsers(dest="action", required=True)
-    q = actions.add_parser("list", help="Beliefs, filtered.")
+    q = _action(actions, "list", "Beliefs, filtered.")
     q.add_argument("--text", help="Beliefs about this, best first.")
     q.add_argument("--state", help="candidate, validated, active, stale, archived, superseded or contested.")
     q.add_argument("--min-confidence", type=float)
@@ -158,30 +157,37 @@ def _add_beliefs(add: Callable) -> None:
     q.add_argument("--source")
     q.add_argument("--limit", type=int, default=20)
     q.add_argument("--json", action="store_true")
-    q = actions.add_parser("set", help="Create, reinforce or supersede a belief.")
+    q = _action(actions, "set", "Create, reinforce or supersede a belief.")
     q.add_argument("text")
     q.add_argument("--confidence", type=float)
     q.add_argument("--evidence", help="A note on why.")
     q.add_argument("--supersedes", help="The id of a belief it replaces.")
-    q = actions.add_parser("resolve", help="Settle two contradicting beliefs.")
+    q = _action(actions, "resolve", "Settle two contradicting beliefs.")
     q.add_argument("belief_a")
     q.add_argument("belief_b")
     q.add_argument("--strategy", required=True, help="keep_a, keep_b, merge, discard_both or auto.")
     q.add_argument("--merged-text")
-    q = actions.add_parser("reflect", help="A report on the beliefs.")
+    q = _action(actions, "reflect", "A report on the beliefs.")
     q.add_argument("mode", nargs="?", default="overview",
                    help="overview, contradictions, decay, topics, evidence_audit or confidence")
 
 
 def _add_graph(add: Callable) -> None:
     p = add("graph", cmd_graph, "Search the entity graph, or rebuild it from the stored facts.")
-    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
-    p.add_argument("--max-depth", type=int, default=4, help="Longest path in hops (1-4).")
-    p.add_argument("--limit", type=int, default=20)
     actions = p.add_subparsers(dest="action", required=True)
-    actions.add_parser("search", help="Entities named in a text, with neighbours.").add_argument("query")
-    actions.add_parser("entity", help="One entity and its neighbours.").add_argument("entity_id")
-    q = actions.add_parser("path", help="Paths between two entities.")
+    _action(actions, "search", "Entities named in a text, with neighbours.", limit=True).add_argument("query")
+    _action(actions, "entity", "One entity and its neighbours.", limit=True).add_argument("entity_id")
+    q = _action(actions, "path", "Paths between two entities.", limit=True)
     q.add_argument("source_id")
     q.add_argument("target_id")
-    actions.add_parser("rebuild", help="Rebuild the scope's graph from the facts in SQL.")
+    q.add_argument("--max-depth", type=int, default=4, help="Longest path in hops (1-4).")
+    _action(actions, "rebuild", "Rebuild the scope's graph from the facts in SQL.")
+
+
+def _action(actions, name: str, help_text: str, limit: bool = False):
+    """A sub-command with the options every knowledge sub-command takes."""
+    q = actions.add_parser(name, help=help_text, description=help_text)
+    q.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    if limit:
+        q.add_argument("--limit", type=int, default=20)
+    return q

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+from .extract import negate
 from .text import clean
 
-__all__ = ["read_proposition"]
+__all__ = ["read_proposition", "worded"]
 
 _TOKEN = re.compile(r"\w+(?:['.\-]\w+)*")
+_LEAD_DENIAL = re.compile(r"^\s*it(?: is|['’]s) not the case that\b", re.I)
+DENIAL = "it is not the case that"
 _LEAD_HEDGE = re.compile(r"^\s*(?:i (?:think|believe|guess|suppose|feel)|it (?:seems|appears))(?: that)?\b")
 HEDGES = frozenset("probably maybe perhaps likely possibly apparently definitely certainly surely "
                    "really actually clearly".split())
@@ -25,13 +28,31 @@ def read_proposition(text: str) -> tuple[str, str, int]:
 
     Case-folded; a leading hedge ("I think that"), hedge words ("probably", "maybe", ...) and
     articles dropped; negations ("not", "never", "no longer", "n't", "cannot") removed and
-    counted: an odd count gives polarity -1. A negated do re-inflects its verb ("doesn't like"
-    reads "likes", "didn't move" reads "moved"). The topic is the words before the first
-    auxiliary or verb-looking word ("-s"/"-ed"), else the first word."""
-    text = _LEAD_HEDGE.sub(" ", clean(text).casefold().replace("’", "'"))
+    counted (a leading "it is not the case that" too): an odd count gives polarity -1. A
+    negated do re-inflects its verb ("doesn't like" reads "likes", "didn't move" reads
+    "moved"). The topic is the words before the first auxiliary or verb-looking word
+    ("-s"/"-ed"), else the first word."""
+    text, denials = clean(text).casefold().replace("’", "'"), 0
+    while _LEAD_DENIAL.match(text):
+        text, denials = _LEAD_DENIAL.sub(" ", text, count=1), denials + 1
+    text = _LEAD_HEDGE.sub(" ", text)
     tokens = [t for t in _TOKEN.findall(text) if t not in HEDGES and t not in ARTICLES]
     words, flips = _denegated(_expanded(tokens))
-    return " ".join(words), " ".join(words[:_verb_at(words)]), -1 if flips % 2 else 1
+    return " ".join(words), " ".join(words[:_verb_at(words)]), -1 if (flips + denials) % 2 else 1
+
+
+def worded(text: str, polarity: int) -> str:
+    """The text as a belief with this polarity reads: as written when it reads so, else denied,
+    keeping its proposition ("the API is stable", -1 -> "the API is not stable"; "Alice likes
+    tea", -1 -> "it is not the case that Alice likes tea")."""
+    key, _, own = read_proposition(text)
+    if own == polarity:
+        return text
+    lead = _LEAD_DENIAL.match(text)  # undo a leading denial, else "not" after the first auxiliary
+    for candidate in ([text[lead.end():].strip()] if lead else []) + [negate(text)]:
+        if candidate and read_proposition(candidate)[::2] == (key, polarity):
+            return candidate
+    return f"{DENIAL} {text}"
 
 
 def _expanded(tokens: list[str]) -> list[str]:

@@ -2,20 +2,32 @@
 them, and their links, beliefs, evidence and graph edges."""
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import Connection, delete, or_, select
 
 from ._store_rows import _by_ids
 from .models import Belief, Entity, Evidence, Link, Memory, Relation
 
 
+LEARNED_RECEIPTS = ("learn:", "extract:")  # the receipts learning writes; any other is a person's
+
+
 def _learned_only_from(conn: Connection, scope: str, ids: set[str]) -> list[Memory]:
-    """The memories learned from `ids` (links) that were learned from nothing else."""
+    """The memories learned from `ids` (links) that were learned from nothing else and that
+    nobody stored or repeated on their own: a memory someone remembered explicitly stays."""
     derived = {row[0] for row in conn.execute(select(Link.memory_id).where(Link.source_id.in_(list(ids))))} - ids
     if not derived:
         return []
     other = {row[0] for row in conn.execute(select(Link.memory_id).where(
         Link.memory_id.in_(list(derived)), Link.source_id.not_in(list(ids))))}
-    return list(_by_ids(conn, scope, derived - other).values())
+    return [m for m in _by_ids(conn, scope, derived - other).values() if _only_learned(m)]
+
+
+def _only_learned(memory: Memory) -> bool:
+    """Whether learning alone wrote this memory and every repeat of it."""
+    receipts = [memory.source, *(r.get("source") or "" for r in json.loads(memory.receipts or "[]"))]
+    return all(receipt.startswith(LEARNED_RECEIPTS) for receipt in receipts)
 
 
 def _drop_knowledge(conn: Connection, ids: list[str]) -> None:

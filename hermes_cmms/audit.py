@@ -17,6 +17,7 @@ from sqlalchemy import Connection, delete, exists, func, literal, or_, select, u
 from . import graph, lifecycle
 from ._audit_report import MAX_FINDINGS, Report, _batches, _chain, _finding, _scoped
 from ._audit_vectors import _repair_vectors, _vector_drift
+from ._store_knowledge import LEARNED_RECEIPTS
 from .errors import InvalidInput
 from .models import AuditEvent, Belief, Entity, Evidence, Fact, Link, Memory, Outbox, Relation
 from .text import clean_key
@@ -101,12 +102,21 @@ ORPHANS = (  # order matters to reindex: relations go before the entities they l
           (Memory.superseded_by,), "memory_id"),
 )
 
+
+def _receipt_starts(*prefixes: str):
+    """The source starts with one of `prefixes`, case-sensitively (SQLite's LIKE ignores case)."""
+    return or_(*(func.substr(Memory.source, 1, len(p)) == p for p in prefixes))
+
+
 RECEIPTS = (
     Check("empty_receipt", Memory, Memory.id, (func.coalesce(func.trim(Memory.source), "") == "",),
           (Memory.kind,), "memory_id"),
     Check("learned_without_link", Memory, Memory.id,
-          (Memory.kind.in_(LEARNED_KINDS), Memory.source.like("learn%"), ~exists().where(Link.memory_id == Memory.id)),
+          (Memory.kind.in_(LEARNED_KINDS), _receipt_starts(*LEARNED_RECEIPTS),
+           ~exists().where(Link.memory_id == Memory.id)),
           (Memory.kind, Memory.source), "memory_id"),
+    Check("belief_without_row", Memory, Memory.id,  # written half: a person judges it, reindex keeps it
+          (Memory.kind == "belief", ~exists().where(Belief.memory_id == Memory.id)), (Memory.source,), "memory_id"),
 )
 
 GRAPH = (

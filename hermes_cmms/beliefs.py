@@ -12,14 +12,14 @@ from typing import Optional, Sequence
 
 from sqlalchemy import Connection, exists, func, insert, select, update
 
-from . import _reflect
+from . import _reflect, lifecycle
 from . import service as _svc  # a module reference: service.py may import this module
-from ._proposition import read_proposition
+from ._proposition import read_proposition, worded
 from ._reflect import REFLECT_MODES, Record, auto_winner
 from .errors import InvalidInput, UnknownMemory
-from .models import Belief, Evidence, Memory
+from .models import Belief, Evidence, Link, Memory
 from .plugins import run_redactors
-from .store import NewMemory, _event, _filtered, _record
+from .store import _event, _filtered, _record
 from .text import clean
 
 __all__ = ["REFLECT_MODES", "STRATEGIES", "set_belief", "get_belief", "resolve_conflict", "reflect",
@@ -37,8 +37,11 @@ SEARCH_CANDIDATES = 200  # hybrid-search hits looked at for a text filter
 
 
 def _text(text, what: str = "A belief") -> str:
-    if not isinstance(text, str) or not clean(text).strip():
-        raise InvalidInput(f"{what} must be a non-empty string, not {text!r}.")
+    """The text, checked; errors never quote it (it may hold a secret, and go to the audit log)."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a non-empty string, not {type(text).__name__}.")
+    if not clean(text).strip():
+        raise InvalidInput(f"{what} must be a non-empty string.")
     if len(text) > MAX_BELIEF_CHARS:
         raise InvalidInput(f"{what} is {len(text):,} characters; the limit is {MAX_BELIEF_CHARS:,}.")
     return text
@@ -76,7 +79,8 @@ def _reading(text: str, polarity) -> tuple[str, str, int]:
     """The text's proposition; a given polarity asserts (1) or denies (-1) the text as written."""
     key, topic, parsed = read_proposition(text)
     if not key:
-        raise InvalidInput(f"The belief {text!r} states nothing once hedges and negations are removed.")
+        raise InvalidInput(f"The belief ({len(text):,} characters) states nothing once hedges and negations "
+                           "are removed.")
     return key, topic, parsed * (1 if polarity is None else _sign(polarity, "polarity"))
 
 
@@ -107,13 +111,13 @@ def _holding(conn: Connection, scope: str, key: str, polarity: int) -> Optional[
     return found[0] if found else None
 
 
-def _before(service, scope: str, supersedes, reading: tuple[str, str, int],
-            text: str) -> tuple[Optional[Record], Optional[Record]]:
+def _before(service, scope: str, supersedes,
+            reading: tuple[str, str, int]) -> tuple[Optional[Record], Optional[Record]]:
     """(the belief to supersede, the current belief stating the same) as stored now."""
     with service.store.read() as conn:
         old, match = _replaced(conn, scope, supersedes), _holding(conn, scope, reading[0], reading[2])
     if old is not None and match is not None and match.id == old.id:
-        raise InvalidInput(f"The belief {text!r} restates {old.id!r}; set it without supersedes to reinforce it.")
+        raise InvalidInput(f"The belief restates {old.id!r}; set it without supersedes to reinforce it.")
     return old, match
 
 
@@ -140,82 +144,62 @@ def set_belief(service, scope: str, text: str, *, confidence: Optional[float] = 
     proposition with the same polarity (a stale one is renewed: a fresh copy supersedes it);
     "superseded" with `supersedes` (a belief id: it is marked superseded by this one);
     "challenged" when `stance` is -1 and the belief exists (evidence against it is recorded,
-    nothing is reinforced). Its negation stays a separate, contradicting belief.
-    `evidence` is a note, `evidence_ids` memories of the scope that support (stance 1) or
-    contradict (-1) it; each becomes an evidence row."""
-    scope, text, tags = _svc._scope(scope), _text(text), _svc._tags(tags)
-    reading, stance, source = _reading(text, polarity), _sign(stance, "stance"), _source(source)
+    nothing is reinforced). Its negation stays a separate, contradicting belief, and a denied
+    text is stored reading as a denial. `evidence` is a note, `evidence_ids` memories of the
+    scope that support (stance 1) or contradict (-1) it; each becomes an evidence row. The text
+    is redacted before anything is read from it; memory, belief row and evidence are written in
+    one transaction."""
+    scope, tags = _svc._scope(scope), _svc._tags(tags)
+    text = _redact(service, scope, _text(text))
+    reading, stance = _reading(text, polarity), _sign(stance, "stance")
+    source = _redact(service, scope, _source(source))
     _fraction(confidence, "confidence")
     note = _redact(service, scope, _text(evidence, "The evidence note")) if evidence is not None else ""
     cited = _cited(service, scope, evidence_ids)
     learned_from = _cited(service, scope, learned_from, "learned_from")
-    old, match = _before(service, scope, supersedes, reading, text)
+    old, match = _before(service, scope, supersedes, reading)
     if stance < 0 and match is not None and old is None:
-        return _challenge(service, scope, match, cited, note, _redact(service, scope, source))
-    item = service.store_note(scope, text, kind="belief", tags=tags, source=source, confidence=confidence,
-                              learned_from=learned_from, supersedes=[old.id] if old else (),
-                              duplicate_of=match.id if match else None, judge=False)
-    superseded = _written(service, scope, item, reading, old, cited, note, stance)
-    action = "superseded" if old else "reinforced" if item.reinforced or match else "created"
+        return _challenge(service, scope, match, cited, note, source)
+    renewing = match is not None and match.state in lifecycle.FADED  # a fresh copy carries its evidence
+    rows = [*(_carried(match, 1) if renewing else []),
+            *_evidence_rows(cited, note, stance, source, restated=match is not None and not renewing)]
+    item = service.store_note(scope, worded(text, reading[2]), kind="belief", tags=tags, source=source,
+                              confidence=confidence, learned_from=learned_from, supersedes=[old.id] if old else (),
+                              duplicate_of=match.id if match else None, judge=False, dedup=False,
+                              belief=_row(reading), evidence=rows)
+    superseded = [*([old.id] if old else []), *([match.id] if match and match.id != item.id else [])]
+    action = "superseded" if old else "reinforced" if match else "created"
     return {"id": item.id, "action": action, "superseded": superseded,
             "belief": _show(service, scope, [item.id])[0]}
 
 
-def _written(service, scope: str, item: NewMemory, reading: tuple[str, str, int], old: Optional[Record],
-             cited: list[str], note: str, stance: int) -> list[str]:
-    """Write the belief row (if new), its evidence, and what it supersedes; return the ids it
-    superseded. A renewed belief carries the evidence of the one it renews."""
-    store, now = service.store, time.time()
-    with store._write_lock, store.write() as conn:
-        _ensure_row(conn, scope, item.id, reading)
-        events = (store._supersede(conn, scope, [old.id], item.id, now, conflict=True)
-                  if old and item.reinforced else [])
-        renewed = [] if item.reinforced else [i for i in conn.execute(select(Memory.id).where(
-            Memory.superseded_by == item.id, Memory.scope == scope)).scalars() if not old or i != old.id]
-        _carry(conn, scope, {i: 1 for i in renewed}, item.id)
-        rows = _evidence_rows(scope, item.id, cited, note, stance, item.source, now, item.reinforced)
-        if rows:
-            conn.execute(insert(Evidence), rows)
-        _record(conn, events)
-    return [*([old.id] if old else []), *renewed]
+def _row(reading: tuple[str, str, int]) -> dict:
+    """The beliefs row of a reading (the store adds memory_id and scope)."""
+    return dict(zip(("proposition_key", "topic", "polarity"), reading))
 
 
-def _ensure_row(conn: Connection, scope: str, memory_id: str, reading: tuple[str, str, int]) -> None:
-    """Insert the belief row unless it is there (a retry after a crash repairs a lone memory)."""
-    if conn.execute(select(Belief.memory_id).where(Belief.memory_id == memory_id)).first() is None:
-        key, topic, polarity = reading
-        conn.execute(insert(Belief).values(memory_id=memory_id, scope=scope, proposition_key=key,
-                                           topic=topic, polarity=polarity))
-
-
-def _evidence_rows(scope: str, belief_id: str, cited: list[str], note: str, stance: int, source: str,
-                   now: float, restated: bool) -> list[dict]:
-    """One row per cited memory; else one for the note, or for the restatement itself."""
-    base = {"belief_id": belief_id, "scope": scope, "memory_id": None, "source": source, "stance": stance,
-            "note": note, "at": now}
+def _evidence_rows(cited: list[str], note: str, stance: int, source: str, restated: bool) -> list[dict]:
+    """One row per cited memory; else one for the note, or for the restatement itself (the
+    store adds belief_id, scope and the time)."""
+    base = {"memory_id": None, "source": source, "stance": stance, "note": note}
     if cited:
         return [{**base, "memory_id": memory_id} for memory_id in cited]
     return [{**base, "note": note or "restated"}] if note or restated else []
 
 
-def _carry(conn: Connection, scope: str, factors: dict[str, int], to_id: str) -> None:
-    """Copy the evidence of the beliefs in `factors` to `to_id`, each stance times its factor
-    (-1 where the source belief has the other polarity: evidence for it is evidence against)."""
-    if not factors:
-        return
-    rows = conn.execute(select(Evidence).where(Evidence.scope == scope, Evidence.belief_id.in_(list(factors)))
-                        .order_by(Evidence.id)).all()
-    if rows:
-        conn.execute(insert(Evidence), [
-            {"belief_id": to_id, "scope": scope, "memory_id": e.memory_id, "source": e.source,
-             "stance": e.stance * factors[e.belief_id], "note": e.note, "at": e.at} for e in rows])
+def _carried(belief: Record, factor: int) -> list[dict]:
+    """The evidence of `belief` as rows for another belief, each stance times `factor` (-1
+    where the other has the opposite polarity: evidence for it is evidence against)."""
+    return [{"memory_id": e["memory_id"], "source": e["source"], "stance": e["stance"] * factor,
+             "note": e["note"], "at": e["at"]} for e in belief.evidence]
 
 
 def _challenge(service, scope: str, belief: Record, cited: list[str], note: str, source: str) -> dict:
     """Record evidence against an existing belief (no reinforcement), with an audit event."""
     now = time.time()
+    rows = [{**row, "belief_id": belief.id, "scope": scope, "at": now}
+            for row in _evidence_rows(cited, note or "challenged", -1, source, True)]
     with service.store._write_lock, service.store.write() as conn:
-        rows = _evidence_rows(scope, belief.id, cited, note or "challenged", -1, source, now, True)
         conn.execute(insert(Evidence), rows)
         _record(conn, [_event(now, "evidence", source, scope, belief.id, stance=-1, rows=len(rows))])
     return {"id": belief.id, "action": "challenged", "superseded": [],
@@ -353,22 +337,22 @@ def _resolution(now: float, actor: str, scope: str, answer: dict, a: Record, b: 
 
 
 def _merge(service, scope: str, belief_a: str, belief_b: str, merged_text: Optional[str], actor: str) -> dict:
-    """A new belief (merged_text, else a's text) with both one's evidence supersedes both."""
+    """A new belief (merged_text, else a's text) with both one's evidence and tags (the first
+    MAX_TAGS), learned from whatever either was learned from, supersedes both."""
     with service.store.read() as conn:
         a, b = _pair(conn, scope, belief_a, belief_b)
-    text = _text(merged_text, "The merged text") if merged_text is not None else a.text
+        sources = list(conn.execute(select(Link.source_id).where(Link.memory_id.in_([a.id, b.id]))).scalars())
+    text = _redact(service, scope, _text(merged_text, "The merged text")) if merged_text is not None else a.text
     reading = _reading(text, None)
-    item = service.store_note(scope, text, kind="belief", tags=tuple(dict.fromkeys(a.tags + b.tags)),
+    evidence = [*_carried(a, a.polarity * reading[2]), *_carried(b, b.polarity * reading[2])]
+    item = service.store_note(scope, text, kind="belief", tags=tuple(dict.fromkeys(a.tags + b.tags))[:_svc.MAX_TAGS],
                               source=actor or "cmms:resolve", confidence=max(a.confidence, b.confidence),
-                              supersedes=(a.id, b.id), judge=False,
-                              dedup=False)  # a's own text must not fold into a
+                              supersedes=(a.id, b.id), learned_from=sources, judge=False, dedup=False,
+                              belief=_row(reading), evidence=evidence)
     answer = {"strategy": "merge", "rule": None, "winner": None, "kept": [item.id], "superseded": [a.id, b.id],
               "archived": [], "merged": item.id, "contradiction": _contradict(a, b)}
-    now = time.time()
     with service.store._write_lock, service.store.write() as conn:
-        _ensure_row(conn, scope, item.id, reading)
-        _carry(conn, scope, {a.id: a.polarity * reading[2], b.id: b.polarity * reading[2]}, item.id)
-        _record(conn, [_resolution(now, actor, scope, answer, a, b)])
+        _record(conn, [_resolution(time.time(), actor, scope, answer, a, b)])
     return {**answer, "beliefs": _show(service, scope, [a.id, b.id, item.id])}
 
 

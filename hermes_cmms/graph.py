@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
-from sqlalchemy import Connection, delete, func, insert, or_, select
+from sqlalchemy import Connection, delete, func, insert, literal_column, or_, select, union_all
 
 from .errors import InvalidInput, UnknownEntity
 from .models import Entity, Fact, Memory, Relation
@@ -21,11 +20,12 @@ MAX_DEPTH = 4  # longest path searched, in hops
 MAX_LIMIT = 100  # most entities, neighbours per entity, or paths in one answer
 MAX_QUERY_WORDS = 100  # a query's words beyond these are not looked up
 MAX_NGRAM = 5  # longest entity name looked up in a query, in words
-MAX_CANDIDATES = 500  # entities read for the whole-word fallback
+MAX_CANDIDATES = 500  # entities kept by the whole-word fallback
 MAX_PARTIAL_PATHS = 10_000  # partial paths kept per hop while searching paths
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})  # a query in the first person means "user"
 USER = "user"
 _CHUNK = 500
+REBUILD_CHUNK = 2000  # facts re-added per transaction by rebuild
 
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
@@ -88,14 +88,19 @@ def add_facts(conn: Connection, facts: list[dict], now: float) -> None:
 
 
 def rebuild(service: "MemoryService", scope: Optional[str] = None) -> dict:
-    """Rebuild the graph of `scope` (None: every scope) from its facts in one transaction: its
-    entities and relations are deleted and re-added from the facts whose memory exists, oldest
-    first. Returns how many scopes, entities and relations there are afterwards."""
+    """Rebuild the graph of `scope` (None: every scope) from its facts: its entities and relations
+    are deleted and re-added from the facts whose memory exists, oldest first. Each scope is
+    rebuilt in transactions of REBUILD_CHUNK facts (the first also deletes its old graph), so
+    writers wait at most one chunk; a reader may see a scope's graph partly rebuilt meanwhile.
+    Returns how many scopes, entities and relations there are afterwards."""
     scope = None if scope is None else _scope(scope)
-    now = time.time()
-    with service.store._write_lock, service.store.write() as conn:
-        scopes = [scope] if scope is not None else _graph_scopes(conn)
-        relations = sum(_rebuild_scope(conn, name, now) for name in scopes)
+    if scope is not None:
+        scopes = [scope]
+    else:
+        with service.store.read() as conn:
+            scopes = _graph_scopes(conn)
+    relations = sum(_rebuild_scope(service, name) for name in scopes)
+    with service.store.read() as conn:
         entities = sum(conn.execute(select(func.count()).select_from(Entity).where(Entity.scope == name))
                        .scalar_one() for name in scopes)
     return {"scopes": len(scopes), "entities": entities, "relations": relations}
@@ -109,77 +114,42 @@ def _graph_scopes(conn: Connection) -> list[str]:
     return sorted(found)
 
 
-def _rebuild_scope(conn: Connection, scope: str, now: float) -> int:
-    """Replace one scope's graph with the one its facts make; return how many relations."""
-    conn.execute(delete(Relation).where(Relation.scope == scope))
-    conn.execute(delete(Entity).where(Entity.scope == scope))
+def _rebuild_scope(service: "MemoryService", scope: str) -> int:
+    """Replace one scope's graph with the one its facts make, REBUILD_CHUNK facts per
+    transaction; return how many relations. Only facts older than the rebuild are re-added: a
+    fact written meanwhile got its relation when it was written."""
+    after, last, added = 0, None, 0
+    while True:
+        with service.store._write_lock, service.store.write() as conn:
+            if last is None:
+                conn.execute(delete(Relation).where(Relation.scope == scope))
+                conn.execute(delete(Entity).where(Entity.scope == scope))
+                last = conn.execute(select(func.coalesce(func.max(Memory.seq), 0))).scalar_one()
+            batch = _readd(conn, scope, after, last)
+        added += len(batch)
+        if len(batch) < REBUILD_CHUNK:
+            return added
+        after = batch[-1]["seq"]
+
+
+def _readd(conn: Connection, scope: str, after: int, last: int) -> list[dict]:
+    """Add the graph of the next REBUILD_CHUNK facts of `scope` whose memory's seq is in
+    (after, last]; return those facts."""
     query = (select(Memory.seq, Fact.memory_id, Fact.scope, Fact.subject, Fact.predicate, Fact.object)
-             .join(Memory, Memory.id == Fact.memory_id).where(Fact.scope == scope)
-             .order_by(Memory.seq).limit(_CHUNK))
-    after, added = 0, 0
-    while batch := [dict(row) for row in conn.execute(query.where(Memory.seq > after)).mappings()]:
-        add_facts(conn, batch, now)
-        after, added = batch[-1]["seq"], added + len(batch)
-    return added
+             .join(Memory, Memory.id == Fact.memory_id)
+             .where(Fact.scope == scope, Memory.seq > after, Memory.seq <= last)
+             .order_by(Memory.seq).limit(REBUILD_CHUNK))
+    batch = [dict(row) for row in conn.execute(query).mappings()]
+    if batch:
+        add_facts(conn, batch, time.time())
+    return batch
 
 
 # -- reads --------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Edge:
-    """A relation as the reads see it: ends, provenance, and whether its fact is current."""
-
-    id: int
-    source: str
-    target: str
-    predicate: str
-    memory_id: str
-    current: bool
-    seq: int
-
-
-class _Adjacency:
-    """A scope's relations by entity, read from the store as a search reaches them."""
-
-    def __init__(self, conn: Connection, scope: str):
-        self.conn, self.scope = conn, scope
-        self.edges: dict[str, list[_Edge]] = {}
-
-    def load(self, ids: Iterable[str]) -> None:
-        """Read the relations of the entities not read yet (two indexed queries per chunk)."""
-        missing = {i: None for i in ids if i not in self.edges}
-        for entity_id in missing:
-            self.edges[entity_id] = []
-        for edge in _edges(self.conn, self.scope, list(missing)):
-            for end in {edge.source, edge.target}:
-                if end in missing:
-                    self.edges[end].append(edge)
-
-    def steps(self, node: str) -> list[tuple[_Edge, str, bool]]:
-        """(relation, entity at its other end, whether `node` is its source) for each relation."""
-        found = []
-        for edge in self.edges[node]:
-            if edge.source == node:
-                found.append((edge, edge.target, True))
-            if edge.target == node and edge.source != node:
-                found.append((edge, edge.source, False))
-        return found
-
-
-def _edges(conn: Connection, scope: str, ids: list[str]) -> list[_Edge]:
-    """The relations of `scope` touching any of `ids` whose memory exists and has not expired."""
-    now = time.time()
-    base = (select(Relation.id, Relation.source_id, Relation.target_id, Relation.predicate,
-                   Relation.memory_id, Memory.superseded_by, Memory.seq)
-            .join(Memory, Memory.id == Relation.memory_id)
-            .where(Relation.scope == scope, or_(Memory.expires_at.is_(None), Memory.expires_at > now)))
-    found: dict[int, _Edge] = {}
-    for column in (Relation.source_id, Relation.target_id):
-        for chunk in _chunks(ids):
-            for r in conn.execute(base.where(column.in_(chunk))):
-                found[r.id] = _Edge(r.id, r.source_id, r.target_id, r.predicate, r.memory_id,
-                                    r.superseded_by is None, r.seq)
-    return list(found.values())
+def _live(now: float):
+    """The relation's memory (joined) has not expired."""
+    return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
 
 
 def _names(conn: Connection, scope: str, ids: Iterable[str]) -> dict[str, str]:
@@ -191,21 +161,32 @@ def _names(conn: Connection, scope: str, ids: Iterable[str]) -> dict[str, str]:
     return found
 
 
-def _described(adj: _Adjacency, names: dict[str, str], node: str, limit: int) -> dict:
-    """An entity with its degree and its neighbours: current facts first, then newest first."""
-    steps = sorted(adj.steps(node), key=lambda s: (not s[0].current, -s[0].seq, s[0].id))
-    return {"id": node, "name": names[node], "degree": len(adj.edges[node]), "neighbours": [
-        {"entity": {"id": other, "name": names[other]}, "predicate": edge.predicate, "forward": forward,
-         "memory_id": edge.memory_id, "current": edge.current}
-        for edge, other, forward in steps if other in names][:limit]}
+def _neighbours(conn: Connection, scope: str, node: str, limit: int) -> list[dict]:
+    """The first `limit` relations of `node` whose other end is in `scope`, current facts first,
+    then newest first: sorted and cut in SQL, so a hub hands back no more rows than any entity."""
+    now = time.time()
+
+    def side(mine, theirs, forward: str):
+        return (select(Relation.id, Relation.predicate, Relation.memory_id, Memory.seq, Memory.superseded_by,
+                       Entity.id.label("other"), Entity.name, literal_column(forward).label("forward"))
+                .join(Memory, Memory.id == Relation.memory_id).join(Entity, Entity.id == theirs)
+                .where(Relation.scope == scope, Entity.scope == scope, mine == node, _live(now)))
+
+    both = union_all(side(Relation.source_id, Relation.target_id, "1"),
+                     side(Relation.target_id, Relation.source_id, "0").where(Relation.source_id != node)).subquery()
+    rows = conn.execute(select(both).order_by(both.c.superseded_by.is_(None).desc(), both.c.seq.desc(), both.c.id)
+                        .limit(limit))
+    return [{"entity": {"id": r.other, "name": r.name}, "predicate": r.predicate, "forward": bool(int(r.forward)),
+             "memory_id": r.memory_id, "current": r.superseded_by is None} for r in rows]
 
 
-def _describe_all(conn: Connection, scope: str, ids: list[str], limit: int) -> list[dict]:
-    """The entities `ids`, in this order, each with its neighbours."""
-    adj = _Adjacency(conn, scope)
-    adj.load(ids)
-    names = _names(conn, scope, [*ids, *(other for i in ids for _, other, _ in adj.steps(i))])
-    return [_described(adj, names, i, limit) for i in ids]
+def _describe_all(conn: Connection, scope: str, ids: list[str], limit: int,
+                  degrees: Optional[dict[str, int]] = None) -> list[dict]:
+    """The entities `ids`, in this order, each with its degree and its first `limit` neighbours."""
+    degrees = _degrees(conn, scope, ids) if degrees is None else degrees
+    names = _names(conn, scope, ids)
+    return [{"id": i, "name": names[i], "degree": degrees.get(i, 0), "neighbours": _neighbours(conn, scope, i, limit)}
+            for i in ids]
 
 
 def entity(service: "MemoryService", scope: str, entity_id: str, limit: int = 20) -> dict:
@@ -242,7 +223,7 @@ def _by_query(conn: Connection, scope: str, query: str, limit: int) -> list[dict
     degrees = _degrees(conn, scope, list(scores))
     names = _names(conn, scope, scores)
     best = sorted(scores, key=lambda i: (-scores[i], -degrees.get(i, 0), names[i].casefold(), i))
-    return _describe_all(conn, scope, best[:limit], limit)
+    return _describe_all(conn, scope, best[:limit], limit, degrees)
 
 
 def _grams(query: str) -> dict[str, int]:
@@ -272,18 +253,26 @@ def _named(conn: Connection, scope: str, query: str) -> dict[str, int]:
 
 def _mentioned(conn: Connection, scope: str, query: str) -> dict[str, int]:
     """Entity ids whose key holds one of the query's content words as a whole word, with how
-    many of them it holds."""
+    many of them it holds (the first MAX_CANDIDATES such entities). The keys holding a word
+    anywhere are read a page at a time and kept only when they hold it whole, so names that
+    merely contain it ("Satoshi" for "sato") never crowd out those that hold it."""
     words = list(dict.fromkeys(w.casefold() for w in terms(query)))
     if not words:
         return {}
-    likes = [Entity.key.like(f"%{_escaped(w)}%", escape="\\") for w in words]
-    rows = conn.execute(select(Entity.id, Entity.key).where(Entity.scope == scope, or_(*likes))
-                        .limit(MAX_CANDIDATES))
-    found = {}
-    for row in rows:
-        hits = sum(1 for w in words if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", row.key))
-        if hits:
-            found[row.id] = hits
+    whole = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in words]
+    page = (select(Entity.id, Entity.key).order_by(Entity.id).limit(_CHUNK)
+            .where(Entity.scope == scope, or_(*(Entity.key.like(f"%{_escaped(w)}%", escape="\\") for w in words))))
+    found: dict[str, int] = {}
+    after = None
+    while len(found) < MAX_CANDIDATES:
+        rows = conn.execute(page if after is None else page.where(Entity.id > after)).all()
+        for row in rows:
+            hits = sum(1 for pattern in whole if pattern.search(row.key))
+            if hits and len(found) < MAX_CANDIDATES:
+                found[row.id] = hits
+        if len(rows) < _CHUNK:
+            break
+        after = rows[-1].id
     return found
 
 
@@ -303,58 +292,157 @@ def _degrees(conn: Connection, scope: str, ids: list[str]) -> dict[str, int]:
 
 # -- paths mode ---------------------------------------------------------------------------
 
-_Path = tuple[tuple[str, ...], tuple[tuple[_Edge, bool], ...]]  # (entities, (relation, forward) steps)
+_Step = tuple[int, str, bool]  # (relation id, entity at its other end, whether it is followed forward)
+_Path = tuple[tuple[str, ...], tuple[tuple[int, bool], ...]]  # (entities, (relation id, forward) steps)
+
+
+class _Adjacency:
+    """A scope's live relations as light rows, read as the search reaches them: every relation
+    of an entity (`steps`, read once), or only those between two sets of entities (`between`)."""
+
+    def __init__(self, conn: Connection, scope: str):
+        self.conn, self.scope, self.now = conn, scope, time.time()
+        self.full: dict[str, list[_Step]] = {}
+
+    def _rows(self, *where):
+        return self.conn.execute(select(Relation.id, Relation.source_id, Relation.target_id)
+                                 .join(Memory, Memory.id == Relation.memory_id)
+                                 .where(Relation.scope == self.scope, _live(self.now),
+                                        Relation.source_id != Relation.target_id, *where))
+
+    def steps(self, nodes: Iterable[str]) -> dict[str, list[_Step]]:
+        """Every relation of each of `nodes` (a loop is never a step of a simple path)."""
+        nodes = list(dict.fromkeys(nodes))
+        missing = [n for n in nodes if n not in self.full]
+        self.full.update((n, []) for n in missing)
+        for chunk in _chunks(missing):
+            for r in self._rows(Relation.source_id.in_(chunk)):
+                self.full[r.source_id].append((r.id, r.target_id, True))
+            for r in self._rows(Relation.target_id.in_(chunk)):
+                self.full[r.target_id].append((r.id, r.source_id, False))
+        for n in missing:
+            self.full[n].sort()
+        return {n: self.full[n] for n in nodes}
+
+    def between(self, ends: Iterable[str], others: set[str]) -> dict[str, list[_Step]]:
+        """The relations from each of `ends` to an entity of `others`; only those rows are read
+        (for an entity whose relations were all read, they are filtered instead)."""
+        found = {n: [s for s in self.full.get(n, ()) if s[1] in others] for n in ends}
+        unread, known = [n for n in found if n not in self.full], list(_chunks(sorted(others)))
+        for mine in _chunks(unread):
+            for theirs in known:
+                for r in self._rows(Relation.source_id.in_(mine), Relation.target_id.in_(theirs)):
+                    found[r.source_id].append((r.id, r.target_id, True))
+                for r in self._rows(Relation.target_id.in_(mine), Relation.source_id.in_(theirs)):
+                    found[r.target_id].append((r.id, r.source_id, False))
+        for n in unread:
+            found[n].sort()
+        return found
 
 
 def _paths(conn: Connection, scope: str, source: str, target: str, depth: int, limit: int) -> dict:
-    """The simple paths between two entities of `scope`, shortest and most current first."""
+    """The simple paths between two entities of `scope`, shortest and most current first (a
+    path found from the target back is turned round)."""
     source, target = _require(conn, scope, source), _require(conn, scope, target)
     if source == target:
         raise InvalidInput(f"Paths need two different entities; source_id and target_id are both {source!r}.")
-    adj = _Adjacency(conn, scope)
-    found = _walk(adj, source, target, depth, _distances(adj, target, depth), limit)
+    turned = _turned(conn, scope, source, target, depth)
+    found = _walk(_Adjacency(conn, scope), *((target, source) if turned else (source, target)), depth, limit)
+    found = [_reversed(path) for path in found] if turned else found
+    edges = _details(conn, {edge for _, steps in found for edge, _ in steps})
+    found = sorted(found, key=lambda p: (len(p[1]), sum(not edges[e].current for e, _ in p[1]),
+                                         [e for e, _ in p[1]]))[:limit]
     names = _names(conn, scope, [n for nodes, _ in found for n in nodes] + [source, target])
     return {"source": {"id": source, "name": names[source]}, "target": {"id": target, "name": names[target]},
-            "max_depth": depth, "paths": [_shown(path, names) for path in found]}
+            "max_depth": depth, "paths": [_shown(path, edges, names) for path in found]}
 
 
-def _distances(adj: _Adjacency, target: str, depth: int) -> dict[str, int]:
-    """Hops from `target` to every entity at most depth - 1 hops away (breadth first)."""
+def _turned(conn: Connection, scope: str, source: str, target: str, depth: int) -> bool:
+    """Whether searching from the target back reads fewer relations. The walk reads every
+    relation of the end it starts from; at depth 4 it also reads those of the other end and of
+    its neighbours (at depth 3, of the other end: the same either way)."""
+    if depth < 4:
+        degrees = _degrees(conn, scope, [source, target])
+        return degrees.get(target, 0) < degrees.get(source, 0)
+    return _around(conn, scope, source) < _around(conn, scope, target)
+
+
+def _around(conn: Connection, scope: str, entity: str) -> int:
+    """How many relations touch the neighbours of `entity` (counted in SQL, as an estimate)."""
+    ends = ((Relation.source_id, Relation.target_id), (Relation.target_id, Relation.source_id))
+    near = union_all(*(select(theirs).where(Relation.scope == scope, mine == entity) for mine, theirs in ends))
+    return sum(conn.execute(select(func.count()).select_from(Relation).where(
+        Relation.scope == scope, column.in_(select(near.subquery())))).scalar_one() for column, _ in ends)
+
+
+def _reversed(path: _Path) -> _Path:
+    nodes, steps = path
+    return nodes[::-1], tuple((edge, not forward) for edge, forward in reversed(steps))
+
+
+def _distances(adj: _Adjacency, target: str, reach: int) -> dict[str, int]:
+    """Hops from `target` to every entity at most `reach` hops away (breadth first)."""
     distance, frontier = {target: 0}, [target]
-    for hops in range(1, depth):
-        adj.load(frontier)
-        frontier = list(dict.fromkeys(o for n in frontier for _, o, _ in adj.steps(n) if o not in distance))
+    for hops in range(1, reach + 1):
+        steps = adj.steps(frontier)
+        frontier = list(dict.fromkeys(o for n in frontier for _, o, _ in steps[n] if o not in distance))
         distance.update((o, hops) for o in frontier)
     return distance
 
 
-def _walk(adj: _Adjacency, source: str, target: str, depth: int, distance: dict[str, int],
-          limit: int) -> list[_Path]:
+def _toward(adj: _Adjacency, ends: set[str], near: dict[str, int], reach: int, budget: int) -> dict[str, list]:
+    """The steps from each of `ends` to an entity at most `budget` hops from the target. `near`
+    has the distance of every entity up to `reach` hops; one hop further (the first step, from
+    the source, whose relations are all read) an entity counts if it has a relation to one at
+    `reach` hops."""
+    if budget <= reach:
+        return adj.between(ends, {n for n, hops in near.items() if hops <= budget})
+    steps = adj.steps(ends)
+    unknown = {o for found in steps.values() for _, o, _ in found if o not in near}
+    rim = {n for n, hops in near.items() if hops == reach}
+    beyond = {o for o, found in adj.between(unknown, rim).items() if found}
+    return {n: [s for s in found if s[1] in near or s[1] in beyond] for n, found in steps.items()}
+
+
+def _walk(adj: _Adjacency, source: str, target: str, depth: int, limit: int) -> list[_Path]:
     """Simple paths from `source` to `target`, grown one hop at a time, in either direction
-    along each relation; a step is only taken if `target` is still reachable in time."""
+    along each relation; a step is only taken if `target` is still reachable in time. Only
+    the relations of the source and of the entities at most depth - 3 hops from the target
+    are all read; of the others, only those that can still be on a path."""
+    reach = max(depth - 2, 0)
+    near = _distances(adj, target, reach)
     found: list[_Path] = []
     partial: list[_Path] = [((source,), ())]
     for length in range(1, depth + 1):
-        adj.load(nodes[-1] for nodes, _ in partial)
+        steps = _toward(adj, {nodes[-1] for nodes, _ in partial}, near, reach, depth - length)
         grown: list[_Path] = []
-        for nodes, steps in partial:
-            for edge, other, forward in adj.steps(nodes[-1]):
-                if other not in nodes and distance.get(other, depth + 1) <= depth - length:
-                    path = (nodes + (other,), steps + ((edge, forward),))
-                    (found if other == target else grown).append(path)
+        for nodes, path in partial:
+            for edge, other, forward in steps[nodes[-1]]:
+                if other not in nodes:
+                    longer = (nodes + (other,), path + ((edge, forward),))
+                    (found if other == target else grown).append(longer)
         if len(found) >= limit or not grown:
             break
         partial = grown[:MAX_PARTIAL_PATHS]
-    rank = lambda p: (len(p[1]), sum(not e.current for e, _ in p[1]), [e.id for e, _ in p[1]])  # noqa: E731
-    return sorted(found, key=rank)[:limit]
+    return found
 
 
-def _shown(path: _Path, names: dict[str, str]) -> dict:
+def _details(conn: Connection, ids: set[int]) -> dict:
+    """Predicate, provenance and whether the fact is current, by relation id."""
+    found = {}
+    for chunk in _chunks(sorted(ids)):
+        found.update((r.id, r) for r in conn.execute(
+            select(Relation.id, Relation.predicate, Relation.memory_id, Memory.superseded_by.is_(None).label("current"))
+            .join(Memory, Memory.id == Relation.memory_id).where(Relation.id.in_(chunk))))
+    return found
+
+
+def _shown(path: _Path, edges: dict, names: dict[str, str]) -> dict:
     """A path as JSON: its length and each step from one entity to the next."""
     nodes, steps = path
     return {"length": len(steps), "steps": [
-        {"from": {"id": a, "name": names[a]}, "predicate": edge.predicate, "to": {"id": b, "name": names[b]},
-         "memory_id": edge.memory_id, "forward": forward, "current": edge.current}
+        {"from": {"id": a, "name": names[a]}, "predicate": edges[edge].predicate, "to": {"id": b, "name": names[b]},
+         "memory_id": edges[edge].memory_id, "forward": forward, "current": bool(edges[edge].current)}
         for a, b, (edge, forward) in zip(nodes, nodes[1:], steps)]}
 
 

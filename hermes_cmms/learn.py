@@ -14,6 +14,8 @@ from .text import clean
 log = logging.getLogger(__name__)
 
 MAX_LEARN_CHARS = 200_000
+MAX_SOURCE_CHARS = 200
+FLUSH_LLM_TIMEOUT_S = 15.0  # a session flush waits at most this long for the model
 LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
 
 
@@ -27,38 +29,42 @@ def learn(service, scope: str, text: str, *, source: str = "", extract_beliefs: 
         raise InvalidInput(f"The text to learn from is {len(text):,} characters; the limit is {MAX_LEARN_CHARS:,}.")
     if not isinstance(extract_beliefs, bool):
         raise InvalidInput(f"extract_beliefs must be true or false, not {extract_beliefs!r}.")
-    receipt = source.strip() if isinstance(source, str) and source.strip() else "learn"
+    if source is not None and (not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS):
+        raise InvalidInput(f"The source must be a string of at most {MAX_SOURCE_CHARS} characters.")
+    receipt = source.strip() if source and source.strip() else "learn"
     origin = service.store_note(scope, text, kind="observation", tier="episodic", source=receipt,
                                 session_id=session_id, judge=False)
-    items = extracted(service, origin.scope, origin.content, "user")
+    items = run_extractors(service.pm, origin.content, origin.scope, "user") + _by_model(service, origin.content)
     learned = store_items(service, origin.scope, items, [origin.id], f"learn:{receipt}", session_id,
                           extract_beliefs)
     return {"id": origin.id, "stored": not origin.reinforced, "scope": origin.scope, "learned": learned}
 
 
-def extracted(service, scope: str, text: str, role: str) -> list[Item]:
-    """Every extractor's items for `text`: the hook's (deterministic, third-party), then the
-    configured LLM's. A failing extractor costs its items only."""
-    items = run_extractors(service.pm, text, scope, role)
-    if service.settings.llm != "off":
-        from .llm import llm_extract
+def _by_model(service, text: str, timeout: float = 30.0) -> list[Item]:
+    """The configured LLM's items for `text` ([] when there is none, or it fails)."""
+    if service.settings.llm == "off":
+        return []
+    from .llm import llm_extract
 
-        seen = {(i.kind, i.text.casefold()) for i in items}
-        items += [i for i in llm_extract(service.settings, text) if (i.kind, i.text.casefold()) not in seen]
-    return items
+    return llm_extract(service.settings, text, timeout)
 
 
 def store_items(service, scope: str, items: Sequence[Item], sources: list[str], receipt: str,
                 session_id: Optional[str], extract_beliefs: bool = True) -> list[dict]:
     """Store learned items (each linked to `sources`); an item that fails admission is skipped."""
-    learned = []
+    learned, seen = [], set()
     for item in items:
         if item.kind not in LEARNED_KINDS or (item.kind == "belief" and not extract_beliefs):
             continue
+        if (item.kind, item.text.casefold()) in seen:  # the rules and the model found the same
+            continue
+        seen.add((item.kind, item.text.casefold()))
         try:
             learned.append(_store(service, scope, item, sources, receipt, session_id))
         except CmmsError as exc:  # e.g. nothing but a secret: that item is not kept
             log.info("hermes-cmms: learned %s not stored: %s", item.kind, exc)
+        except Exception as exc:  # noqa: BLE001 - one bad item never costs the others
+            log.warning("hermes-cmms: learned %s not stored: %s", item.kind, exc)
     return learned
 
 
@@ -81,12 +87,17 @@ def _store(service, scope: str, item: Item, sources: list[str], receipt: str,
 
 def extract_session(service, scope: str, session_id: str) -> int:
     """Learn from the user's turns of a session not read yet; return how many items were
-    stored. Restart-safe: the session remembers the last turn it was read up to."""
-    messages, last_turn = service.store.unextracted_messages(scope, session_id)
-    count = 0
+    stored. The turns are claimed first (a concurrent flush gets none of them), so each is
+    read once, even across restarts. The rules read each turn; a configured model reads
+    them all in one call, waiting at most FLUSH_LLM_TIMEOUT_S."""
+    messages = service.store.claim_unextracted(scope, session_id)
+    count, found = 0, set()
     for message in messages:
-        items = extracted(service, scope, message.content, message.role or "user")
+        items = run_extractors(service.pm, message.content, scope, "user")
+        found |= {(item.kind, item.text.casefold()) for item in items}
         count += len(store_items(service, scope, items, [message.id], "extract:session", session_id))
-    if last_turn:
-        service.store.mark_extracted(scope, session_id, last_turn)
+    if messages and service.settings.llm != "off":
+        items = _by_model(service, "\n\n".join(m.content for m in messages), FLUSH_LLM_TIMEOUT_S)
+        items = [item for item in items if (item.kind, item.text.casefold()) not in found]
+        count += len(store_items(service, scope, items, [m.id for m in messages], "extract:session", session_id))
     return count

@@ -102,15 +102,17 @@ def _brief(exc: BaseException) -> str:
 
 # -- extraction --------------------------------------------------------------------------------
 
-def llm_extract(settings, text: str) -> list[Item]:
-    """Items the configured LLM finds in `text`, each checked like a rule-made item; [] (and a
-    logged warning) on any failure, so it never breaks the caller."""
+def llm_extract(settings, text: str, timeout: float = 30.0) -> list[Item]:
+    """Items the configured LLM finds in `text` (waiting at most `timeout` seconds), each
+    checked like a rule-made item; [] (and a logged warning) on any failure, so it never
+    breaks the caller."""
     try:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("Text to extract from must be a non-empty string.")
         messages = [{"role": "system", "content": EXTRACT_PROMPT},
                     {"role": "user", "content": text[:MAX_EXTRACT_CHARS]}]
-        return parse_items(complete(settings, messages, max_tokens=800, purpose="cmms extraction"))
+        return parse_items(complete(settings, messages, max_tokens=800, timeout=timeout,
+                                    purpose="cmms extraction"))
     except Exception as exc:  # noqa: BLE001 - extraction is optional; the turn goes on
         log.warning("hermes-cmms: LLM extraction failed: %s", exc)
         return []

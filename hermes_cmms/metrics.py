@@ -167,8 +167,11 @@ class Metrics:
             call.span.end(call.error, failure)
 
     def audited(self, answer: dict) -> None:
-        """Keep the counts of an audit run for the drift gauges."""
-        self.drift.update(answer["counts"])
+        """Keep the counts of a full audit (type "all", every scope) for the drift gauges; an
+        audit of one type or one scope does not move them (its counts are not the store's)."""
+        if answer["audit_type"] != "all" or answer["scope"] is not None:
+            return
+        self.drift = dict(answer["counts"])
         self.audited_at = time.time()
 
 
@@ -207,12 +210,13 @@ class StoreGauges:
             yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).", value=vectors.count())
 
     def _audit(self):
-        drift = GaugeMetricFamily("cmms_drift", "Findings of the last audit run in this process, by type.",
-                                  labels=["type"])
+        drift = GaugeMetricFamily("cmms_drift", "Findings of the last full audit (all types, every scope) "
+                                  "run in this process, by type.", labels=["type"])
         for audit_type in AUDIT_TYPES:
             drift.add_metric([audit_type], self._metrics.drift.get(audit_type, 0))
         yield drift
-        yield GaugeMetricFamily("cmms_audit_last_run_timestamp", "When the last audit ran (Unix time; 0: never).",
+        yield GaugeMetricFamily("cmms_audit_last_run_timestamp",
+                                "When the last full audit ran (Unix time; 0: never).",
                                 value=self._metrics.audited_at)
 
 

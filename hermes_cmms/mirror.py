@@ -284,12 +284,7 @@ class Mirror:
         return _move(path, "processed")
 
     def _learn(self, text: str, source: str) -> None:
-        learn = getattr(self.service, "learn", None)
-        if learn is not None:
-            learn(self.scope, text, source=source)
-        else:
-            self.service.store_note(self.scope, text, kind="observation", tier="episodic",
-                                    source=source, judge=False)
+        self.service.learn(self.scope, text, source=source)
 
 
 def _inbox_name(name: str) -> bool:

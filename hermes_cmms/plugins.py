@@ -5,10 +5,12 @@ import importlib
 import logging
 import os
 from importlib.metadata import entry_points
+from typing import Optional
 
 import pluggy
 
-from .extract import KINDS, Item
+from .errors import InvalidInput
+from .extract import Item, make_item
 from .hooks import specs
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ def run_extractors(pm: pluggy.PluginManager, text: str, scope: str, role: str = 
     for impl in pm.hook.extract.get_hookimpls()[::-1]:
         try:
             found = impl.function(**{name: kwargs[name] for name in impl.argnames}) or []
-            found = [item for item in found if _well_formed(item)]
+            found = [checked for item in found if (checked := _well_formed(item, impl.plugin_name))]
         except Exception as exc:  # noqa: BLE001 - a broken extractor costs its items only
             log.warning("hermes-cmms: extractor %r failed: %s", impl.plugin_name, exc)
             continue
@@ -84,6 +86,13 @@ def run_extractors(pm: pluggy.PluginManager, text: str, scope: str, role: str = 
     return items
 
 
-def _well_formed(item) -> bool:
-    return (isinstance(item, Item) and item.kind in KINDS and isinstance(item.text, str)
-            and bool(item.text.strip()) and isinstance(item.parts, dict))
+def _well_formed(item, plugin: str) -> Optional[Item]:
+    """The item with its parts checked (and its text rendered from them), or None."""
+    if not isinstance(item, Item) or not isinstance(item.kind, str) or not isinstance(item.parts, dict):
+        log.warning("hermes-cmms: extractor %r returned %r, not an Item; skipped", plugin, type(item).__name__)
+        return None
+    try:
+        return make_item(item.kind, item.parts)
+    except InvalidInput as exc:
+        log.warning("hermes-cmms: extractor %r returned a bad %s: %s", plugin, item.kind, exc)
+        return None

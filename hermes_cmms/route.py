@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Callable, Optional
 
 from .errors import CmmsError, InvalidInput
+from .recall import Hit
 from .text import clean
 
 log = logging.getLogger(__name__)
@@ -16,7 +17,9 @@ log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 10_000
 MAX_LIMIT = 100
 SEMANTIC_MIN = 0.45  # the best cosine similarity at which the semantic stage answers
-POOL = 500  # memories of the wanted kinds ranked by a rule's retriever
+SEARCHED = 200  # hybrid search results a rule's retriever looks through for its kinds
+POOL = 500  # then the newest memories of those kinds, ranked by the words they share
+FIRST_PERSON = "user"  # the entity the user's own facts hang from
 
 # (rule, memory kinds it wants, whole words or phrases that trigger it)
 RULES: list[tuple[str, tuple[str, ...], str]] = [
@@ -90,7 +93,9 @@ def _semantic(service, scope: str, query: str, limit: int, trace: list) -> Optio
 
 
 def _graph(service, scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
-    entities = service.graph_search(scope, query=query, limit=limit)["entities"]
+    # "I", "me", "my" find the user's own entity: that alone names nothing in particular
+    entities = [e for e in service.graph_search(scope, query=query, limit=limit)["entities"]
+                if e["name"].casefold() != FIRST_PERSON]
     trace.append({"stage": "graph", "outcome": f"{len(entities)} entities named in the query"})
     if not entities:
         return None
@@ -130,15 +135,16 @@ def _beliefs(service, scope: str, query: str, limit: int) -> list[dict]:
 
 
 def _of_kinds(service, scope: str, query: str, kinds: tuple[str, ...], limit: int) -> list[dict]:
-    """The scope's current memories of `kinds`, those the hybrid search ranks first, then
-    those sharing the most words with the query, then the newest."""
-    pool, _ = service.store.page(scope, kinds=kinds, current=True, limit=POOL)
-    if not pool:
-        return []
-    hits = {h.memory.id: h.score for h in service.search(scope, query, 200)}
-    words = _words(query)
-    ranked = sorted(pool, key=lambda m: (-hits.get(m.id, 0.0), -len(words & _words(m.content)), -m.seq))
-    return [_memory(m, hits.get(m.id, 0.0)) for m in ranked[:limit]]
+    """The scope's current memories of `kinds`: first those the hybrid search finds, best
+    first; then, from the newest POOL of them, those sharing the most words with the query."""
+    found = [h for h in service.search(scope, query, SEARCHED)
+             if h.memory.kind in kinds and not h.memory.superseded_by][:limit]
+    if len(found) < limit:
+        seen, words = {h.memory.id for h in found}, _words(query)
+        pool, _ = service.store.page(scope, kinds=kinds, current=True, limit=POOL)
+        pool = sorted((m for m in pool if m.id not in seen), key=lambda m: (-len(words & _words(m.content)), -m.seq))
+        found += [Hit(m, 0.0) for m in pool[:limit - len(found)]]
+    return [_memory(h.memory, h.score) for h in found]
 
 
 def _words(text: str) -> set[str]:

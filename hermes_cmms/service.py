@@ -83,7 +83,8 @@ class MemoryService:
                    confidence: Optional[float] = None, ttl_seconds: Optional[float] = None,
                    fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
                    learned_from: Sequence[str] = (), supersedes: Sequence[str] = (),
-                   duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True) -> NewMemory:
+                   duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True,
+                   belief: Optional[dict] = None, evidence: Sequence[dict] = ()) -> NewMemory:
         """Store one explicit memory; return it with its id and whether it reinforced one.
 
         A note's kind (preference, decision, status, or note) comes from whole-word rules.
@@ -95,7 +96,8 @@ class MemoryService:
         `dedup=False` stores even an exact repeat as a new memory).
         `detail` holds a learned item's structured parts, `learned_from` the ids of the memories
         it was learned from (forgetting all of them forgets it), `supersedes` ids it replaces,
-        `duplicate_of` an id it repeats (reinforced instead of inserting).
+        `duplicate_of` an id it repeats (reinforced instead of inserting); `belief` and `evidence`
+        a belief's row and evidence rows, written in the same transaction (see beliefs.py).
         """
         if not isinstance(content, str) or not clean(content).strip():
             raise InvalidInput("Memory content must be a non-empty string.")
@@ -118,7 +120,7 @@ class MemoryService:
                          tags=tags, source=source, session_id=session_id,
                          confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
                          detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
-                         duplicate_of=duplicate_of, dedup=dedup)
+                         duplicate_of=duplicate_of, dedup=dedup, belief=belief, evidence=tuple(evidence))
         self._retain(scope, session_id, [item], turn_of=None, judge=judge)
         return item
 

@@ -58,6 +58,8 @@ class NewMemory:
     duplicate_of: Optional[str] = None  # a memory this one repeats: reinforce it, insert nothing
     detail: Optional[dict] = None  # the structured parts of a learned item (decision, skill, ...)
     learned_from: Sequence[str] = ()  # ids of the memories (turns, texts) it was learned from
+    belief: Optional[dict] = None  # a belief's proposition_key, topic, polarity: its beliefs row when new
+    evidence: Sequence[dict] = ()  # evidence rows (memory_id, source, stance, note[, at]) for it, new or reinforced
     # set by Store.add: what happened to it
     id: Optional[str] = None
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
@@ -170,6 +172,9 @@ class Store(LifecycleRows):
                 events += self._reinforce(conn, same, row, now)
                 item.id, item.reinforced = same.id, True
                 self._link(conn, item)
+                if item.belief is not None and item.supersedes:  # a belief restated in place of another
+                    events += self._supersede(conn, row["scope"], [i for i in item.supersedes if i != same.id],
+                                              same.id, now, conflict=True)
                 continue
             if item.fact:
                 item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
@@ -185,6 +190,10 @@ class Store(LifecycleRows):
             if facts:
                 conn.execute(insert(Fact), facts)
                 graph.add_facts(conn, facts, now)
+            beliefs = [{**item.belief, "memory_id": row["id"], "scope": item.scope}
+                       for item, row in fresh if item.belief]
+            if beliefs:
+                conn.execute(insert(Belief), beliefs)
             for item, _ in fresh:
                 self._link(conn, item)
             conn.execute(insert(Outbox), [
@@ -197,6 +206,10 @@ class Store(LifecycleRows):
                 if row["id"] in renewed:
                     events += self._supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
                                               conflict=False, reason="renewed")
+        evidence = [{"scope": item.scope, "at": now, **e, "belief_id": item.id}
+                    for item in items for e in item.evidence]
+        if evidence:
+            conn.execute(insert(Evidence), evidence)
         _record(conn, events)
         return [item.id for item in items]
 
@@ -479,25 +492,25 @@ class Store(LifecycleRows):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def unextracted_messages(self, scope: str, session_id: str) -> tuple[list[Memory], int]:
-        """The user's messages of a session after the turn knowledge was last read up to,
-        and the session's last turn (0 if no such session)."""
+    def claim_unextracted(self, scope: str, session_id: str) -> list[Memory]:
+        """The user's messages of a session's turns that knowledge was not read from yet,
+        claimed: the session is marked read up to its last turn in the same transaction, so
+        a concurrent flush (or a later one) gets none of them."""
         key = {"scope": scope, "session_id": session_id}
-        with self.read() as conn:
+        with self._write_lock, self.write() as conn:
             row = conn.execute(select(ConversationSession.extracted_turn, ConversationSession.last_turn)
                                .filter_by(**key)).first()
             if row is None or row.last_turn <= row.extracted_turn:
-                return [], 0
+                return []
+            claimed = conn.execute(update(ConversationSession).filter_by(**key).where(
+                ConversationSession.extracted_turn == row.extracted_turn).values(extracted_turn=row.last_turn))
+            if claimed.rowcount != 1:
+                return []
             found = conn.execute(select(Memory).where(
                 Memory.scope == scope, Memory.session_id == session_id, Memory.kind == "message",
-                Memory.role == "user", Memory.turn > row.extracted_turn).order_by(Memory.seq))
-            return [_memory(m) for m in found], row.last_turn
-
-    def mark_extracted(self, scope: str, session_id: str, turn: int) -> None:
-        """Knowledge was read from the session's turns up to `turn` (it never goes back)."""
-        with self._write_lock, self.write() as conn:
-            conn.execute(update(ConversationSession).filter_by(scope=scope, session_id=session_id)
-                         .where(ConversationSession.extracted_turn < turn).values(extracted_turn=turn))
+                Memory.role == "user", Memory.turn > row.extracted_turn, Memory.turn <= row.last_turn)
+                .order_by(Memory.seq))
+            return [_memory(m) for m in found]
 
     def mark_flushed(self, scope: str, session_id: str) -> bool:
         """Record that a session was flushed; False when it was already flushed or unknown."""

@@ -63,11 +63,11 @@ def session_flush(service, scope, session_id):
 def extract(text, scope, role):
     """Find knowledge (facts, preferences, decisions, skills, beliefs) in one message.
 
-    Fires in the background, never on the agent's turn: once for a text being learned from and
-    once for each message of a flushed session not read yet. `text` is already redacted;
-    `scope` is its tenancy scope; `role` says whose words they are, "user" or "assistant".
-    Every implementation runs and their items are pooled (exact duplicates, same kind and text,
-    are dropped; an implementation that raises is logged and skipped). Return a list of
-    `hermes_cmms.extract.Item`, or None for nothing. The built-in auto-extract applies
-    hermes_cmms.extract's whole-word rules.
+    Fires at a session flush (never inside a turn), once for each of the session's user
+    messages not read yet, and once for each text passed to `learn`. `text` is already
+    redacted; `scope` is its tenancy scope; `role` says whose words they are ("user").
+    Every implementation runs and their items are pooled (exact duplicates, same kind and
+    text, are dropped; an item whose parts are malformed, or an implementation that raises,
+    is logged and skipped). Return a list of `hermes_cmms.extract.Item`, or None for
+    nothing. The built-in auto-extract applies hermes_cmms.extract's whole-word rules.
     """

@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from hermes_cmms import audit
 from hermes_cmms.errors import InvalidInput
+from hermes_cmms.store import NewMemory
 from hermes_cmms.vectors import VIEWS
 
 A, B = "test:audit-a", "test:audit-b"
@@ -193,6 +194,59 @@ def test_vector_drift_counts_pending_outbox_rows_as_lag_not_drift(seeded):
     assert answer["ok"] and answer["checked"]["index_lag"] == 1
     assert answer["checked"]["index_lag_seconds"] >= 5
     assert svc.indexer.drain(60) and audit.run(svc, "vector_drift", A)["ok"]
+
+
+def _spy(monkeypatch, obj, *names: str) -> dict[str, int]:
+    """Count the calls of these methods of one real object (each still does its work)."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        def counted(*args, _real=getattr(obj, name), _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(obj, name, counted)
+    return calls
+
+
+def test_vector_drift_reads_the_index_once_per_page_not_once_per_memory(service, monkeypatch):
+    svc = service
+    ids = svc.store.add([NewMemory(A, f"Note number {n} about the garden shed", source="test:bulk")
+                         for n in range(300)])
+    assert svc.indexer.drain(300)
+    svc.indexer.vectors.delete(A, [ids[7]])
+    calls = _spy(monkeypatch, svc.indexer.vectors, "present", "_page")  # each one Chroma get
+    answer = audit.run(svc, "vector_drift", A)
+    assert _found(answer, "vector_drift") == {("missing_vector", ids[7], view) for view in VIEWS}
+    assert answer["checked"]["memories_content"] == 300
+    assert calls["present"] <= 2 * len(VIEWS) and calls["_page"] <= 2 * len(VIEWS), calls  # was 300 per view
+    calls.update(dict.fromkeys(calls, 0))
+    done = audit.reindex(svc, A)
+    assert done["vectors_queued"] == 1 and audit.run(svc, "vector_drift", A)["ok"]
+    assert calls["present"] <= 3 * 2 * 2 * len(VIEWS), calls  # two repair passes and the audit after
+
+
+def test_learned_without_link_matches_the_receipts_of_learning_exactly(keyword_service):
+    svc = keyword_service
+    notes = {source: svc.store_note(A, f"Ana chose option {n} for the garden", kind="decision", source=source).id
+             for n, source in enumerate(("Learning-session notes", "learned-from-slack", "LEARN:test",
+                                         "extract:session", "learn:notes"))}
+    linked = svc.store_note(A, "Ana chose the blue paint", kind="decision", source="learn:notes",
+                            learned_from=[notes["Learning-session notes"]]).id
+    answer = audit.run(svc, "receipts", A)
+    assert _found(answer, "receipts") == {("learned_without_link", notes["extract:session"]),
+                                          ("learned_without_link", notes["learn:notes"])}
+    assert linked not in str(answer["findings"])
+
+
+def test_a_half_written_belief_is_found_and_left_for_a_person(keyword_service):
+    svc = keyword_service
+    whole = svc.set_belief(A, "Remote work suits Ana", source="mcp:set_belief")["id"]
+    half = svc.store_note(A, "Tea beats coffee", kind="belief", source="mcp:store_memory").id  # no beliefs row
+    answer = audit.run(svc, "receipts", A)
+    assert _found(answer, "receipts") == {("belief_without_row", half)}
+    audit.reindex(svc, A)
+    assert _sql(svc, "SELECT id FROM memories WHERE id = :m", m=half) == [(half,)]
+    assert _found(audit.run(svc, "receipts", A), "receipts") == {("belief_without_row", half)}
+    assert _sql(svc, "SELECT count(*) FROM beliefs WHERE memory_id IN (:w, :h)", w=whole, h=half) == [(1,)]
 
 
 def test_findings_are_capped_but_counted(keyword_service):

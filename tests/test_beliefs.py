@@ -12,16 +12,20 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
 
 from hermes_cmms import beliefs
 from hermes_cmms.beliefs import get_belief, read_proposition, reflect, resolve_conflict, set_belief
 from hermes_cmms.errors import InvalidInput, UnknownMemory
 from hermes_cmms.models import Evidence
+from hermes_cmms.store import NewMemory
 
 SCOPE = "test:beliefs"
 OTHER = "test:beliefs-other"
 DAY = 86400.0
 REPO = Path(__file__).resolve().parents[1]
+SECRETS = ("hunter2secret", "sk-abcdefghijklmnopqrstuvwx123456")
+SECRET_TEXT = f"the deploy password is {SECRETS[0]} and api key {SECRETS[1]}"
 
 
 def _sql(svc, query: str, *params) -> list[tuple]:
@@ -62,6 +66,12 @@ def _ids(answer: dict) -> list[str]:
 
 def _set(svc, text: str, scope: str = SCOPE, **kwargs) -> str:
     return set_belief(svc, scope, text, **kwargs)["id"]
+
+
+def _dump(svc) -> str:
+    """Every row of every table, as one string."""
+    tables = [name for (name,) in _sql(svc, "SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return repr({name: _sql(svc, f'SELECT * FROM "{name}"') for name in tables})
 
 
 # -- set_belief -------------------------------------------------------------------------------------
@@ -164,6 +174,53 @@ def test_a_given_polarity_asserts_or_denies_the_text_as_written(keyword_service)
     double = _set(svc, "Bob doesn't drink coffee", polarity=-1)
     assert _belief_row(svc, denied)[1:] == ("alice likes tea", "alice", -1)
     assert _belief_row(svc, double)[1:] == ("bob drinks coffee", "bob", 1)
+    # the stored text reads as what is held
+    assert _memory(svc, denied)["content"] == "it is not the case that Alice likes tea"
+    assert _memory(svc, double)["content"] == "it is not the case that Bob doesn't drink coffee"
+    assert read_proposition(_memory(svc, double)["content"]) == ("bob drinks coffee", "bob", 1)
+
+
+def test_denying_a_held_text_is_a_new_contradicting_belief_not_a_reinforcement(keyword_service):
+    svc = keyword_service
+    held = set_belief(svc, SCOPE, "the staging API is stable")
+    denied = set_belief(svc, SCOPE, "the staging API is stable", polarity=-1)
+    assert denied["action"] == "created" and denied["id"] != held["id"]
+    assert _memory(svc, denied["id"])["content"] == "the staging API is not stable"
+    assert _belief_row(svc, denied["id"])[1:] == ("staging api is stable", "staging api", -1)
+    assert _memory(svc, held["id"])["access_count"] == 0 and denied["belief"]["contested_by"] == [held["id"]]
+    assert _ids(get_belief(svc, SCOPE, state="contested")) == [denied["id"], held["id"]]
+    again = set_belief(svc, SCOPE, "The staging API isn't stable")  # reinforced by proposition, not text
+    assert (again["action"], again["id"]) == ("reinforced", denied["id"])
+
+
+def test_learning_a_denial_contests_the_learned_belief(keyword_service):
+    svc = keyword_service
+    first = svc.learn(SCOPE, "I think the staging API is stable")
+    second = svc.learn(SCOPE, "I do not think the staging API is stable")
+    [held] = [i for i in first["learned"] if i["kind"] == "belief"]
+    [denied] = [i for i in second["learned"] if i["kind"] == "belief"]
+    assert denied["id"] != held["id"] and not denied["reinforced"]
+    assert read_proposition(_memory(svc, denied["id"])["content"]) == ("staging api is stable", "staging api", -1)
+    assert read_proposition(_memory(svc, held["id"])["content"])[2] == 1
+    assert _memory(svc, held["id"])["access_count"] == 0
+    assert set(_ids(get_belief(svc, SCOPE, state="contested"))) == {held["id"], denied["id"]}
+
+
+def test_secrets_never_reach_belief_rows_evidence_the_audit_log_or_errors(keyword_service):
+    svc = keyword_service
+    answer = set_belief(svc, SCOPE, SECRET_TEXT, evidence=f"seen with {SECRETS[1]}", source=f"cli {SECRETS[1]}")
+    assert "redacted" in _belief_row(svc, answer["id"])[1] and _evidence(svc, answer["id"])
+    other = _set(svc, "the deploy password is not set")
+    resolve_conflict(svc, SCOPE, answer["id"], other, "merge", merged_text=f"the password is {SECRETS[0]}")
+    bad_calls = [((SECRET_TEXT,), {"supersedes": answer["id"]}), (({"password": SECRETS[0]},), {}),
+                 ((SECRET_TEXT * 30,), {}), ((SECRET_TEXT,), {"polarity": 0})]
+    for args, kwargs in bad_calls:
+        with pytest.raises(InvalidInput) as error:
+            set_belief(svc, SCOPE, *args, **kwargs)
+        assert not any(secret in str(error.value) for secret in SECRETS), error.value
+        svc.record_call("test", "set_belief", SCOPE, False, str(error.value))  # what a door writes
+    dump = _dump(svc)
+    assert "[REDACTED:password]" in dump and not any(secret in dump for secret in SECRETS)
 
 
 def test_a_stale_belief_restated_is_renewed_with_its_evidence(keyword_service):
@@ -281,6 +338,40 @@ def test_merge_carries_both_evidence_into_a_new_belief_that_supersedes_both(keyw
     [event] = _events(svc, "resolve_conflict")
     assert (event["memory_id"], event["detail"]["merged"]) == (merged, merged)
     assert event["detail"]["strategy"] == "merge"
+
+
+def test_merge_is_learned_from_what_both_were_learned_from(keyword_service):
+    svc = keyword_service
+    n1, n2 = svc.remember(SCOPE, "Alice ordered green tea"), svc.remember(SCOPE, "Alice refused the tea")
+    a, b = _pair(svc, a={"learned_from": [n1]}, b={"learned_from": [n2]})
+    merged = resolve_conflict(svc, SCOPE, a, b, "merge", merged_text="Alice likes tea sometimes")["merged"]
+    assert sorted(_sql(svc, "SELECT source_id FROM links WHERE memory_id = ?", merged)) == sorted([(n1,), (n2,)])
+    svc.forget(SCOPE, n1)
+    assert _sql(svc, "SELECT source_id FROM links WHERE memory_id = ?", merged) == [(n2,)]
+
+
+def test_merge_keeps_the_first_32_tags(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc, a={"tags": [f"a{i}" for i in range(20)]}, b={"tags": [f"b{i}" for i in range(20)]})
+    merged = resolve_conflict(svc, SCOPE, a, b, "merge")["merged"]
+    assert json.loads(_memory(svc, merged)["tags"]) == [f"a{i}" for i in range(20)] + [f"b{i}" for i in range(12)]
+
+
+def test_a_belief_its_row_and_its_evidence_are_written_in_one_transaction(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "Alice ordered green tea")
+    held = _set(svc, "Alice likes tea", evidence_ids=[note])
+    assert _memory(svc, held)["kind"] == "belief" and _belief_row(svc, held)[1] == "alice likes tea"
+    assert _evidence(svc, held) == [(note, "", 1, "", SCOPE)]
+    broken = NewMemory(scope=SCOPE, content="Bob likes coffee", kind="belief", tier="semantic",
+                       belief={"proposition_key": "bob likes coffee", "topic": "bob", "polarity": 1},
+                       evidence=[{"memory_id": note, "source": "", "stance": None, "note": ""}])
+    with pytest.raises(IntegrityError):  # the evidence row fails: nothing of the belief is kept
+        svc.store.add([broken])
+    assert _sql(svc, "SELECT count(*) FROM memories WHERE content = 'Bob likes coffee'") == [(0,)]
+    assert _sql(svc, "SELECT count(*) FROM beliefs WHERE proposition_key = 'bob likes coffee'") == [(0,)]
+    writers = sorted(path.name for path in (REPO / "hermes_cmms").rglob("*.py") if "insert(Belief)" in path.read_text())
+    assert writers == ["store.py"]  # no belief row is written anywhere else
 
 
 def test_merge_by_default_restates_a_without_folding_into_it(keyword_service):

@@ -102,3 +102,16 @@ def test_lifecycle_benchmark_reports_consolidation_decay_and_sync(tmp_path):
     assert decay["state_moves"]["transitions"] == 3000
     for case in ("sync_idle_ms", "sync_busy_ms"):
         assert result[case]["n"] == 20 and 0 < result[case]["p50"] <= result[case]["p99"] <= result[case]["max"]
+
+
+def test_knowledge_benchmark_reports_every_part(tmp_path):
+    out = tmp_path / "knowledge.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "knowledge.py"), "--turns", "20",
+                           "--facts", "100", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["flush"]["items_learned"] > 0 and result["flush"]["flush_ms_per_10_turns"]["n"] == 2
+    assert result["health"]["memories"] > 20 and result["health"]["audit_all_ms"]["n"] == 3
+    assert result["graph"]["facts"] == 100 and result["graph"]["entities"] > 10
+    assert 0 < result["graph"]["paths_depth4_ms"]["p50"] <= result["graph"]["paths_depth4_ms"]["max"]

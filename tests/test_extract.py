@@ -15,7 +15,7 @@ import pytest
 
 from hermes_cmms import InvalidInput, Settings, hookimpl
 from hermes_cmms.errors import LlmUnavailable
-from hermes_cmms.extract import Item, extract, make_item, negate
+from hermes_cmms.extract import MAX_SENTENCE_CHARS, Item, extract, make_item, negate
 from hermes_cmms.llm import OFF, complete, llm_extract
 from hermes_cmms.plugins import make_plugin_manager, run_extractors
 
@@ -188,6 +188,21 @@ def test_assistant_gets_no_first_person_items_but_keeps_skills_and_named_facts()
     assert found("I think you're right. We decided to use Postgres. I like tea.", "assistant") == []
     assert found("Ana works at Google.", "assistant") == [("fact", "Ana works at Google")]
     assert found("To restart it cleanly: 1. stop the server 2. start it", "assistant")[0][0] == "skill"
+
+
+def test_a_run_on_line_is_skipped_and_the_other_sentences_still_read():
+    run_on = "I live in Porto" + " and live in Lisbon" * 3000  # ~57k characters, one "sentence"
+    text = f"{run_on}.\nMy sister Ana works at Google. I live in Braga"
+    assert found(text) == [("fact", "user has sister Ana"), ("fact", "Ana works at Google"),
+                           ("fact", "user lives in Braga")]
+
+
+def test_a_long_chain_of_and_facts_is_read_without_recursion():
+    chain = "I live in Porto" + "".join(f" and work at Acme{n}" for n in range(60))
+    assert len(chain) <= MAX_SENTENCE_CHARS
+    facts = found(chain)
+    assert len(facts) == 61 and facts[0] == ("fact", "user lives in Porto")
+    assert facts[-1] == ("fact", "user works at Acme59")
 
 
 @pytest.mark.parametrize("text,role,message", [

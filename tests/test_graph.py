@@ -3,11 +3,14 @@ paths, kept in step by forget, rebuilt from the facts, and never across scopes."
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 
 import pytest
+from sqlalchemy import event
 
 from hermes_cmms import graph
 from hermes_cmms.errors import InvalidInput, UnknownEntity
+from hermes_cmms.store import NewMemory
 
 SCOPE = "test:graph"
 OTHER = "test:graph-other"
@@ -212,6 +215,88 @@ def test_scopes_never_leak_into_each_other(keyword_service, facts):
     with pytest.raises(UnknownEntity):
         graph.search(keyword_service, SCOPE, source_id=_ids(keyword_service)["alice"], target_id=foreign["portugal"])
     assert graph.search(keyword_service, OTHER, query="Where is Lisbon?")["entities"] == []
+
+
+def _bulk_facts(service, scope: str, triples) -> list[str]:
+    """Store many facts through the store's write path, 2,000 per transaction."""
+    items = [NewMemory(scope, f"{s} {p} {o}", kind="fact", tier="semantic", source="test:bulk", fact=(s, p, o))
+             for s, p, o in triples]
+    return [i for start in range(0, len(items), 2000) for i in service.store.add(items[start:start + 2000])]
+
+
+@contextmanager
+def _relation_rows(service):
+    """The rows each statement reading `relations` returned, counted by running it again after."""
+    seen, counts = [], []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "relations" in statement and statement.lstrip().upper().startswith("SELECT"):
+            seen.append((statement, parameters))
+
+    event.listen(service.store.engine, "before_cursor_execute", capture)
+    try:
+        yield counts
+    finally:
+        event.remove(service.store.engine, "before_cursor_execute", capture)
+    conn = sqlite3.connect(service.settings.home / "cmms" / "cmms.db")
+    try:
+        counts.extend(len(conn.execute(statement, parameters).fetchall()) for statement, parameters in seen)
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def hub(keyword_service) -> dict[str, str]:
+    """5,000 facts about the user, Ana who knows the user, and a thing of theirs in Lisbon;
+    entity ids by key."""
+    _bulk_facts(keyword_service, SCOPE, [("user", f"keeps item {n} in", f"box {n}") for n in range(5000)])
+    _bulk_facts(keyword_service, SCOPE, [("Ana", "knows", "user"), ("Box 7", "is in", "Lisbon")])
+    return _ids(keyword_service)
+
+
+def test_a_first_person_query_on_a_hub_reads_only_the_neighbours_it_shows(keyword_service, hub):
+    with _relation_rows(keyword_service) as rows:
+        [user] = graph.search(keyword_service, SCOPE, query="Where do I keep things?", limit=20)["entities"]
+    assert user["name"] == "user" and user["degree"] == 5001
+    assert [(n["entity"]["name"], n["forward"]) for n in user["neighbours"]] == [
+        ("Ana", False), *((f"box {n}", True) for n in range(4999, 4980, -1))]  # newest first
+    assert sum(rows) <= 20 + 2, rows  # the neighbours shown and one degree count per direction
+
+
+def test_paths_through_a_hub_read_only_the_relations_that_can_be_on_them(keyword_service, hub):
+    route = [("Ana", "knows", "user", True), ("user", "keeps item 7 in", "box 7", True),
+             ("box 7", "is in", "Lisbon", True)]
+    for source, target, want in (("ana", "lisbon", route),
+                                 ("lisbon", "ana", [(b, p, a, not f) for a, p, b, f in reversed(route)])):
+        with _relation_rows(keyword_service) as rows:
+            assert _paths(keyword_service, source, target) == [want]
+        assert sum(rows) <= 50, (source, rows)  # the hub has 5,001 relations
+    assert _paths(keyword_service, "user", "lisbon") == [route[1:]]
+
+
+def test_rebuild_commits_each_scope_in_chunks_and_equals_the_incremental_graph(keyword_service, hub):
+    keyword_service.remember_fact(OTHER, "Alice", "works at", "Globex")
+    built, other = _graph_rows(keyword_service), _graph_rows(keyword_service, OTHER)
+    commits = []
+
+    def count(conn):
+        if conn.get_execution_options().get("cmms_write"):
+            commits.append(1)
+
+    event.listen(keyword_service.store.engine, "commit", count)
+    try:
+        assert graph.rebuild(keyword_service) == {"scopes": 2, "entities": 5003 + 2, "relations": 5002 + 1}
+    finally:
+        event.remove(keyword_service.store.engine, "commit", count)
+    assert len(commits) == 3 + 1  # 5,002 facts in chunks of 2,000, then the other scope
+    assert _graph_rows(keyword_service) == built and _graph_rows(keyword_service, OTHER) == other
+
+
+def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_service):
+    _bulk_facts(keyword_service, SCOPE, [(f"Isatori {n:03d}", "grows", "rice") for n in range(600)])
+    keyword_service.remember_fact(SCOPE, "Yuki Sato", "works at", "Acme")
+    [sato] = graph.search(keyword_service, SCOPE, query="What does Sato do?")["entities"]
+    assert sato["name"] == "Yuki Sato" and sato["neighbours"][0]["entity"]["name"] == "Acme"
 
 
 @pytest.mark.parametrize("kwargs, message", [

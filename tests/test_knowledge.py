@@ -184,3 +184,84 @@ def test_learn_adds_what_the_configured_llm_reads(home, llm_server):
         result = svc.learn(SCOPE, "Ana spends her weekends at the chess club.")
     assert [(i["kind"], i["text"]) for i in result["learned"]] == [("fact", "Ana plays chess")]
     assert _sql(home, "SELECT subject, predicate, object FROM facts") == [("Ana", "plays", "chess")]
+
+
+def test_forgetting_a_learned_text_keeps_what_someone_stored_explicitly(keyword_service, home):
+    svc = keyword_service
+    kept = svc.store_note(SCOPE, "user likes green tea", kind="preference", source="mcp:store_memory")
+    first = svc.learn(SCOPE, "I like green tea.")  # learns the same preference: reinforces it
+    assert first["learned"][0]["id"] == kept.id and first["learned"][0]["reinforced"]
+    second = svc.learn(SCOPE, "I really like oolong.")
+    svc.store_note(SCOPE, second["learned"][0]["text"], kind="preference", source="hermes:cmms_remember")
+    svc.forget(SCOPE, first["id"])
+    svc.forget(SCOPE, second["id"])
+    assert sorted(c for (c,) in _sql(home, "SELECT content FROM memories")) == [
+        "user likes green tea", "user likes oolong"]
+
+
+def test_a_malformed_item_from_a_third_party_extractor_costs_only_itself(keyword_service, home):
+    from hermes_cmms import hookimpl
+    from hermes_cmms.extract import Item
+
+    class Sloppy:
+        @hookimpl
+        def extract(self, text):
+            return [Item("fact", "half a fact", {"subject": "user"}), "not even an item",
+                    Item("fact", "Ana likes jazz", {"subject": "Ana", "predicate": "likes", "object": "jazz"})]
+
+    keyword_service.pm.register(Sloppy())
+    keyword_service.retain_turn(SCOPE, "s9", "I live in Faro.", "Nice.")
+    keyword_service.flush_session(SCOPE, "s9")
+    assert sorted(_sql(home, "SELECT subject, object FROM facts")) == [("Ana", "jazz"), ("user", "Faro")]
+    assert _sql(home, "SELECT extracted_turn FROM sessions") == [(1,)]
+
+
+def test_learn_refuses_an_oversized_source(keyword_service):
+    with pytest.raises(InvalidInput, match="at most 200 characters"):
+        keyword_service.learn(SCOPE, "I live in Faro.", source="x" * 201)
+
+
+def test_each_turn_is_claimed_by_one_flush(keyword_service, home):
+    svc = keyword_service
+    svc.retain_turn(SCOPE, "s2", "I live in Evora.", "Noted.")
+    assert svc.extract_session(SCOPE, "s2") == 1
+    assert svc.extract_session(SCOPE, "s2") == 0  # a second (or concurrent) flush gets nothing
+    assert _sql(home, "SELECT access_count FROM memories WHERE kind = 'fact'") == [(0,)]
+
+
+def test_a_hanging_model_delays_a_flush_once_not_per_turn(home, monkeypatch):
+    import socket
+    import time
+
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms import learn
+
+    monkeypatch.setattr(learn, "FLUSH_LLM_TIMEOUT_S", 1.0)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts connections, never answers
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    try:
+        with MemoryService(Settings.load(home, embedder="none", llm=url), scheduler=False) as svc:
+            for text in ("I live in Lagos.", "I work at Tap.", "I love surfing."):
+                svc.retain_turn(SCOPE, "s3", text, "OK.")
+            started = time.monotonic()
+            svc.flush_session(SCOPE, "s3")
+            took = time.monotonic() - started
+    finally:
+        silent.close()
+    assert took < 2.5, took  # one call for the session, not one per turn (3 s and more)
+    assert len(_sql(home, "SELECT memory_id FROM facts")) == 2  # the rules' items are all kept
+
+
+def test_the_router_reaches_an_old_fact_and_ignores_a_bare_first_person(keyword_service):
+    svc = keyword_service
+    svc.learn(SCOPE, "I live in Lisbon.")
+    for n in range(600):
+        svc.remember_fact(SCOPE, f"project{n}", "is owned by", "the platform team")
+    answer = route(svc, SCOPE, "Where do I live?")
+    assert answer["route"] == "facts" and answer["results"][0]["content"] == "user lives in Lisbon"
+    svc.store_note(SCOPE, "Dinner yesterday was sushi at Kaito.")
+    answer = route(svc, SCOPE, "what did I eat for dinner yesterday?")
+    assert answer["stage"] != "graph"  # 'I' names the user, nothing in particular
+    assert answer["results"][0]["content"].startswith("Dinner yesterday was sushi")

@@ -158,6 +158,23 @@ def test_drift_gauges_follow_the_last_audit_run(keyword_service):
     assert started <= _value(after, "cmms_audit_last_run_timestamp") <= time.time()
 
 
+def test_drift_gauges_move_only_with_a_full_audit(keyword_service):
+    svc = keyword_service
+    svc.remember(SCOPE, "The garage door code is 4417", source="mcp:store_memory")
+    with svc.store._write_lock, svc.store.write() as conn:
+        conn.execute(text("INSERT INTO facts (memory_id, scope, subject, predicate, object) "
+                          "VALUES ('0123456789abcdef0123456789abcdef', 'test:elsewhere', 'x', 'y', 'z')"))
+    audit.run(svc)
+    full = _samples(exposition(svc))
+    assert _value(full, "cmms_drift", type="orphans") == 1.0
+    stamp = _value(full, "cmms_audit_last_run_timestamp")
+    assert audit.run(svc, "all", SCOPE)["ok"]  # this scope is clean; the store is not
+    assert audit.run(svc, "lifecycle")["ok"]  # this type is clean; the store is not
+    after = _samples(exposition(svc))
+    assert _value(after, "cmms_drift", type="orphans") == 1.0
+    assert _value(after, "cmms_audit_last_run_timestamp") == stamp
+
+
 def test_hook_calls_are_timed_per_hook(keyword_service):
     svc = keyword_service
     for note in ("The garage door code is 4417", "Invoices are filed in the green cabinet"):

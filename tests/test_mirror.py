@@ -218,27 +218,15 @@ def inbox_rows(service, name: str) -> list[Memory]:
         return [Memory.model_construct(**r._mapping) for r in conn.execute(query)]
 
 
-def learn_works() -> bool:
-    try:
-        import hermes_cmms.learn  # noqa: F401 - MemoryService.learn imports it
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.parametrize("path", ["learn", "store_note"])
-def test_inbox_files_are_learned_and_moved(keyword_service, home, monkeypatch, path):
-    if path == "learn" and not (hasattr(keyword_service, "learn") and learn_works()):
-        pytest.skip("MemoryService.learn is not available yet")
-    if path == "store_note":
-        monkeypatch.setattr(keyword_service, "learn", None, raising=False)  # the fallback
+def test_inbox_files_are_learned_and_moved(keyword_service, home):
     inbox = home / "inbox"
     with Mirror(keyword_service, home, SCOPE, inbox=inbox, debounce=DEBOUNCE):
         (inbox / "notes.md").write_text("The release train leaves every Tuesday.", encoding="utf-8")
         (inbox / "todo.txt").write_text("Renew the TLS certificate in March.", encoding="utf-8")
         (inbox / "report.pdf").write_bytes(b"%PDF-1.4 not text")
+        (inbox / "adr.md").write_text("We decided to use Kafka because it keeps every event.", encoding="utf-8")
         wait_for(lambda: (inbox / "processed" / "notes.md").exists()
-                 and (inbox / "processed" / "todo.txt").exists())
+                 and (inbox / "processed" / "todo.txt").exists() and (inbox / "processed" / "adr.md").exists())
         (inbox / "notes.md").write_text("A second file with a taken name.", encoding="utf-8")
         wait_for(lambda: (inbox / "processed" / "notes-1.md").exists())
     for name, text in (("notes.md", "The release train leaves every Tuesday."),
@@ -248,10 +236,13 @@ def test_inbox_files_are_learned_and_moved(keyword_service, home, monkeypatch, p
     assert "A second file with a taken name." in {r.content for r in inbox_rows(keyword_service, "notes.md")}
     assert (inbox / "report.pdf").exists() and not inbox_rows(keyword_service, "report.pdf")
     assert sorted(p.name for p in inbox.iterdir()) == ["processed", "report.pdf"]
+    with keyword_service.store.read() as conn:  # what was learned from a file links to it
+        learned = conn.execute(select(Memory.kind, Memory.detail).where(
+            Memory.scope == SCOPE, Memory.source == "learn:inbox:adr.md")).all()
+    assert [kind for kind, _ in learned] == ["decision"] and "Kafka" in learned[0][1]
 
 
-def test_a_file_still_being_written_is_not_learned_half_way(keyword_service, home, monkeypatch):
-    monkeypatch.setattr(keyword_service, "learn", None, raising=False)  # learning is not the point here
+def test_a_file_still_being_written_is_not_learned_half_way(keyword_service, home):
     inbox = home / "inbox"
     parts = [f"Line {i} of a slowly written meeting summary.\n" for i in range(25)]
     with Mirror(keyword_service, home, SCOPE, inbox=inbox, debounce=DEBOUNCE):
@@ -266,8 +257,7 @@ def test_a_file_still_being_written_is_not_learned_half_way(keyword_service, hom
     assert row.content == "".join(parts)
 
 
-def test_files_left_in_the_inbox_are_processed_on_start(keyword_service, home, monkeypatch):
-    monkeypatch.setattr(keyword_service, "learn", None, raising=False)
+def test_files_left_in_the_inbox_are_processed_on_start(keyword_service, home):
     inbox = home / "inbox"
     inbox.mkdir()
     (inbox / "left.txt").write_text("Dropped while the agent was down.", encoding="utf-8")

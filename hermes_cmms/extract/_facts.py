@@ -105,7 +105,21 @@ _INNER_ADV = re.compile(r"\b(?-i:[a-z]+ly|currently|still|also|already|now|just)
 
 
 def _verb_facts(subject: str, rest: str, patterns) -> list[Optional[Item]]:
-    """The fact of the first verb pattern matching `rest`, and of any "... and <verb> ..." after it."""
+    """The fact of the first verb pattern matching `rest`, and of each "... and <verb> ..." after
+    it (read in a loop, so a long chain of them costs no stack)."""
+    items: list[Optional[Item]] = []
+    while rest is not None:
+        found = _verb_fact(subject, rest, patterns)
+        if found is None:
+            break
+        item, rest = found
+        items.append(item)
+    return items
+
+
+def _verb_fact(subject: str, rest: str, patterns) -> Optional[tuple[Optional[Item], Optional[str]]]:
+    """The fact of the first verb pattern matching `rest`, and the text after its "and" that
+    may hold another (None when there is none); None when no fact starts `rest`."""
     rest = _INNER_ADV.sub("", rest)
     for pattern, predicate, proper in patterns:
         found = pattern.match(rest)
@@ -114,12 +128,11 @@ def _verb_facts(subject: str, rest: str, patterns) -> list[Optional[Item]]:
         prep = found.group("prep") if "prep" in pattern.groupindex else None
         obj, end = _object_at(found.group("rest"), proper=proper or (prep or "").lower() in ("at", "for"))
         if obj is None:
-            return []
+            return None
         full = f"{predicate} {' '.join(prep.lower().split())}" if prep else predicate
         after = re.match(r"^[^,;]{0,30}?\s*,?\s*\band\s+(?P<next>.+)$", found.group("rest")[end:], _I)
-        more = _verb_facts(subject, after.group("next"), patterns) if after else []
-        return [_item("fact", subject=subject, predicate=full, object=obj)] + more
-    return []
+        return _item("fact", subject=subject, predicate=full, object=obj), after.group("next") if after else None
+    return None
 
 
 def _have(rest: str, subject: str) -> list[Optional[Item]]:

@@ -14,6 +14,7 @@ from ._text import _DOUBTED, _PREAMBLE, _clauses, _plain_quotes, _sentences, _sk
 
 ROLES = ("user", "assistant")
 MAX_TEXT_CHARS = 200_000  # extraction is best effort: the rest of a longer text is not read
+MAX_SENTENCE_CHARS = 2_000  # a longer "sentence" (a run-on line, a log) is skipped, the others still read
 _I = re.IGNORECASE
 
 
@@ -35,8 +36,10 @@ _HEDGED = re.compile(r"\b(?:think|believe|reckon|suspect|guess|feel\s+(?:that|li
 
 
 def _from_sentence(sentence: str, role: str) -> list[Optional[Item]]:
-    """A sentence's items: none when it is skipped, a skill when it lists steps, else the items
-    of its clauses that neither doubt nor report."""
+    """A sentence's items: none when it is skipped (or longer than MAX_SENTENCE_CHARS), a skill
+    when it lists steps, else the items of its clauses that neither doubt nor report."""
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        return []
     sentence = _PREAMBLE.sub("", expand(sentence.strip()))
     if not sentence or _skipped(sentence, role):
         return []
