@@ -11,6 +11,7 @@ import difflib
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from collections import Counter
@@ -38,6 +39,8 @@ INBOX_SUFFIXES = (".md", ".txt")
 MAX_INBOX_BYTES = 1024 * 1024
 MAX_WAIT = 10  # a burst of events delays a sync by at most this many debounce periods
 WATCHED = {"created", "modified", "moved", "deleted", "closed"}  # not our own opens and reads
+LEASE = "mirror"  # the store's lease: one process at a time mirrors (a gateway and a CLI share a home)
+LEASE_S = 30.0  # a holder that stops renewing loses it after this long
 
 
 class _Events(FileSystemEventHandler):
@@ -61,8 +64,11 @@ class Mirror:
     """Keeps `scope` in step with `home/memories/{MEMORY,USER}.md` and learns inbox files."""
 
     def __init__(self, service, home: Path, scope: str, inbox: Optional[Path] = None,
-                 debounce: float = 0.3):
+                 debounce: float = 0.3, lease_s: float = LEASE_S):
         self.service = service
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self.lease_s = lease_s
+        self.holding = False  # whether this mirror holds the store's mirror lease
         self.scope = scope
         self.memories = Path(home).expanduser().resolve() / "memories"
         self.inbox = Path(inbox).expanduser().resolve() if inbox else None
@@ -92,11 +98,23 @@ class Mirror:
         self._observer.start()
         self._worker = threading.Thread(target=self._run, name="cmms-mirror", daemon=True)
         self._worker.start()
-        try:
-            self.sync()
-        except Exception as exc:  # noqa: BLE001 - the next change tries again
-            log.warning("hermes-cmms mirror: first sync failed: %s", exc)
+        self._take_over()
         return self
+
+    def _take_over(self) -> None:
+        """Take or renew the store's mirror lease; on taking it, catch up with one full sync
+        (another process held it until now, or nobody did)."""
+        try:
+            held = self.service.store.lease(self.owner, self.lease_s, time.time(), name=LEASE)
+        except Exception as exc:  # noqa: BLE001 - e.g. the database is busy: try at the next tick
+            log.warning("hermes-cmms mirror: lease not renewed: %s", exc)
+            held = False
+        taken, self.holding = held and not self.holding, held
+        if taken:
+            try:
+                self.sync()
+            except Exception as exc:  # noqa: BLE001 - the next change tries again
+                log.warning("hermes-cmms mirror: catching up failed: %s", exc)
 
     def stop(self, timeout: float = 2.0) -> bool:
         """Stop watching; True when both threads ended within `timeout` seconds."""
@@ -111,6 +129,12 @@ class Mirror:
             self._worker.join(max(0.0, deadline - time.monotonic()))
         alive = any(t is not None and t.is_alive() for t in (self._observer, self._worker))
         self._observer = self._worker = None
+        if self.holding and not alive:
+            try:
+                self.service.store.release_lease(self.owner, name=LEASE)
+            except Exception as exc:  # noqa: BLE001 - it expires on its own
+                log.warning("hermes-cmms mirror: lease not released: %s", exc)
+            self.holding = False
         return not alive
 
     def __enter__(self) -> "Mirror":
@@ -135,7 +159,8 @@ class Mirror:
             self._cond.notify()
 
     def _next(self) -> list:
-        """Wait for the keys that are due; [] once stopping."""
+        """Wait for the keys that are due; [] at the next lease tick or once stopping."""
+        tick = time.monotonic() + self.lease_s / 3
         with self._cond:
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -144,13 +169,17 @@ class Mirror:
                     for key in due:
                         del self._due[key]
                     return due
-                wait = min((at for _, at in self._due.values()), default=now + 60) - now
-                self._cond.wait(max(wait, 0.001))
+                if now >= tick:
+                    return []
+                wait = min((at for _, at in self._due.values()), default=tick) - now
+                self._cond.wait(max(min(wait, tick - now), 0.001))
             return []
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for kind, what in self._next():
+            due = self._next()
+            self._take_over()
+            for kind, what in due if self.holding else ():  # else the holder's watcher syncs
                 if self._stop.is_set():
                     return
                 try:

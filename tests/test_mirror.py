@@ -269,3 +269,25 @@ def test_files_left_in_the_inbox_are_processed_on_start(keyword_service, home):
     assert row.content == "Dropped while the agent was down."
     assert not inbox_rows(keyword_service, "huge.md")
     assert not [p for p in inbox.iterdir() if p.is_file()]
+
+
+def test_two_processes_on_one_home_mirror_once_and_hand_over(keyword_service, home):
+    from hermes_cmms import MemoryService, Settings
+
+    other = MemoryService(Settings.load(home, embedder="none"), scheduler=False)  # a second process' engine
+    first = Mirror(keyword_service, home, SCOPE, debounce=DEBOUNCE, lease_s=0.6).start()
+    second = Mirror(other, home, SCOPE, debounce=DEBOUNCE, lease_s=0.6).start()
+    try:
+        assert (first.holding, second.holding) == (True, False)
+        write(home, ["The VPN endpoint is vpn.example.org."])
+        wait_for(lambda: texts(keyword_service) == {"The VPN endpoint is vpn.example.org."})
+        time.sleep(0.5)  # the second mirror saw the same event and left it to the holder
+        assert [m.access_count for m in rows(keyword_service)] == [0] and second.syncs["MEMORY.md"] == 0
+        first.stop()  # the holder goes away: the other takes over at its next tick and catches up
+        write(home, ["The VPN endpoint is vpn2.example.org."])
+        wait_for(lambda: texts(keyword_service) == {"The VPN endpoint is vpn2.example.org."})
+        assert second.holding and second.syncs["MEMORY.md"] >= 1
+    finally:
+        first.stop()
+        second.stop()
+        other.close()
