@@ -1,6 +1,7 @@
 """The knowledge commands of `hermes-cmms`: learn, beliefs, graph, route, audit, reindex, metrics."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Callable
@@ -188,6 +189,8 @@ def _action(actions, name: str, help_text: str, limit: bool = False):
     """A sub-command with the options every knowledge sub-command takes."""
     q = actions.add_parser(name, help=help_text, description=help_text)
     q.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    q.add_argument("--hermes-home", default=argparse.SUPPRESS,  # given here or before the action
+                   help="Hermes home directory (default: $HERMES_HOME or ~/.hermes)")
     if limit:
         q.add_argument("--limit", type=int, default=20)
     return q

@@ -195,10 +195,6 @@ def _0008_knowledge(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
-def _0009_mirror_lease(conn: Connection) -> None:
-    conn.execute(text("INSERT INTO jobs (name) VALUES ('mirror')"))
-
-
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -206,8 +202,7 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0005_index_state", _0005_index_state),
                                     ("0006_memory_speaker", _0006_memory_speaker),
                                     ("0007_lifecycle", _0007_lifecycle),
-                                    ("0008_knowledge", _0008_knowledge),
-                                    ("0009_mirror_lease", _0009_mirror_lease)]
+                                    ("0008_knowledge", _0008_knowledge)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from sqlalchemy import insert, or_, select, text, update
+from sqlalchemy.exc import IntegrityError
 
 from . import lifecycle
 from ._store_rows import _by_ids, _memory, _move, _record
@@ -109,12 +110,22 @@ class LifecycleRows:
                              .values(consolidated_at=now))
 
     def lease(self, owner: str, seconds: float, now: float, name: str = "scheduler") -> bool:
-        """Take or renew the named lease for `owner`; False while another owner holds it."""
+        """Take or renew the named lease for `owner`; False while another owner holds it.
+        A lease that has no row yet is created taken."""
         with self._write_lock, self.write() as conn:
             done = conn.execute(update(Job).where(Job.name == name,
                                                   or_(Job.owner == owner, Job.lease_until < now))
                                 .values(owner=owner, lease_until=now + seconds))
-            return bool(done.rowcount)
+            if done.rowcount:
+                return True
+            if conn.execute(select(Job.name).where(Job.name == name)).first() is not None:
+                return False
+            try:
+                with conn.begin_nested():  # another process may be creating it right now
+                    conn.execute(insert(Job).values(name=name, owner=owner, lease_until=now + seconds))
+            except IntegrityError:
+                return False
+            return True
 
     def release_lease(self, owner: str, name: str = "scheduler") -> None:
         with self._write_lock, self.write() as conn:

@@ -72,9 +72,10 @@ def _store(service, scope: str, item: Item, sources: list[str], receipt: str,
            session_id: Optional[str]) -> dict:
     parts = item.parts
     if item.kind == "belief":
+        cited = sources[-beliefs.MAX_EVIDENCE_IDS:]  # a long session: its latest turns
         result = beliefs.set_belief(service, scope, parts["proposition"], polarity=parts.get("polarity", 1),
-                                    confidence=parts.get("confidence"), evidence_ids=sources,
-                                    source=receipt, learned_from=sources)
+                                    confidence=parts.get("confidence"), evidence_ids=cited,
+                                    source=receipt, learned_from=cited)
         return {"id": result["id"], "kind": "belief", "text": result["belief"]["text"],
                 "reinforced": result["action"] == "reinforced", "parts": parts}
     fact = (parts["subject"], parts["predicate"], parts["object"]) if item.kind == "fact" else None
@@ -88,8 +89,9 @@ def _store(service, scope: str, item: Item, sources: list[str], receipt: str,
 def extract_session(service, scope: str, session_id: str) -> int:
     """Learn from the user's turns of a session not read yet; return how many items were
     stored. The turns are claimed first (a concurrent flush gets none of them), so each is
-    read once, even across restarts. The rules read each turn; a configured model reads
-    them all in one call, waiting at most FLUSH_LLM_TIMEOUT_S."""
+    read at most once, even across restarts (a crash between the claim and the writes loses
+    that flush's items, never a turn). The rules read each turn; a configured model reads
+    them all in one call (their first 12,000 characters), waiting at most FLUSH_LLM_TIMEOUT_S."""
     messages = service.store.claim_unextracted(scope, session_id)
     count, found = 0, set()
     for message in messages:

@@ -3,6 +3,7 @@ calls, store gauges computed when scraped, and OpenTelemetry spans (only when th
 has set an SDK tracer provider). See docs/health.md."""
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -19,7 +20,7 @@ from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
 from .audit import AUDIT_TYPES
-from .models import Memory, Outbox
+from .models import AuditEvent, Memory, Outbox
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -129,8 +130,6 @@ class Metrics:
                                  ["door", "tool"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self.hook_latency = Histogram("cmms_hook_latency_seconds", "Plugin hook call latency, by hook.",
                                       ["hook"], buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.drift: dict[str, int] = {}
-        self.audited_at = 0.0
         self._tools: set[str] = set()
         self.registry.register(StoreGauges(service, self))
         monitor_hooks(service.pm)
@@ -166,14 +165,6 @@ class Metrics:
                 self.errors.labels(*labels).inc()
             call.span.end(call.error, failure)
 
-    def audited(self, answer: dict) -> None:
-        """Keep the counts of a full audit (type "all", every scope) for the drift gauges; an
-        audit of one type or one scope does not move them (its counts are not the store's)."""
-        if answer["audit_type"] != "all" or answer["scope"] is not None:
-            return
-        self.drift = dict(answer["counts"])
-        self.audited_at = time.time()
-
 
 class StoreGauges:
     """Gauges read from the store and the vector index when scraped."""
@@ -188,9 +179,9 @@ class StoreGauges:
             return
         try:
             yield from self._store(service)
+            yield from self._audit(service)
         except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
             log.warning("hermes-cmms: store gauges unavailable: %s", exc)
-        yield from self._audit()
 
     def _store(self, service: "MemoryService"):
         with service.store.read() as conn:
@@ -209,15 +200,22 @@ class StoreGauges:
         if vectors is not None:  # absent while the index loads, or without one (keyword-only)
             yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).", value=vectors.count())
 
-    def _audit(self):
-        drift = GaugeMetricFamily("cmms_drift", "Findings of the last full audit (all types, every scope) "
-                                  "run in this process, by type.", labels=["type"])
+    def _audit(self, service: "MemoryService"):
+        """The findings of the last full audit (type all, every scope), by any process: it
+        leaves an 'audit' event on the audit trail."""
+        with service.store.read() as conn:
+            last = conn.execute(select(AuditEvent.at, AuditEvent.detail).where(
+                AuditEvent.action == "audit", AuditEvent.scope.is_(None))
+                .order_by(AuditEvent.id.desc()).limit(1)).first()
+        counts = json.loads(last.detail).get("counts", {}) if last else {}
+        drift = GaugeMetricFamily("cmms_drift", "Findings of the last full audit (all types, every scope), "
+                                  "by type.", labels=["type"])
         for audit_type in AUDIT_TYPES:
-            drift.add_metric([audit_type], self._metrics.drift.get(audit_type, 0))
+            drift.add_metric([audit_type], counts.get(audit_type, 0))
         yield drift
         yield GaugeMetricFamily("cmms_audit_last_run_timestamp",
                                 "When the last full audit ran (Unix time; 0: never).",
-                                value=self._metrics.audited_at)
+                                value=last.at if last else 0.0)
 
 
 def exposition(service: "MemoryService") -> str:

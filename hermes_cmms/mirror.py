@@ -39,8 +39,8 @@ INBOX_SUFFIXES = (".md", ".txt")
 MAX_INBOX_BYTES = 1024 * 1024
 MAX_WAIT = 10  # a burst of events delays a sync by at most this many debounce periods
 WATCHED = {"created", "modified", "moved", "deleted", "closed"}  # not our own opens and reads
-LEASE = "mirror"  # the store's lease: one process at a time mirrors (a gateway and a CLI share a home)
-LEASE_S = 30.0  # a holder that stops renewing loses it after this long
+LEASE = "mirror:"  # + the scope: one process at a time mirrors into a scope (a gateway and a CLI share a home)
+LEASE_S = 60.0  # a holder that stops renewing loses it after this long (renewed every LEASE_S / 3)
 
 
 class _Events(FileSystemEventHandler):
@@ -105,7 +105,7 @@ class Mirror:
         """Take or renew the store's mirror lease; on taking it, catch up with one full sync
         (another process held it until now, or nobody did)."""
         try:
-            held = self.service.store.lease(self.owner, self.lease_s, time.time(), name=LEASE)
+            held = self.service.store.lease(self.owner, self.lease_s, time.time(), name=LEASE + self.scope)
         except Exception as exc:  # noqa: BLE001 - e.g. the database is busy: try at the next tick
             log.warning("hermes-cmms mirror: lease not renewed: %s", exc)
             held = False
@@ -131,7 +131,7 @@ class Mirror:
         self._observer = self._worker = None
         if self.holding and not alive:
             try:
-                self.service.store.release_lease(self.owner, name=LEASE)
+                self.service.store.release_lease(self.owner, name=LEASE + self.scope)
             except Exception as exc:  # noqa: BLE001 - it expires on its own
                 log.warning("hermes-cmms mirror: lease not released: %s", exc)
             self.holding = False
@@ -182,6 +182,9 @@ class Mirror:
             for kind, what in due if self.holding else ():  # else the holder's watcher syncs
                 if self._stop.is_set():
                     return
+                self._take_over()  # renewed before each piece of work (an inbox learn can be slow)
+                if not self.holding:
+                    break
                 try:
                     with self._work:
                         self._reconcile(what) if kind == "file" else self._check_inbox(what)

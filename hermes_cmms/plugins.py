@@ -58,18 +58,34 @@ def describe(pm: pluggy.PluginManager) -> list[dict]:
 
 def run_redactors(pm: pluggy.PluginManager, text: str, scope: str) -> str:
     """Pass `text` through every redact implementation in turn (pluggy's call order)."""
-    for impl in pm.hook.redact.get_hookimpls()[::-1]:
-        kwargs = {"text": text, "scope": scope}
-        result = impl.function(**{name: kwargs[name] for name in impl.argnames})
-        if result is not None:
-            text = result
+    from .metrics import Span
+
+    span = Span("cmms.hook redact", hook="redact")
+    try:
+        for impl in pm.hook.redact.get_hookimpls()[::-1]:
+            kwargs = {"text": text, "scope": scope}
+            result = impl.function(**{name: kwargs[name] for name in impl.argnames})
+            if result is not None:
+                text = result
+    except Exception as exc:
+        span.end(f"{type(exc).__name__}: {exc}", exc)
+        raise
+    span.end()
     return text
 
 
 def run_extractors(pm: pluggy.PluginManager, text: str, scope: str, role: str = "user") -> list[Item]:
     """Every extract implementation's items, pooled in pluggy's call order without exact
     duplicates (same kind and text). Never raises: a failing extractor is logged and skipped."""
-    kwargs = {"text": text, "scope": scope, "role": role}
+    from .metrics import Span
+
+    span = Span("cmms.hook extract", hook="extract")
+    items = _pooled(pm, {"text": text, "scope": scope, "role": role})
+    span.end()
+    return items
+
+
+def _pooled(pm: pluggy.PluginManager, kwargs: dict) -> list[Item]:
     items: list[Item] = []
     seen: set[tuple[str, str]] = set()
     for impl in pm.hook.extract.get_hookimpls()[::-1]:

@@ -57,6 +57,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self.primary = kwargs.get("agent_context", "primary") == "primary"
         self.settings = Settings.load(kwargs.get("hermes_home"))
         self.service = engine.acquire(self.settings)
+        self.service.in_hermes = True
         if self.primary and self.settings.mirror == "on" and self._mirror is None:
             self._start_mirror()
         if self.settings.consolidation_llm == "hermes" and self.service.summariser is None:
@@ -148,8 +149,10 @@ class CmmsMemoryProvider(MemoryProvider):
                         metadata: Optional[Dict[str, Any]] = None) -> None:
         if self.service is None or not self.primary or action not in ("add", "replace"):
             return
+        old_text = (metadata or {}).get("old_text") if action == "replace" else None
         try:
-            self.service.remember(self.scope, content, tags=[f"hermes-{target}"],
+            replaced = self.service.hermes_entries(self.scope, old_text, content) if old_text else []
+            self.service.remember(self.scope, content, tags=[f"hermes-{target}"], supersedes=replaced,
                                   source="hermes:memory-tool", session_id=self.session_id or None)
         except CmmsError as exc:  # e.g. nothing but a secret: not stored, and the turn goes on
             log.info("cmms: memory write not mirrored: %s", exc)

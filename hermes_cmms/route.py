@@ -2,6 +2,7 @@
 which stage answered and why."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -32,6 +33,7 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
 ]
 _RULES = [(name, kinds, re.compile(rf"\b(?:{words})\b", re.IGNORECASE)) for name, kinds, words in RULES]
 RETRIEVERS = ("keyword", "semantic", "graph", "beliefs")
+_LIKING = frozenset("like love prefer enjoy favourite favorite hate dislike".split())
 _STOP = frozenset("a an the is are was were do does did i you we my our your me to of in on at for and or "
                   "what who where when why how which that this it about with".split())
 
@@ -105,7 +107,8 @@ def _graph(service, scope: str, query: str, limit: int, trace: list) -> Optional
 
 
 def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
-    if service.settings.llm == "off":
+    settings = _llm_settings(service)
+    if settings is None:
         trace.append({"stage": "llm", "outcome": "the LLM fallback is not configured (set llm)"})
         return None
     from .llm import complete
@@ -113,7 +116,7 @@ def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[d
     prompt = (f"Which memory retriever should answer this question: {', '.join(RETRIEVERS)}? "
               f"Reply with the one word only.\nQuestion: {query}")
     try:
-        reply = complete(service.settings, [{"role": "user", "content": prompt}], max_tokens=8,
+        reply = complete(settings, [{"role": "user", "content": prompt}], max_tokens=8,
                          timeout=20.0, purpose="cmms route")
     except CmmsError as exc:
         trace.append({"stage": "llm", "outcome": str(exc)})
@@ -130,25 +133,37 @@ def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[d
             "results": results}
 
 
+def _llm_settings(service):
+    """The settings to call a model with: the `llm` setting, else Hermes' own model when this
+    runs inside Hermes (the provider says so), else None."""
+    if service.settings.llm != "off":
+        return service.settings
+    return dataclasses.replace(service.settings, llm="hermes") if service.in_hermes else None
+
+
 def _beliefs(service, scope: str, query: str, limit: int) -> list[dict]:
     return service.get_belief(scope, text=query, limit=limit)["beliefs"]
 
 
 def _of_kinds(service, scope: str, query: str, kinds: tuple[str, ...], limit: int) -> list[dict]:
     """The scope's current memories of `kinds`: first those the hybrid search finds, best
-    first; then, from the newest POOL of them, those sharing the most words with the query."""
+    first; then, from the newest POOL of them, those sharing the most words with the query
+    (one at least: a memory of the kind that shares nothing with the question is no answer)."""
     found = [h for h in service.search(scope, query, SEARCHED)
              if h.memory.kind in kinds and not h.memory.superseded_by][:limit]
     if len(found) < limit:
         seen, words = {h.memory.id for h in found}, _words(query)
         pool, _ = service.store.page(scope, kinds=kinds, current=True, limit=POOL)
-        pool = sorted((m for m in pool if m.id not in seen), key=lambda m: (-len(words & _words(m.content)), -m.seq))
-        found += [Hit(m, 0.0) for m in pool[:limit - len(found)]]
+        shared = [(len(words & _words(m.content)), m) for m in pool if m.id not in seen]
+        ranked = sorted(((n, m) for n, m in shared if n), key=lambda pair: (-pair[0], -pair[1].seq))
+        found += [Hit(m, 0.0) for _, m in ranked[:limit - len(found)]]
     return [_memory(h.memory, h.score) for h in found]
 
 
 def _words(text: str) -> set[str]:
-    return {w.rstrip("s") for w in re.findall(r"\w+", text.casefold()) if w not in _STOP}
+    """Content words, roughly singular, with the verbs of liking folded into one."""
+    words = {w.rstrip("s") for w in re.findall(r"\w+", text.casefold()) if w not in _STOP}
+    return {"like" if w in _LIKING else w for w in words}
 
 
 def _memory(memory, score: float) -> dict:

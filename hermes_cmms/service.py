@@ -49,6 +49,7 @@ class MemoryService:
         self.pm = pm or make_plugin_manager()
         self.store = Store(settings.database_url)
         self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
+        self.in_hermes = False  # set by the Hermes provider: Hermes' own model can be asked
         self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
                                lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
         self.metrics = Metrics(self)  # Prometheus registry and spans of this service
@@ -198,6 +199,19 @@ class MemoryService:
         subject, predicate, obj = (" ".join(v.split()) for v in parts.values())
         return self.remember(scope, f"{subject} {predicate} {obj}", kind="fact", tags=tags,
                              source=source, confidence=confidence, fact=(subject, predicate, obj))
+
+    def hermes_entries(self, scope: str, fragment: str, keep: str = "") -> list[str]:
+        """Ids of the scope's current copies of Hermes' built-in memory entries (written by its
+        memory tool or mirrored from MEMORY.md / USER.md) holding `fragment`, except one whose
+        text is `keep`: what a `replace` of that entry supersedes."""
+        from .mirror import MEMORY_FILES, MEMORY_TOOL_SOURCE, SOURCE_PREFIX
+
+        if not isinstance(fragment, str) or not fragment.strip():
+            return []
+        sources = [MEMORY_TOOL_SOURCE, *(SOURCE_PREFIX + name for name in MEMORY_FILES)]
+        kept = run_redactors(self.pm, clean(keep), scope).strip() if keep else None
+        return [m.id for m in self.store.containing(_scope(scope), run_redactors(self.pm, clean(fragment), scope),
+                                                    sources) if m.content.strip() != kept]
 
     def forget_where(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
                      actor: str = "") -> list[str]:

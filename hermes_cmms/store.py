@@ -601,6 +601,15 @@ class Store(LifecycleRows):
         with self.read() as conn:
             return self.keyword.search(conn, scope, query, limit, with_context)
 
+    def containing(self, scope: str, fragment: str, sources: Sequence[str], limit: int = 5) -> list[Memory]:
+        """The scope's current memories from `sources` whose text contains `fragment`."""
+        escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        with self.read() as conn:
+            rows = conn.execute(select(Memory).where(
+                Memory.scope == scope, Memory.source.in_(list(sources)), Memory.superseded_by.is_(None),
+                Memory.content.like(f"%{escaped}%", escape="\\")).order_by(Memory.seq.desc()).limit(limit))
+            return [_memory(row) for row in rows]
+
     def speakers(self, scope: str, names: Iterable[str]) -> set[str]:
         """The `names` that speak in transcript-style memories of `scope` ("Name: ...")."""
         names = list(names)

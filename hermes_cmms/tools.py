@@ -15,7 +15,10 @@ TOOL_SCHEMAS = [
      "description": "Search long-term memory (past conversations and stored facts) for this user.",
      "parameters": {"type": "object", "properties": {
          "query": {"type": "string", "description": "What to look for, in plain words."},
-         "limit": {"type": "integer", "description": "Most results to return (1-50, default 8)."}},
+         "limit": {"type": "integer", "description": "Most results to return (1-50, default 8)."},
+         "route": {"type": "boolean", "description": "Let the router pick the retriever for the question "
+                                                     "(preferences, decisions, skills, facts, beliefs, graph) "
+                                                     "and say which and why."}},
          "required": ["query"]}},
     {"name": "cmms_remember",
      "description": "Store a fact or note in long-term memory so later sessions can recall it.",
@@ -80,6 +83,9 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
             raise InvalidInput(f"Argument 'query' must hold 1 to {MAX_QUERY_CHARS:,} characters.")
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"Argument 'limit' must be between 1 and {MAX_LIMIT}, not {limit}.")
+        if _arg(args, "route", bool, default=False):
+            answer = service.route(scope, query, limit)
+            return {key: answer[key] for key in ("stage", "route", "answered", "reason", "results")}
         return {"results": [_hit(h) for h in service.search(scope, query, limit)]}
     if name == "cmms_remember":
         content = _arg(args, "content", str, required=True)

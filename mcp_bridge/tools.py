@@ -228,13 +228,13 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                      ) -> dict[str, Any]:
         """Search the entity graph built from facts: by query, by entity id, or paths between two."""
         return service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
-                                    target_id=target_id, max_depth=max_depth,
+                                    target_id=target_id, max_depth=_count(max_depth, "max_depth", 4),
                                     limit=_count(limit, "limit", MAX_RESULTS))
 
     def route(query: Query,
               limit: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5) -> dict[str, Any]:
         """Answer a question from the retriever the 4-stage router picks; says which stage and why."""
-        return service.route(default_scope, _query(query), limit)
+        return service.route(default_scope, _query(query), _count(limit, "limit", MAX_RESULTS))
 
     def audit(audit_type: Annotated[str, Field(
                   description="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift.")] = "all"

@@ -347,3 +347,29 @@ def test_learning_at_session_end_uses_the_users_model_through_hermes(home, tmp_p
     rows = [r for r in stored(home, "green Volvo") if r.kind != "message"]  # (the reply holds it too)
     # the malformed second item was dropped
     assert [(r.kind, r.content, r.source) for r in rows] == [("fact", "user drives a green Volvo", "extract:session")]
+
+
+ROUTE_DRIVER = '''
+import json, sys
+
+spec = json.loads(sys.argv[1])
+from plugins.memory import load_memory_provider
+
+p = load_memory_provider("cmms")
+p.initialize("r1", platform="cli", agent_context="primary", hermes_home=spec["home"])
+p.service.store_note(p.scope, "The zebra crossing near the office was repainted.")
+answer = json.loads(p.handle_tool_call("cmms_recall", {"query": "zebra crossing paint", "route": True}))
+p.shutdown()
+print("RESULT " + json.dumps(answer))
+'''
+
+
+def test_the_router_asks_hermes_own_model_when_nothing_else_answers(home, tmp_path, llm_server):
+    model = SimpleNamespace(base_url=llm_server.url)
+    llm_server.say("FAKE-REPLY: keyword")
+    configure(home, model, memory={"cmms": {"embedder": "none"}})  # llm is off: Hermes' model is used
+    answer = run_driver(home, tmp_path, ROUTE_DRIVER, {"home": str(home)})
+    assert (answer["stage"], answer["route"], answer["answered"]) == ("llm", "keyword", True)
+    assert answer["results"][0]["content"] == "The zebra crossing near the office was repainted."
+    asked = [b for b in llm_server.requests() if "Which memory retriever" in json.dumps(b)]
+    assert len(asked) == 1 and "zebra crossing paint" in json.dumps(asked[0])

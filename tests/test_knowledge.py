@@ -265,3 +265,11 @@ def test_the_router_reaches_an_old_fact_and_ignores_a_bare_first_person(keyword_
     answer = route(svc, SCOPE, "what did I eat for dinner yesterday?")
     assert answer["stage"] != "graph"  # 'I' names the user, nothing in particular
     assert answer["results"][0]["content"].startswith("Dinner yesterday was sushi")
+
+
+def test_a_rule_never_answers_with_memories_that_share_nothing_with_the_question(keyword_service):
+    keyword_service.learn(SCOPE, "To deploy the app: first run the tests, then build the image, finally push it.")
+    keyword_service.learn(SCOPE, "I live in Porto.")
+    for question in ("How do I like my coffee?", "What is the capital of France?"):
+        answer = route(keyword_service, SCOPE, question)
+        assert answer["stage"] != "rules", (question, answer["results"])

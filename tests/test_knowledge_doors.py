@@ -89,13 +89,16 @@ def test_hermes_belief_and_graph_tools(home):
         errors = [json.loads(p.handle_tool_call(name, args))["error"] for name, args in [
             ("cmms_belief", {}), ("cmms_belief", {"text": "x", "confidence": True}),
             ("cmms_belief", {"text": "x", "confidence": 2}), ("cmms_graph", {"query": ""}),
-            ("cmms_graph", {"query": ["Ana"]})]]
+            ("cmms_graph", {"query": ["Ana"]}), ("cmms_recall", {"query": "Acme", "route": "yes"})]]
+        routed = json.loads(p.handle_tool_call("cmms_recall", {"query": "Who works at Acme?", "route": True}))
     finally:
         p.shutdown()
     assert (first["action"], again["action"], again["id"]) == ("created", "reinforced", first["id"])
     assert "Acme" in [e["name"] for e in graph["entities"]]
     assert errors[0] == "Missing required argument 'text'."
     assert errors[1] == "Argument 'confidence' must be a number, not a boolean."
+    assert errors[-1] == "Argument 'route' must be a boolean, not a string."
+    assert routed["stage"] in ("rules", "semantic", "graph") and routed["answered"] and routed["reason"]
     assert all(e and "\n" not in e for e in errors)
 
 
@@ -108,6 +111,8 @@ def test_cli_knowledge_commands(home):
     assert listed.returncode == 0 and json.loads(listed.stdout)["action"] == "created"
     beliefs = _cli(home, "beliefs", "list")
     assert "The staging API is stable" in beliefs.stdout and "1 belief(s) match." in beliefs.stdout
+    elsewhere = _cli(home, "beliefs", "list", "--hermes-home", str(home / "other"))  # the flag after the action
+    assert elsewhere.returncode == 0 and "0 belief(s) match." in elsewhere.stdout
     assert json.loads(_cli(home, "beliefs", "reflect", "overview").stdout)
     found = json.loads(_cli(home, "graph", "search", "Where is Acme based?").stdout)
     ana = next(e for e in found["entities"] if e["name"] == "Acme")["id"]
@@ -187,3 +192,28 @@ def test_the_provider_mirrors_an_edit_of_memory_md_within_two_seconds(home):
     old = _sql(home, "SELECT superseded_by FROM memories WHERE content = ?", "The user's laptop runs Fedora 41.")
     assert old == [(found[0][0],)]
     assert p._mirror is None and not worker.is_alive()  # shutdown stopped the mirror
+
+
+def test_a_memory_tool_replace_supersedes_the_entry_it_rewrites(home):
+    import time
+
+    from tools.memory_tool import MemoryStore
+
+    old, new = "The build box runs Fedora 41.", "The build box runs Fedora 42."
+    p = CmmsMemoryProvider()
+    p.initialize("s1", hermes_home=str(home), platform="cli")  # the mirror runs in this scope too
+    try:
+        hermes = MemoryStore()
+        hermes.load_from_disk()
+        assert hermes.add("memory", old)["success"]  # Hermes writes the file, then tells the provider
+        p.on_memory_write("add", "memory", old)
+        time.sleep(0.6)  # the mirror has seen the file
+        assert hermes.replace("memory", "Fedora 41", new)["success"]
+        p.on_memory_write("replace", "memory", new, {"old_text": "Fedora 41"})
+        time.sleep(0.6)  # and the mirror has seen the edit
+    finally:
+        p.shutdown()
+    current = _sql(home, "SELECT id, content FROM memories WHERE superseded_by IS NULL")
+    assert [c for _, c in current] == [new]
+    assert _sql(home, "SELECT superseded_by FROM memories WHERE content = ?", old) == [(current[0][0],)]
+    assert _sql(home, "SELECT count(*) FROM audit_log WHERE action = 'forget'") == [(0,)]  # kept, not deleted

@@ -156,6 +156,11 @@ def test_drift_gauges_follow_the_last_audit_run(keyword_service):
     assert {t: _value(after, "cmms_drift", type=t) for t in audit.AUDIT_TYPES} == {
         **{t: 0.0 for t in audit.AUDIT_TYPES}, "orphans": 1.0, "lifecycle": 1.0}
     assert started <= _value(after, "cmms_audit_last_run_timestamp") <= time.time()
+    from hermes_cmms import MemoryService
+
+    with MemoryService(svc.settings, scheduler=False) as elsewhere:  # e.g. `hermes-cmms metrics` later
+        seen = _samples(exposition(elsewhere))
+    assert _value(seen, "cmms_drift", type="orphans") == 1.0  # read back from the audit trail
 
 
 def test_drift_gauges_move_only_with_a_full_audit(keyword_service):
@@ -209,6 +214,7 @@ SPANS = textwrap.dedent("""
     _, tool_error, _ = sdk()
     tools = {fn.__name__: guarded(fn, tool_error, metrics=svc.metrics) for fn in catalogue(svc, "test:spans")}
     tools["store_memory"](content="The garage door code is 4417", scope="test:spans")
+    tools["learn"](text="I live in Porto.")
     try:
         tools["forget_memory"](scope="test:spans", memory_id="nope")
     except tool_error:
@@ -245,8 +251,11 @@ def test_spans_are_recorded_with_an_sdk_provider_set_after_the_service(home):
     assert stored["status"] == "UNSET"
     assert failed["attributes"]["ok"] is False and failed["status"] == "ERROR"
     assert "Unknown memory id 'nope'" in failed["attributes"]["error"]
-    assert spans["cmms.hook retain"]["parent"] == stored["id"]  # the hook runs inside the tool call
-    assert spans["cmms.hook retain"]["attributes"] == {"hook": "retain", "ok": True}
+    [retain] = [s for s in out["spans"] if s["name"] == "cmms.hook retain" and s["parent"] == stored["id"]]
+    assert retain["attributes"] == {"hook": "retain", "ok": True}  # the hook runs inside the tool call
+    learned = spans["cmms.tool learn"]["id"]
+    for hook in ("redact", "extract"):  # called outside pm.hook, traced all the same
+        assert any(s["name"] == f"cmms.hook {hook}" and s["parent"] == learned for s in out["spans"]), hook
     recall = spans["cmms.tool cmms_recall"]
     assert recall["attributes"] == {"door": "hermes", "tool": "cmms_recall", "scope": "local:default", "ok": True}
 

@@ -277,8 +277,10 @@ def test_two_processes_on_one_home_mirror_once_and_hand_over(keyword_service, ho
     other = MemoryService(Settings.load(home, embedder="none"), scheduler=False)  # a second process' engine
     first = Mirror(keyword_service, home, SCOPE, debounce=DEBOUNCE, lease_s=0.6).start()
     second = Mirror(other, home, SCOPE, debounce=DEBOUNCE, lease_s=0.6).start()
+    elsewhere = Mirror(other, home / "profiles" / "work", "local:work", debounce=DEBOUNCE, lease_s=0.6).start()
     try:
         assert (first.holding, second.holding) == (True, False)
+        assert elsewhere.holding  # another profile's files, into another scope, on the same store
         write(home, ["The VPN endpoint is vpn.example.org."])
         wait_for(lambda: texts(keyword_service) == {"The VPN endpoint is vpn.example.org."})
         time.sleep(0.5)  # the second mirror saw the same event and left it to the holder
@@ -288,6 +290,6 @@ def test_two_processes_on_one_home_mirror_once_and_hand_over(keyword_service, ho
         wait_for(lambda: texts(keyword_service) == {"The VPN endpoint is vpn2.example.org."})
         assert second.holding and second.syncs["MEMORY.md"] >= 1
     finally:
-        first.stop()
-        second.stop()
+        for mirror in (first, second, elsewhere):
+            mirror.stop()
         other.close()

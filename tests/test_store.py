@@ -16,7 +16,6 @@ MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState
           Link, Belief, Evidence, Entity, Relation)
 EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
                        "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge",
-                       "0009_mirror_lease",
                        "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 SCOPE = "test:store"
 
