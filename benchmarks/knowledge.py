@@ -41,15 +41,19 @@ def user_turns() -> list[str]:
 
 
 def bench_flush(home: str, turns: int) -> dict:
-    """Sessions of 10 turns each; the time of each session's flush (learning + bookkeeping)."""
+    """Sessions of 10 turns each; the time of each session's flush (learning + bookkeeping).
+    Each pass over the labelled messages goes to a scope of its own, so no turn repeats an
+    earlier one (a repeat reinforces the stored message and is not read again)."""
     texts = user_turns()
     with _service(home) as service:
         flushes, learned = [], 0
         for session in range(turns // 10):
-            for n in range(10):
-                service.retain_turn(SCOPE, f"s{session}", texts[(session * 10 + n) % len(texts)], "OK.")
+            numbers = range(session * 10, session * 10 + 10)
+            scopes = {f"{SCOPE}:{n // len(texts)}" for n in numbers}
+            for n in numbers:
+                service.retain_turn(f"{SCOPE}:{n // len(texts)}", f"s{session}", texts[n % len(texts)], "OK.")
             started = time.perf_counter()
-            learned += service.extract_session(SCOPE, f"s{session}")
+            learned += sum(service.extract_session(scope, f"s{session}") for scope in scopes)
             flushes.append(time.perf_counter() - started)
     return {"turns": turns, "items_learned": learned, "flush_ms_per_10_turns": _ms(flushes)}
 
@@ -105,7 +109,7 @@ def bench_health(home: str) -> dict:
                  "What do I think about the API?", "zebra crossing"]
     with _service(home) as service:
         memories = service.store.counts()["memories"]
-        routes = [_timed(lambda q=q: service.route(SCOPE, q)) for q in questions * 20]
+        routes = [_timed(lambda q=q: service.route(f"{SCOPE}:0", q)) for q in questions * 20]
         audit = [_timed(lambda: service.audit("all")) for _ in range(3)]
         scrape = [_timed(lambda: exposition(service)) for _ in range(20)]
     return {"memories": memories, "route_ms": _ms(routes), "audit_all_ms": _ms(audit),
