@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections import defaultdict
+from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
 from sqlalchemy import Connection, delete, func, insert, literal_column, or_, select, union_all
+from sqlalchemy.orm import aliased
 
 from .errors import InvalidInput, UnknownEntity
 from .models import Entity, Fact, Memory, Relation
@@ -21,7 +24,10 @@ MAX_LIMIT = 100  # most entities, neighbours per entity, or paths in one answer
 MAX_QUERY_WORDS = 100  # a query's words beyond these are not looked up
 MAX_NGRAM = 5  # longest entity name looked up in a query, in words
 MAX_CANDIDATES = 500  # entities kept by the whole-word fallback
-MAX_PARTIAL_PATHS = 10_000  # partial paths kept per hop while searching paths
+MAX_PARTIAL_PATHS = 10_000  # partial paths kept per hop from one end while searching paths
+MAX_RANKED = 200  # paths of one length ranked by a path search; more: the answer says "truncated"
+MAX_ROWS = 10_000  # relation rows one path search reads at most; more: "truncated"
+HUB = 100  # an entity with more relations is a hub: a path search reads only those it needs
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})  # a query in the first person means "user"
 USER = "user"
 _CHUNK = 500
@@ -147,9 +153,9 @@ def _readd(conn: Connection, scope: str, after: int, last: int) -> list[dict]:
 
 # -- reads --------------------------------------------------------------------------------
 
-def _live(now: float):
-    """The relation's memory (joined) has not expired."""
-    return or_(Memory.expires_at.is_(None), Memory.expires_at > now)
+def _live(now: float, memory=Memory):
+    """The relation's memory (joined, or an alias of it) has not expired."""
+    return or_(memory.expires_at.is_(None), memory.expires_at > now)
 
 
 def _names(conn: Connection, scope: str, ids: Iterable[str]) -> dict[str, str]:
@@ -292,139 +298,233 @@ def _degrees(conn: Connection, scope: str, ids: list[str]) -> dict[str, int]:
 
 # -- paths mode ---------------------------------------------------------------------------
 
-_Step = tuple[int, str, bool]  # (relation id, entity at its other end, whether it is followed forward)
-_Path = tuple[tuple[str, ...], tuple[tuple[int, bool], ...]]  # (entities, (relation id, forward) steps)
+_Step = tuple[int, str, bool, bool]  # (relation id, entity at its other end, followed forward, fact current)
+_Hop = tuple[int, bool, bool]  # one step of a path: (relation id, followed forward, fact current)
+_Path = tuple[tuple[str, ...], tuple[_Hop, ...]]  # (entities, hops)
+_Link = tuple[str, _Hop, str, _Hop, str]  # two hops x -> m -> y: (x, hop, m, hop, y)
+
+
+class _Cut(Exception):
+    """The path search has read MAX_ROWS relation rows."""
 
 
 class _Adjacency:
     """A scope's live relations as light rows, read as the search reaches them: every relation
-    of an entity (`steps`, read once), or only those between two sets of entities (`between`)."""
+    of an entity (`steps`, read once), only those between two sets of entities (`between`), or
+    the two-hop links between two hubs (`links`). It reads at most MAX_ROWS rows (then raises
+    _Cut); `truncated` says whether a read was cut short."""
 
-    def __init__(self, conn: Connection, scope: str):
-        self.conn, self.scope, self.now = conn, scope, time.time()
+    def __init__(self, conn: Connection, scope: str, parallel: int):
+        self.conn, self.scope, self.now, self.parallel = conn, scope, time.time(), parallel
         self.full: dict[str, list[_Step]] = {}
+        self.counts: dict[str, tuple[int, int]] = {}
+        self.left, self.truncated = MAX_ROWS, False
 
-    def _rows(self, *where):
-        return self.conn.execute(select(Relation.id, Relation.source_id, Relation.target_id)
-                                 .join(Memory, Memory.id == Relation.memory_id)
-                                 .where(Relation.scope == self.scope, _live(self.now),
-                                        Relation.source_id != Relation.target_id, *where))
+    def _read(self, query, room: Optional[int] = None) -> list:
+        """The query's rows, at most `room` (more: `truncated`), counted against MAX_ROWS."""
+        room = self.left if room is None else room
+        rows = self.conn.execute(query.limit(min(room, self.left) + 1)).all()
+        self.left -= len(rows)
+        if self.left < 0:
+            self.truncated = True
+            raise _Cut
+        self.truncated |= len(rows) > room
+        return rows[:room]
+
+    def _rows(self, *where) -> list:
+        """The relations matching `where`, but of those from one entity to another only the
+        first `parallel` (current first, then oldest): a path through a later one ranks below
+        `parallel` paths through the same entities, so it is never shown."""
+        current = Memory.superseded_by.is_(None)
+        rank = func.row_number().over(partition_by=(Relation.source_id, Relation.target_id),
+                                      order_by=(current.desc(), Relation.id))
+        rows = (select(Relation.id, Relation.source_id, Relation.target_id, current.label("current"),
+                       rank.label("rank"))
+                .join(Memory, Memory.id == Relation.memory_id)
+                .where(Relation.scope == self.scope, _live(self.now), Relation.source_id != Relation.target_id, *where)
+                .subquery())
+        return self._read(select(rows.c.id, rows.c.source_id, rows.c.target_id, rows.c.current)
+                          .where(rows.c.rank <= self.parallel))
+
+    def degrees(self, nodes: Iterable[str], side: Optional[int] = None) -> dict[str, int]:
+        """How many relations each of `nodes` is the source (`side` 0) or target (1) of, or
+        either: counted in the indexes, in any scope, expired ones too (an estimate that reads no
+        relation rows)."""
+        nodes = set(nodes)
+        missing = sorted(nodes - set(self.counts))
+        self.counts.update((n, (0, 0)) for n in missing)
+        for at, column in enumerate((Relation.source_id, Relation.target_id)):
+            for chunk in _chunks(missing):
+                for node, count in self.conn.execute(select(column, func.count()).where(column.in_(chunk))
+                                                     .group_by(column)):
+                    self.counts[node] = (count, self.counts[node][1]) if at == 0 else (self.counts[node][0], count)
+        return {n: sum(self.counts[n]) if side is None else self.counts[n][side] for n in nodes}
 
     def steps(self, nodes: Iterable[str]) -> dict[str, list[_Step]]:
-        """Every relation of each of `nodes` (a loop is never a step of a simple path)."""
+        """Every relation of each of `nodes`, current facts first (a loop is never a step)."""
         nodes = list(dict.fromkeys(nodes))
         missing = [n for n in nodes if n not in self.full]
-        self.full.update((n, []) for n in missing)
+        read = {n: [] for n in missing}
         for chunk in _chunks(missing):
             for r in self._rows(Relation.source_id.in_(chunk)):
-                self.full[r.source_id].append((r.id, r.target_id, True))
+                read[r.source_id].append((r.id, r.target_id, True, bool(r.current)))
             for r in self._rows(Relation.target_id.in_(chunk)):
-                self.full[r.target_id].append((r.id, r.source_id, False))
-        for n in missing:
-            self.full[n].sort()
+                read[r.target_id].append((r.id, r.source_id, False, bool(r.current)))
+        self.full.update((n, sorted(found, key=lambda s: (not s[3], s[0]))) for n, found in read.items())
         return {n: self.full[n] for n in nodes}
 
     def between(self, ends: Iterable[str], others: set[str]) -> dict[str, list[_Step]]:
         """The relations from each of `ends` to an entity of `others`; only those rows are read
         (for an entity whose relations were all read, they are filtered instead)."""
         found = {n: [s for s in self.full.get(n, ()) if s[1] in others] for n in ends}
-        unread, known = [n for n in found if n not in self.full], list(_chunks(sorted(others)))
-        for mine in _chunks(unread):
-            for theirs in known:
-                for r in self._rows(Relation.source_id.in_(mine), Relation.target_id.in_(theirs)):
-                    found[r.source_id].append((r.id, r.target_id, True))
-                for r in self._rows(Relation.target_id.in_(mine), Relation.source_id.in_(theirs)):
-                    found[r.target_id].append((r.id, r.source_id, False))
+        unread = [n for n in found if n not in self.full]
+        for forward in (True, False):
+            for r in self._joining(unread, others, forward):
+                end, other = (r.source_id, r.target_id) if forward else (r.target_id, r.source_id)
+                found[end].append((r.id, other, forward, bool(r.current)))
         for n in unread:
-            found[n].sort()
+            found[n].sort(key=lambda s: (not s[3], s[0]))
         return found
+
+    def _joining(self, ends: list[str], others: set[str], forward: bool) -> Iterator:
+        """The relations from one of `ends` (their source if `forward`, else their target) to one
+        of `others`. SQLite walks the index of the side with fewer entries; the other column is
+        hidden from it (`|| ''`), else it may walk a hub's thousands of entries to find a few."""
+        if not ends or not others:
+            return
+        mine, theirs = (Relation.source_id, Relation.target_id) if forward else (Relation.target_id, Relation.source_id)
+        side = 0 if forward else 1
+        if sum(self.degrees(ends, side).values()) > sum(self.degrees(others, 1 - side).values()):
+            mine = mine.concat("")
+        else:
+            theirs = theirs.concat("")
+        for chunk in _chunks(ends):
+            for known in _chunks(sorted(others)):
+                yield from self._rows(mine.in_(chunk), theirs.in_(known))
+
+    def links(self, x: str, y: str, room: int) -> list[_Link]:
+        """Up to `room` two-hop links x -> m -> y, joined in SQL from x's relations to y's
+        through m (m's own index, never y's: `|| ''` keeps SQLite off it), so neither hub's
+        relations are all read and the join stops at the limit."""
+        r1, r2, m1, m2 = aliased(Relation), aliased(Relation), aliased(Memory), aliased(Memory)
+        parts = [select(r1.id, middle.label("m"), literal_column(f1).label("f1"),
+                        m1.superseded_by.is_(None).label("c1"), r2.id.label("id2"),
+                        literal_column(f2).label("f2"), m2.superseded_by.is_(None).label("c2"))
+                 .join(m1, m1.id == r1.memory_id).join(r2, near == middle).join(m2, m2.id == r2.memory_id)
+                 .where(r1.scope == self.scope, r2.scope == self.scope, mine == x, far.concat("") == y,
+                        middle != x, middle != y, _live(self.now, m1), _live(self.now, m2))
+                 for mine, middle, f1 in ((r1.source_id, r1.target_id, "1"), (r1.target_id, r1.source_id, "0"))
+                 for near, far, f2 in ((r2.source_id, r2.target_id, "1"), (r2.target_id, r2.source_id, "0"))]
+        return [(x, (r[0], r[2] == 1, bool(r[3])), r[1], (r[4], r[5] == 1, bool(r[6])), y)
+                for r in self._read(union_all(*parts), room)]
 
 
 def _paths(conn: Connection, scope: str, source: str, target: str, depth: int, limit: int) -> dict:
-    """The simple paths between two entities of `scope`, shortest and most current first (a
-    path found from the target back is turned round)."""
+    """The simple paths between two entities of `scope`, shortest and most current first."""
     source, target = _require(conn, scope, source), _require(conn, scope, target)
     if source == target:
         raise InvalidInput(f"Paths need two different entities; source_id and target_id are both {source!r}.")
-    turned = _turned(conn, scope, source, target, depth)
-    found = _walk(_Adjacency(conn, scope), *((target, source) if turned else (source, target)), depth, limit)
-    found = [_reversed(path) for path in found] if turned else found
-    edges = _details(conn, {edge for _, steps in found for edge, _ in steps})
-    found = sorted(found, key=lambda p: (len(p[1]), sum(not edges[e].current for e, _ in p[1]),
-                                         [e for e, _ in p[1]]))[:limit]
+    adjacency = _Adjacency(conn, scope, limit)
+    found = _search(adjacency, source, target, depth, limit)
+    edges = _details(conn, {edge for _, hops in found for edge, _, _ in hops})
     names = _names(conn, scope, [n for nodes, _ in found for n in nodes] + [source, target])
     return {"source": {"id": source, "name": names[source]}, "target": {"id": target, "name": names[target]},
-            "max_depth": depth, "paths": [_shown(path, edges, names) for path in found]}
+            "max_depth": depth, "truncated": adjacency.truncated,
+            "paths": [_shown(path, edges, names) for path in found]}
 
 
-def _turned(conn: Connection, scope: str, source: str, target: str, depth: int) -> bool:
-    """Whether searching from the target back reads fewer relations. The walk reads every
-    relation of the end it starts from; at depth 4 it also reads those of the other end and of
-    its neighbours (at depth 3, of the other end: the same either way)."""
-    if depth < 4:
-        degrees = _degrees(conn, scope, [source, target])
-        return degrees.get(target, 0) < degrees.get(source, 0)
-    return _around(conn, scope, source) < _around(conn, scope, target)
-
-
-def _around(conn: Connection, scope: str, entity: str) -> int:
-    """How many relations touch the neighbours of `entity` (counted in SQL, as an estimate)."""
-    ends = ((Relation.source_id, Relation.target_id), (Relation.target_id, Relation.source_id))
-    near = union_all(*(select(theirs).where(Relation.scope == scope, mine == entity) for mine, theirs in ends))
-    return sum(conn.execute(select(func.count()).select_from(Relation).where(
-        Relation.scope == scope, column.in_(select(near.subquery())))).scalar_one() for column, _ in ends)
-
-
-def _reversed(path: _Path) -> _Path:
-    nodes, steps = path
-    return nodes[::-1], tuple((edge, not forward) for edge, forward in reversed(steps))
-
-
-def _distances(adj: _Adjacency, target: str, reach: int) -> dict[str, int]:
-    """Hops from `target` to every entity at most `reach` hops away (breadth first)."""
-    distance, frontier = {target: 0}, [target]
-    for hops in range(1, reach + 1):
-        steps = adj.steps(frontier)
-        frontier = list(dict.fromkeys(o for n in frontier for _, o, _ in steps[n] if o not in distance))
-        distance.update((o, hops) for o in frontier)
-    return distance
-
-
-def _toward(adj: _Adjacency, ends: set[str], near: dict[str, int], reach: int, budget: int) -> dict[str, list]:
-    """The steps from each of `ends` to an entity at most `budget` hops from the target. `near`
-    has the distance of every entity up to `reach` hops; one hop further (the first step, from
-    the source, whose relations are all read) an entity counts if it has a relation to one at
-    `reach` hops."""
-    if budget <= reach:
-        return adj.between(ends, {n for n, hops in near.items() if hops <= budget})
-    steps = adj.steps(ends)
-    unknown = {o for found in steps.values() for _, o, _ in found if o not in near}
-    rim = {n for n, hops in near.items() if hops == reach}
-    beyond = {o for o, found in adj.between(unknown, rim).items() if found}
-    return {n: [s for s in found if s[1] in near or s[1] in beyond] for n, found in steps.items()}
-
-
-def _walk(adj: _Adjacency, source: str, target: str, depth: int, limit: int) -> list[_Path]:
-    """Simple paths from `source` to `target`, grown one hop at a time, in either direction
-    along each relation; a step is only taken if `target` is still reachable in time. Only
-    the relations of the source and of the entities at most depth - 3 hops from the target
-    are all read; of the others, only those that can still be on a path."""
-    reach = max(depth - 2, 0)
-    near = _distances(adj, target, reach)
+def _search(adj: _Adjacency, source: str, target: str, depth: int, limit: int) -> list[_Path]:
+    """Up to `limit` paths of 1, 2, ... `depth` hops: all paths of one length (at most
+    MAX_RANKED of them) are found and ranked before the next length is looked at, and the
+    search stops once it has `limit`, when no longer path can exist, or when a cap is hit."""
     found: list[_Path] = []
-    partial: list[_Path] = [((source,), ())]
+    sides = ([[((source,), ())]], [[((target,), ())]])  # partial paths from each end, by length
     for length in range(1, depth + 1):
-        steps = _toward(adj, {nodes[-1] for nodes, _ in partial}, near, reach, depth - length)
-        grown: list[_Path] = []
-        for nodes, path in partial:
-            for edge, other, forward in steps[nodes[-1]]:
-                if other not in nodes:
-                    longer = (nodes + (other,), path + ((edge, forward),))
-                    (found if other == target else grown).append(longer)
-        if len(found) >= limit or not grown:
+        batch: list[_Path] = []
+        try:
+            for path in _of_length(adj, sides, source, target, length):
+                if len(batch) == MAX_RANKED:
+                    adj.truncated = True
+                    break
+                batch.append(path)
+        except _Cut:
+            pass
+        found += sorted(batch, key=_rank)[:limit - len(found)]
+        if len(found) >= limit or adj.truncated or not (sides[0][-1] and sides[1][-1]):
             break
-        partial = grown[:MAX_PARTIAL_PATHS]
     return found
+
+
+def _rank(path: _Path) -> tuple:
+    """Shorter first, then fewer superseded facts, then older relations."""
+    return len(path[1]), sum(not current for _, _, current in path[1]), [edge for edge, _, _ in path[1]]
+
+
+def _of_length(adj: _Adjacency, sides: tuple[list, list], source: str, target: str,
+               length: int) -> Iterator[_Path]:
+    """The simple paths of exactly `length` hops. One hop: the relations between the ends.
+    Longer: the partial paths from both ends, grown one hop on the cheaper side (by degree)
+    until they are `length` - 2 hops long together, joined by every two-hop link between their
+    last entities."""
+    if length == 1:
+        yield from (((source, target), ((edge, forward, current),))
+                    for edge, _, forward, current in adj.between([source], {target})[source])
+        return
+    while len(sides[0]) + len(sides[1]) < length:
+        side = min((0, 1), key=lambda i: sum(adj.degrees({nodes[-1] for nodes, _ in sides[i][-1]}).values()))
+        sides[side].append(_longer(adj, sides[side][-1], (target, source)[side]))
+    before, after = _by_end(sides[0][-1]), _by_end(sides[1][-1])
+    if not before or not after:
+        return
+    for x, first, middle, second, y in _two_hops(adj, set(before), set(after)):
+        for nodes, hops in before[x]:
+            for back, returns in after[y]:
+                path = nodes + (middle,) + back[::-1]
+                if len(set(path)) == len(path):
+                    yield path, hops + (first, second) + _backwards(returns)
+
+
+def _longer(adj: _Adjacency, partial: list[_Path], away: str) -> list[_Path]:
+    """The partial paths one hop longer (at most MAX_PARTIAL_PATHS), never through `away` (the
+    other end) nor back through themselves."""
+    steps = adj.steps(nodes[-1] for nodes, _ in partial)
+    grown = [(nodes + (other,), hops + ((edge, forward, current),)) for nodes, hops in partial
+             for edge, other, forward, current in steps[nodes[-1]] if other != away and other not in nodes]
+    adj.truncated |= len(grown) > MAX_PARTIAL_PATHS
+    return grown[:MAX_PARTIAL_PATHS]
+
+
+def _by_end(partial: list[_Path]) -> dict[str, list[_Path]]:
+    found: dict[str, list[_Path]] = {}
+    for path in partial:
+        found.setdefault(path[0][-1], []).append(path)
+    return found
+
+
+def _backwards(hops: tuple[_Hop, ...]) -> tuple[_Hop, ...]:
+    """Hops walked the other way round."""
+    return tuple((edge, not forward, current) for edge, forward, current in reversed(hops))
+
+
+def _two_hops(adj: _Adjacency, starts: set[str], ends: set[str]) -> Iterator[_Link]:
+    """Every two-hop link x -> m -> y from `starts` to `ends` (x != y). Entities with at most
+    HUB relations have them all read, the hubs only those to the entities next to those; a link
+    whose middle is next to none of them joins two hubs and is asked of SQL (`links`)."""
+    degrees = adj.degrees(starts | ends)
+    hubs = sorted(n for n in starts | ends if degrees.get(n, 0) > HUB)
+    read = adj.steps(sorted((starts | ends) - set(hubs)))
+    near = {other for steps in read.values() for _, other, _, _ in steps}
+    touching: dict[str, list[tuple[str, _Hop]]] = defaultdict(list)  # middle: (entity, hop middle -> it)
+    for node, steps in chain(read.items(), adj.between(hubs, near).items()):
+        for edge, middle, forward, current in steps:
+            touching[middle].append((node, (edge, not forward, current)))
+    for middle, around in touching.items():
+        for x, (edge, forward, current) in around:
+            if x in starts:
+                yield from ((x, (edge, not forward, current), middle, hop, y) for y, hop in around
+                            if y in ends and y != x)
+    for x, y in ((x, y) for x in hubs for y in hubs if x in starts and y in ends and x != y):
+        yield from (link for link in adj.links(x, y, MAX_RANKED) if link[2] not in near)
 
 
 def _details(conn: Connection, ids: set[int]) -> dict:
@@ -443,7 +543,7 @@ def _shown(path: _Path, edges: dict, names: dict[str, str]) -> dict:
     return {"length": len(steps), "steps": [
         {"from": {"id": a, "name": names[a]}, "predicate": edges[edge].predicate, "to": {"id": b, "name": names[b]},
          "memory_id": edges[edge].memory_id, "forward": forward, "current": bool(edges[edge].current)}
-        for a, b, (edge, forward) in zip(nodes, nodes[1:], steps)]}
+        for a, b, (edge, forward, _) in zip(nodes, nodes[1:], steps)]}
 
 
 # -- arguments ----------------------------------------------------------------------------

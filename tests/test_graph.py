@@ -2,6 +2,7 @@
 paths, kept in step by forget, rebuilt from the facts, and never across scopes."""
 from __future__ import annotations
 
+import random
 import sqlite3
 from contextlib import contextmanager
 
@@ -272,6 +273,59 @@ def test_paths_through_a_hub_read_only_the_relations_that_can_be_on_them(keyword
             assert _paths(keyword_service, source, target) == [want]
         assert sum(rows) <= 50, (source, rows)  # the hub has 5,001 relations
     assert _paths(keyword_service, "user", "lisbon") == [route[1:]]
+
+
+@pytest.fixture
+def hubs(keyword_service) -> dict[str, str]:
+    """500 people, each living in one of 4 hub places, 1,499 "knows" links between them, and
+    person 0 moving from hub 0 to hub 2 (the old fact superseded); entity ids by key."""
+    rng = random.Random(3)
+    _bulk_facts(keyword_service, SCOPE, [(f"Person {n}", "lives in", f"Hub {n % 4}") for n in range(500)] +
+                [(f"Person {a}", "knows", f"Person {b}") for a, b in (rng.sample(range(500), 2) for _ in range(1499))])
+    keyword_service.remember_fact(SCOPE, "Person 0", "lives in", "Hub 2")
+    return _ids(keyword_service)
+
+
+def _every_path(service, source: str, target: str, depth: int) -> list[tuple[int, int, tuple]]:
+    """Every simple path of at most `depth` hops, found by brute force on the stored rows, as
+    (length, superseded steps, relation ids), best first."""
+    around: dict[str, list] = {}
+    for edge, a, b, current in _sql(service, "SELECT r.id, r.source_id, r.target_id, m.superseded_by IS NULL "
+                                             "FROM relations r JOIN memories m ON m.id = r.memory_id"):
+        around.setdefault(a, []).append((edge, b, current))
+        around.setdefault(b, []).append((edge, a, current))
+    found = []
+
+    def walk(nodes, steps):
+        if nodes[-1] == target:
+            found.append((len(steps), sum(not current for _, current in steps), tuple(e for e, _ in steps)))
+        elif len(steps) < depth:
+            for edge, other, current in around.get(nodes[-1], ()):
+                if other not in nodes:
+                    walk(nodes + (other,), steps + ((edge, current),))
+
+    walk((source,), ())
+    return sorted(found)
+
+
+def test_paths_on_a_hub_graph_come_shortest_first_and_stop_early(keyword_service, hubs, monkeypatch):
+    source, target = hubs["person 0"], hubs["person 1"]
+    with _relation_rows(keyword_service) as rows:
+        found = graph.search(keyword_service, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
+    every = _every_path(keyword_service, source, target, 4)
+    ids = dict(_sql(keyword_service, "SELECT memory_id, id FROM relations"))
+    shown = [(p["length"], sum(not s["current"] for s in p["steps"]), tuple(ids[s["memory_id"]] for s in p["steps"]))
+             for p in found["paths"]]
+    assert len(every) > 20 and len({length for length, _, _ in every[:20]}) > 1 and every[19][1] == 0 < every[-1][1]
+    assert shown == every[:20] and not found["truncated"]  # the 20 best: shortest, then most current
+    assert sum(rows) <= 400, rows  # of 2,000 relations, 125 per hub
+    monkeypatch.setattr(graph, "MAX_RANKED", 5)  # a length with more paths than that: ranked among 5
+    cut = graph.search(keyword_service, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
+    lengths = [p["length"] for p in cut["paths"]]
+    assert cut["truncated"] and lengths == [length for length, _, _ in every[:len(lengths)]]
+    monkeypatch.setattr(graph, "MAX_ROWS", 10)  # the reads stop: shorter paths only, flagged
+    cut = graph.search(keyword_service, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
+    assert cut["truncated"] and len(cut["paths"]) < 20
 
 
 def test_rebuild_commits_each_scope_in_chunks_and_equals_the_incremental_graph(keyword_service, hub):
