@@ -22,6 +22,7 @@ from sqlalchemy import and_, or_, select
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from ._shared import Shared
 from .errors import CmmsError
 from .models import Memory
 from .plugins import run_redactors
@@ -357,30 +358,17 @@ def _pair(removed: list, added: list) -> list[tuple]:
     return pairs
 
 
-_running: dict[tuple, list] = {}  # (home, scope) -> [mirror, users]
-_running_lock = threading.Lock()
+_mirrors = Shared()
 
 
 def acquire(service, home: Path, scope: str, inbox: Optional[Path] = None) -> Mirror:
     """The process's mirror of this home into `scope`, started on first use (every provider
     instance of a gateway shares one)."""
     key = (str(Path(home).resolve()), scope)
-    with _running_lock:
-        entry = _running.get(key)
-        if entry is None:
-            entry = _running[key] = [Mirror(service, home, scope, inbox=inbox).start(), 0]
-        entry[1] += 1
-        return entry[0]
+    return _mirrors.acquire(key, lambda: Mirror(service, home, scope, inbox=inbox).start())
 
 
 def release(mirror: Mirror) -> None:
     """Give back a mirror from `acquire`; the last user stops it."""
-    with _running_lock:
-        for key, entry in list(_running.items()):
-            if entry[0] is mirror:
-                entry[1] -= 1
-                if entry[1] > 0:
-                    return
-                del _running[key]
-                break
-    mirror.stop()
+    if _mirrors.release(mirror):
+        mirror.stop()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from typing import Optional, Sequence
 
@@ -19,6 +18,7 @@ from .metrics import Metrics
 from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, query_names, rank
 from .models import AuditEvent, Memory
+from ._shared import Shared
 from .scheduler import Scheduler
 from .store import NewMemory, Store, has_tags
 from .text import clean, clean_key
@@ -542,30 +542,17 @@ def _scope(scope: str) -> str:
     return clean_key(scope)
 
 
-_shared: dict[tuple, list] = {}  # key -> [service, users]
-_shared_lock = threading.Lock()
+_services = Shared()
 
 
 def acquire(settings: Settings) -> MemoryService:
     """The process-wide service for these settings, shared by every provider instance."""
     key = (settings.database_url, settings.chroma_url or str(settings.chroma_path), settings.embedder,
            settings.embedder_dtype)
-    with _shared_lock:
-        entry = _shared.get(key)
-        if entry is None:
-            entry = _shared[key] = [MemoryService(settings), 0]
-        entry[1] += 1
-        return entry[0]
+    return _services.acquire(key, lambda: MemoryService(settings))
 
 
 def release(service: MemoryService, drain_timeout: float = 5.0) -> None:
     """Give back a service from `acquire`; the last user closes it."""
-    with _shared_lock:
-        for key, entry in list(_shared.items()):
-            if entry[0] is service:
-                entry[1] -= 1
-                if entry[1] > 0:
-                    return
-                del _shared[key]
-                break
-    service.close(drain_timeout)
+    if _services.release(service):
+        service.close(drain_timeout)
