@@ -9,17 +9,20 @@ from contextlib import closing
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "benchmarks" / "latency.py"
+
+
+def run_benchmark(tmp_path: Path, script: str, *args: str, timeout: int = 300, cwd: Path = REPO) -> tuple[str, dict]:
+    """Run benchmarks/<script> with `args`; its stdout and the figures it wrote with --json."""
+    out = tmp_path / f"{Path(script).stem}.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args, "--json", str(out)],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, json.loads(out.read_text(encoding="utf-8"))
 
 
 def run_script(tmp_path: Path) -> tuple[str, dict]:
-    out = tmp_path / "latency.json"
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--sizes", "40,20", "--turns", "4", "--queries", "5",
-         "--home", str(tmp_path / "home"), "--json", str(out)],
-        capture_output=True, text=True, timeout=240, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout, json.loads(out.read_text(encoding="utf-8"))
+    return run_benchmark(tmp_path, "latency.py", "--sizes", "40,20", "--turns", "4", "--queries", "5",
+                         "--home", str(tmp_path / "home"), timeout=240)
 
 
 def test_latency_script_reports_every_figure(tmp_path):
@@ -47,13 +50,9 @@ def test_latency_script_reports_every_figure(tmp_path):
 
 
 def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tmp_path):
-    out = tmp_path / "bulk.json"
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--sizes", "20,300", "--bulk-from", "300", "--bulk-pool", "16",
-         "--turns", "2", "--queries", "3", "--home", str(tmp_path / "home"), "--json", str(out)],
-        capture_output=True, text=True, timeout=240, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
+    _, result = run_benchmark(tmp_path, "latency.py", "--sizes", "20,300", "--bulk-from", "300", "--bulk-pool",
+                              "16", "--turns", "2", "--queries", "3", "--home", str(tmp_path / "home"),
+                              timeout=240)
     bulk = result["sizes"][1]
     assert bulk["memories"] >= 300 and bulk["fill"]["method"].startswith("bulk")
     assert bulk["prefetch_ms"]["nonempty"] >= 1
@@ -79,23 +78,13 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
 
 
 def test_bridge_benchmark_times_recall_memory_over_stdio(tmp_path):
-    out = tmp_path / "bridge.json"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bridge.py"), "--memories", "40",
-                           "--calls", "5", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))["recall_memory_ms"]
+    result = run_benchmark(tmp_path, "bridge.py", "--memories", "40", "--calls", "5")[1]["recall_memory_ms"]
     assert result["n"] == 5 and result["nonempty"] >= 1
     assert 0 < result["p50"] <= result["p95"] <= result["max"]
 
 
 def test_lifecycle_benchmark_reports_consolidation_decay_and_sync(tmp_path):
-    out = tmp_path / "lifecycle.json"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "lifecycle.py"), "--consolidate", "200",
-                           "--decay", "3000", "--turns", "20", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
+    _, result = run_benchmark(tmp_path, "lifecycle.py", "--consolidate", "200", "--decay", "3000", "--turns", "20")
     consolidation, decay = result["consolidation"], result["decay"]
     assert consolidation["drained"] and consolidation["examined"] == 200 and consolidation["clusters"] >= 1
     assert decay["unchanged"]["updated"] == 0 and decay["confidence_moves"]["updated"] == 3000
@@ -105,12 +94,7 @@ def test_lifecycle_benchmark_reports_consolidation_decay_and_sync(tmp_path):
 
 
 def test_knowledge_benchmark_reports_every_part(tmp_path):
-    out = tmp_path / "knowledge.json"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "knowledge.py"), "--turns", "20",
-                           "--facts", "100", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
+    _, result = run_benchmark(tmp_path, "knowledge.py", "--turns", "20", "--facts", "100", cwd=tmp_path)
     assert result["flush"]["items_learned"] > 0 and result["flush"]["flush_ms_per_10_turns"]["n"] == 2
     assert result["health"]["memories"] > 20 and result["health"]["audit_all_ms"]["n"] == 3
     assert result["graph"]["facts"] == 100 and result["graph"]["entities"] > 10
