@@ -6,6 +6,7 @@ number of new memories, not with the square of the scope.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import time
 from dataclasses import dataclass, field
@@ -56,17 +57,15 @@ LLM_TIMEOUT_S = 30.0
 def hermes_summariser() -> Optional[Summariser]:
     """A summariser on Hermes' plugin LLM facility (the user's model and auth), or None when
     not running with Hermes installed."""
-    try:
-        from agent.plugin_llm import PluginLlm
-    except ImportError:
+    from .llm import hermes_complete
+
+    if importlib.util.find_spec("agent") is None or importlib.util.find_spec("agent.plugin_llm") is None:
         return None
-    llm = PluginLlm(plugin_id="cmms")
 
     def summarise(texts: Sequence[str]) -> Optional[str]:
         prompt = LLM_PROMPT + "\n".join(f"- {' '.join(t.split())[:600]}" for t in texts)
-        result = llm.complete([{"role": "user", "content": prompt}], max_tokens=200,
-                              timeout=LLM_TIMEOUT_S, purpose="cmms consolidation")
-        return (result.text or "").strip() or None
+        return hermes_complete([{"role": "user", "content": prompt}], 200, LLM_TIMEOUT_S,
+                               "cmms consolidation") or None
     return summarise
 
 

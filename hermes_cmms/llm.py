@@ -39,7 +39,7 @@ def complete(settings, messages: list[dict], *, max_tokens: int = 512, timeout: 
     if settings.llm == "off":
         raise LlmUnavailable(OFF)
     if settings.llm == "hermes":
-        return _hermes(messages, max_tokens, timeout, purpose)
+        return hermes_complete(messages, max_tokens, timeout, purpose)
     return _http(settings.llm, settings.llm_model, messages, max_tokens, timeout)
 
 
@@ -53,7 +53,7 @@ def _check_messages(messages) -> None:
                                f"not {message!r:.80}.")
 
 
-def _hermes(messages: list[dict], max_tokens: int, timeout: float, purpose: str) -> str:
+def hermes_complete(messages: list[dict], max_tokens: int, timeout: float, purpose: str) -> str:
     """Hermes' plugin LLM facility; it works only inside a running Hermes."""
     try:
         from agent.plugin_llm import PluginLlm
