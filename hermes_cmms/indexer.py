@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Optional
@@ -100,8 +102,15 @@ class Indexer:
 
     def _run(self) -> None:
         self._start()
+        if self.active and not self.vectors.embedded:  # a server: the writer is chosen in SQL
+            self._lock = LeaseLock(self.store)
         while not self._stop.is_set():
-            worked = self.active and self._claim() and self._step()
+            try:
+                worked = self.active and self._claim() and self._step()
+            except Exception as exc:  # noqa: BLE001 - the database is away: wait, then go on
+                log.warning("hermes-cmms: indexer paused, will retry: %s", exc)
+                self._stop.wait(min(30.0, POLL_S * 8))
+                continue
             if not worked:
                 self._wake.wait(POLL_S)
                 self._wake.clear()
@@ -142,6 +151,7 @@ class Indexer:
             return False
         try:
             self._apply(batch)
+            self._lock.check()  # still the writer (a lease may have run out meanwhile)
             self.store.done([row.id for row in batch])
         except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
             log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
@@ -176,6 +186,53 @@ class Indexer:
         self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")
 
 
+class LeaseLock:
+    """The writer of a Chroma server's index, chosen in SQL: a lease in the jobs table that the
+    holder renews as it works, so exactly one process of all those sharing the database (on
+    any machine) writes vectors, and another takes over within LEASE_S when it dies."""
+
+    LEASE_S = 30.0
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.owner = f"indexer:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._until = 0.0
+        self._tried = 0.0
+
+    @property
+    def held(self) -> bool:
+        now = time.time()
+        if self._until and now < self._until - self.LEASE_S / 2:
+            return True
+        if self._until and now < self._until:  # renew while it is still ours
+            return self.acquire()
+        self._until = 0.0
+        return False
+
+    def acquire(self) -> bool:
+        now = time.time()
+        if not self._until and now - self._tried < self.LEASE_S / 6:
+            return False  # another process holds it: look again a little later
+        self._tried = now
+        if self.store.lease(self.owner, self.LEASE_S, now, name="indexer"):
+            self._until = now + self.LEASE_S
+            return True
+        self._until = 0.0
+        return False
+
+    def check(self) -> None:
+        if time.time() >= self._until:
+            raise RuntimeError("the indexer lease ran out while writing; the batch is retried")
+
+    def release(self) -> None:
+        if self._until:
+            self._until = 0.0
+            try:
+                self.store.release_lease(self.owner, name="indexer")
+            except Exception as exc:  # noqa: BLE001 - it runs out by itself
+                log.warning("hermes-cmms: indexer lease not released: %s", exc)
+
+
 class WriterLock:
     """A non-blocking exclusive lock on a file, released when the process exits."""
 
@@ -202,6 +259,9 @@ class WriterLock:
             return False
         self._file = handle
         return True
+
+    def check(self) -> None:
+        """A file lock lasts as long as the process: nothing to check."""
 
     def release(self) -> None:
         handle, self._file = self._file, None

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine
 
-from . import _migrations, _sqlite, graph, lifecycle
+from . import _migrations, _postgres, _sqlite, graph, lifecycle
 from ._store_knowledge import _drop_knowledge, _learned_only_from
 from ._store_lifecycle import LifecycleRows
 from ._store_rows import _by_ids, _event, _memory, _move, _record
@@ -68,6 +68,8 @@ class NewMemory:
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         return _sqlite.make_engine(url)
+    if url.startswith("postgresql"):
+        return _postgres.make_engine(url)
     return create_engine(url, pool_pre_ping=True)
 
 

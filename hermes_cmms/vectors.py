@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from typing import Iterator, Sequence
 from urllib.parse import urlparse
 
@@ -19,15 +20,34 @@ def collection_name(scope: str, view: str = "content") -> str:
     return VIEWS[view] + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
 
 
+HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
+WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
+DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
+
+
+class VectorsUnavailable(RuntimeError):
+    """The Chroma server did not answer (recall falls back to keyword; the outbox keeps writes)."""
+
+
 class VectorIndex:
-    """Upsert, delete and query vectors of one store, isolated per scope."""
+    """Upsert, delete and query vectors of one store, isolated per scope.
+
+    With `chroma_url` set it talks to a Chroma server (`http://host:port[/database]`). A
+    server can be down: writes are retried with backoff, and after a failure every call fails
+    fast (VectorsUnavailable) for a growing pause, 1 s up to DOWN_MAX_S, instead of making
+    each recall wait on a dead connection. Nothing is lost meanwhile: the outbox in SQL holds
+    the writes until the server answers again.
+    """
 
     def __init__(self, settings: Settings):
         self._settings = settings
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
         self.embedded = not settings.chroma_url
-        self.client = self._connect()
+        self.location = settings.chroma_url or str(settings.chroma_path)
+        self._failures = 0
+        self._down_until = 0.0
+        self.client = None if not self.embedded else self._connect()
 
     def _connect(self):
         import chromadb
@@ -35,25 +55,43 @@ class VectorIndex:
 
         settings = self._settings
         chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        if settings.chroma_url:
-            url = urlparse(settings.chroma_url)
-            self.client = chromadb.HttpClient(host=url.hostname or "127.0.0.1", port=url.port or 8000,
-                                              ssl=url.scheme == "https", settings=chroma_settings)
-            self.location = settings.chroma_url
-        else:
+        if not settings.chroma_url:
             settings.chroma_path.mkdir(parents=True, exist_ok=True)
-            self.client = chromadb.PersistentClient(path=str(settings.chroma_path),
-                                                    settings=chroma_settings)
-            self.location = str(settings.chroma_path)
+            return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+        url = urlparse(settings.chroma_url)
+        where = {"host": url.hostname or "127.0.0.1", "port": url.port or 8000, "ssl": url.scheme == "https"}
+        database = url.path.strip("/")
+        if database:  # one Chroma server, several deployments: each in its own database
+            admin = chromadb.AdminClient(ChromaSettings(
+                anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+                chroma_server_host=where["host"], chroma_server_http_port=where["port"],
+                chroma_server_ssl_enabled=where["ssl"]))
+            _with_timeout(admin)
+            try:
+                admin.get_database(database)
+            except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
+                admin.create_database(database)
+        client = chromadb.HttpClient(**where, settings=chroma_settings,
+                                     **({"database": database} if database else {}))
+        return _with_timeout(client)
+
+    def _server(self):
+        """The server client, connected now if need be; fails fast while the server is down."""
+        if self.client is None:
+            with self._lock:
+                if self.client is None:
+                    self.client = self._connect()
         return self.client
 
     def reopen(self) -> None:
-        """Drop the embedded client and open a new one, which reads the index from disk again
-        (an open client never sees vectors another process added)."""
+        """Drop the client and open a new one. Embedded: read the index from disk again (an
+        open client never sees vectors another process added). Server: forget the cached
+        collections (the server may have been restarted or emptied)."""
         with self._lock:
             old, self._collections = self.client, {}
-            old.close()
-            self.client = self._connect()
+            if self.embedded:
+                old.close()
+                self.client = self._connect()
 
     def _collection(self, scope: str, create: bool, view: str = "content"):
         name = collection_name(scope, view)
@@ -65,13 +103,17 @@ class VectorIndex:
                 else:
                     try:
                         self._collections[name] = self.client.get_collection(name, embedding_function=None)
-                    except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
+                    except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+                        if _unreachable(exc):
+                            raise
                         return None
             return self._collections[name]
 
-    def _retrying(self, operation):
-        """Run `operation()`; if the client was re-opened under it (another thread's refresh),
-        run it once more on the new client."""
+    def _retrying(self, operation, write: bool = False):
+        """Run `operation()`. Embedded: if the client was re-opened under it (another
+        thread's refresh), run it once more on the new client. Server: see the class."""
+        if not self.embedded:
+            return self._on_server(operation, WRITE_TRIES if write else 1)
         client = self.client
         try:
             return operation()
@@ -82,10 +124,36 @@ class VectorIndex:
                 raise
             return operation()
 
+    def _on_server(self, operation, tries: int):
+        if time.monotonic() < self._down_until:
+            raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering; "
+                                     f"retrying in {self._down_until - time.monotonic():.0f} s.")
+        for attempt in range(tries):
+            try:
+                self._server()
+                result = operation()
+            except Exception as exc:  # noqa: BLE001 - any failure: back off, then say so clearly
+                gone = _unreachable(exc)
+                if not gone and "does not exist" in str(exc):  # restarted empty: collections are new
+                    self._collections = {}
+                if attempt + 1 < tries:
+                    time.sleep(0.2 * 2 ** attempt)
+                    continue
+                if gone:
+                    self._failures += 1
+                    self._down_until = time.monotonic() + min(DOWN_MAX_S, 2.0 ** (self._failures - 1))
+                    with self._lock:
+                        self._collections = {}
+                    raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering: "
+                                             f"{type(exc).__name__}: {exc}") from exc
+                raise
+            self._failures, self._down_until = 0, 0.0
+            return result
+
     def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
                metadatas: Sequence[dict], view: str = "content") -> None:
         self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
-            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)))
+            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)), write=True)
 
     def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The content-view vectors stored for `ids` (those that exist)."""
@@ -104,7 +172,7 @@ class VectorIndex:
                 collection = self._collection(scope, create=False, view=view)
                 if collection is not None and ids:
                     collection.delete(ids=list(ids))
-        self._retrying(delete)
+        self._retrying(delete, write=True)
 
     def query(self, scope: str, vector: Sequence[float], limit: int,
               view: str = "content") -> list[tuple[str, float]]:
@@ -155,3 +223,26 @@ class VectorIndex:
         """Vectors of the content view (one per indexed memory)."""
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
                                           if c.name.startswith("cmms_")))
+
+
+def _with_timeout(client):
+    """Give a chromadb HTTP client a request timeout (chromadb sets none: a hung server would
+    hang every caller). Reaches into chromadb's FastAPI client for its httpx session."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None) or getattr(
+        getattr(client, "_admin_client", None), "_session", None)
+    if session is not None:
+        session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)
+    return client
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether `exc` says the server could not be reached (not that it refused the request)."""
+    import httpx
+
+    while exc is not None:
+        if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError)):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

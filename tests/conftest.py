@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -11,15 +12,111 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+# The second CI pass: CMMS_TEST_BACKEND=server runs every test on PostgreSQL + a Chroma server
+# (started by .ci/services), each test in a database of its own on both.
+SERVER = os.environ.get("CMMS_TEST_BACKEND") == "server"
+server_only = pytest.mark.skipif(not SERVER, reason="needs CMMS_TEST_BACKEND=server (PostgreSQL + Chroma server)")
+embedded_only = pytest.mark.skipif(SERVER, reason="checks the embedded default's own files")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def servers():
+    """On the server backend, PostgreSQL and a Chroma server on 127.0.0.1: the ones named by
+    CMMS_TEST_PG_URL / CMMS_TEST_CHROMA_URL, else started here by .ci/services (and stopped)."""
+    if not SERVER or os.environ.get("CMMS_TEST_PG_URL"):
+        yield
+        return
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+
+    def free_port() -> int:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return probe.getsockname()[1]
+
+    where = Path(tempfile.mkdtemp(prefix="cmms-servers-"))  # not under pytest's 0700 tree:
+    where.chmod(0o755)  # PostgreSQL runs as its own user and must reach it
+    script = REPO / ".ci" / "services"
+    started = subprocess.run([str(script), "start", str(where), str(Path(sys.executable).parent.parent)],
+                             capture_output=True, text=True,
+                             env={**os.environ, "PG_PORT": str(free_port()), "CHROMA_PORT": str(free_port())})
+    try:
+        assert started.returncode == 0, f"could not start the servers: {started.stderr[-2000:]}"
+        for line in started.stdout.splitlines():
+            name, _, value = line.removeprefix("export ").partition("=")
+            os.environ[name] = value.strip("'")
+        yield
+    finally:
+        subprocess.run([str(script), "stop", str(where)], capture_output=True)
+        shutil.rmtree(where, ignore_errors=True)
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
-    """An empty HERMES_HOME, exported so every layer (Hermes, hermes-cmms) uses it."""
+    """An empty HERMES_HOME, exported so every layer (Hermes, hermes-cmms) uses it. On the
+    server backend, CMMS_DATABASE_URL and CMMS_CHROMA_URL name fresh databases for the test."""
     path = tmp_path / "hermes_home"
     path.mkdir()
     monkeypatch.setenv("HERMES_HOME", str(path))
     for name in ("CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_RECALL_TOKENS"):
         monkeypatch.delenv(name, raising=False)
-    return path
+    if not SERVER:
+        yield path
+        return
+    with server_databases() as (database_url, chroma_url):
+        monkeypatch.setenv("CMMS_DATABASE_URL", database_url)
+        monkeypatch.setenv("CMMS_CHROMA_URL", chroma_url)
+        yield path
+
+
+@contextmanager
+def server_databases():
+    """(database URL, Chroma URL) of a new, empty PostgreSQL database and Chroma database,
+    both dropped afterwards."""
+    yield from _server_databases()
+
+
+def _server_databases():
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin_url = make_url(os.environ["CMMS_TEST_PG_URL"])
+    chroma = os.environ["CMMS_TEST_CHROMA_URL"].rstrip("/")
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=_null_pool())
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield admin_url.set(database=name).render_as_string(hide_password=False), f"{chroma}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+        _drop_chroma_database(chroma, name)
+
+
+def _null_pool():
+    from sqlalchemy.pool import NullPool
+
+    return NullPool
+
+
+def _drop_chroma_database(url: str, name: str) -> None:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+    from urllib.parse import urlparse
+
+    where = urlparse(url)
+    try:
+        chromadb.AdminClient(ChromaSettings(
+            anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host=where.hostname, chroma_server_http_port=where.port)).delete_database(name)
+    except Exception:  # noqa: BLE001 - a test that never wrote vectors has no database
+        pass
 
 
 @pytest.fixture
