@@ -229,9 +229,11 @@ class PostgresKeywordIndex:
     K1, B = 1.2, 0.75
     migrations: list[Migration] = [("0001_pg_fts_memories", _pg_fts_create)]
 
-    _LEXEMES = text("SELECT lexeme FROM unnest(to_tsvector('english'::regconfig, :word))")
-    _COUNT = text("SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
-                  "CAST(:query AS tsquery) LIMIT :cap) AS hits")
+    _LEXEMES = text("SELECT t.lexeme FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n), "
+                    "unnest(to_tsvector('english'::regconfig, w.word)) AS t GROUP BY t.lexeme ORDER BY min(w.n)")
+    _COUNTS = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
+               "CAST(q.query AS tsquery) LIMIT :cap) AS hits) FROM unnest(CAST(:queries AS text[])) "
+               "WITH ORDINALITY AS q(query, n) ORDER BY q.n")
     _SIZE = text("SELECT (SELECT count(*) FROM memories WHERE scope = :scope), "
                  "(SELECT coalesce(avg(length({column})), 1) FROM (SELECT {column} FROM memories "
                  "WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) AS recent)")
@@ -251,15 +253,14 @@ class PostgresKeywordIndex:
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
         column = "fts_all" if with_context else "fts_content"
-        lexemes = list(dict.fromkeys(
-            lexeme for word in terms(query) for lexeme in conn.execute(self._LEXEMES, {"word": word}).scalars()))
+        words = terms(query)
+        lexemes = list(conn.execute(self._LEXEMES, {"words": words}).scalars()) if words else []
         if not lexemes:
             return []
         size, avgdl = conn.execute(text(self._SIZE.text.format(column=column)), {"scope": scope}).one()
-        count = text(self._COUNT.text.format(column=column))
-        frequency = {lexeme: conn.execute(count, {"scope": scope, "query": _quoted(lexeme),
-                                                  "cap": self.COMMON + 1}).scalar_one()
-                     for lexeme in lexemes}
+        counts = conn.execute(text(self._COUNTS.format(column=column)), {
+            "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).scalars()
+        frequency = dict(zip(lexemes, counts))
         found = [lexeme for lexeme in lexemes if frequency[lexeme]]
         if not found:
             return []

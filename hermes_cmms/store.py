@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 
 from . import _migrations, _postgres, _sqlite, graph, lifecycle
 from ._store_knowledge import _drop_knowledge, _learned_only_from
@@ -26,6 +27,7 @@ from .text import content_hash, speaker_of
 log = logging.getLogger(__name__)
 
 CONTEXT_CHARS = 400
+CONNECT_RETRY_S = 5.0  # how long a caller waits for a database server that is away
 
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
     "SELECT id, content_hash, tier, kind, role FROM memories WHERE scope = :scope AND content_hash IN :hashes "
@@ -63,6 +65,14 @@ class NewMemory:
     # set by Store.add: what happened to it
     id: Optional[str] = None
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
+
+
+def safe_url(url: str) -> str:
+    """The database URL without its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL is shown as the dialect only
+        return url.split(":", 1)[0]
 
 
 def make_engine(url: str) -> Engine:
@@ -122,18 +132,44 @@ class Store(LifecycleRows):
             with self.write() as conn:
                 _migrations.apply(conn, _migrations.CORE_MIGRATIONS + self.keyword.migrations)
         except Exception as exc:  # noqa: BLE001 - one clear message for any driver failure
-            raise StoreUnavailable(f"Cannot open the memory store at {url}: {exc}") from exc
+            raise StoreUnavailable(f"Cannot open the memory store at {safe_url(url)}: {exc}") from exc
         self._write_lock = threading.Lock()  # one writer per process; others wait on busy_timeout
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        with self.engine.connect().execution_options(cmms_write=True) as conn, conn.begin():
-            yield conn
+        with self._reachable():
+            with self._connect().execution_options(cmms_write=True) as conn, conn.begin():
+                yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+        with self._reachable():
+            with self._connect() as conn, conn.begin():
+                yield conn
+
+    def _connect(self) -> Connection:
+        """A connection, waiting up to CONNECT_RETRY_S for a database server that is away
+        (restarting, say): nothing has been sent yet, so trying again is always safe."""
+        deadline, pause = time.monotonic() + CONNECT_RETRY_S, 0.1
+        while True:
+            try:
+                return self.engine.connect()
+            except OperationalError:
+                if self.engine.dialect.name == "sqlite" or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+
+    @contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Say plainly when the database went away; the transaction was rolled back."""
+        try:
+            yield
+        except OperationalError as exc:
+            if self.engine.dialect.name == "sqlite" and "locked" not in str(exc):
+                raise
+            raise StoreUnavailable(f"The memory store is not reachable ({safe_url(self.url)}): "
+                                   f"{str(exc.orig or exc).splitlines()[0]}; nothing was changed.") from exc
 
     def close(self) -> None:
         self.engine.dispose()
