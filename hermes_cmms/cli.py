@@ -248,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_knowledge import register
 
     register(add)
+    from ._cli_transfer import register as register_transfer
+
+    register_transfer(add)
     _add_bench(sub)
     return parser
 

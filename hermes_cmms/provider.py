@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 from agent.memory_provider import MemoryProvider
 
 from . import hermes_config, service as engine
-from .config import SETTINGS, Settings, hermes_home
+from .config import SETTINGS, Settings
 from .errors import CmmsError
 from .tools import TOOL_SCHEMAS, call_tool
 
@@ -254,14 +254,14 @@ class CmmsMemoryProvider(MemoryProvider):
                 for name in SETTINGS}
 
     def backup_paths(self) -> List[str]:
-        settings = Settings.load()
-        home = hermes_home().resolve()
-        paths = []
-        if settings.database_url.startswith("sqlite:///"):
-            db = Path(settings.database_url[len("sqlite:///"):]).resolve()
-            if home not in db.parents:
-                paths += [str(p) for p in (db, Path(f"{db}-wal")) if p.exists()]
-        return paths
+        """What hermes-cmms keeps outside $HERMES_HOME, for `hermes backup` (see
+        transfer.external_paths); a PostgreSQL database or a Chroma server adds nothing."""
+        from .transfer import external_paths
+
+        try:
+            return [str(path) for path in external_paths(Settings.load())]
+        except CmmsError:
+            return []
 
 
 def on_session_finalize(session_id: str = "", **kwargs: Any) -> None:
