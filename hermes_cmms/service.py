@@ -20,7 +20,7 @@ from .recall import Hit, query_names, rank
 from .models import AuditEvent, Memory
 from ._shared import Shared
 from .scheduler import Scheduler
-from .store import NewMemory, Store, has_tags
+from .store import NewMemory, Store, has_tags, safe_url
 from .text import clean, clean_key
 from .vectors import VectorIndex
 
@@ -283,14 +283,14 @@ class MemoryService:
     def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
                   action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
         """Audit events, newest first."""
-        return self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=memory_id,
-                                       action=action, limit=limit, offset=offset)
+        return self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
+                                       action=clean_key(action), limit=limit, offset=offset)
 
     def record_call(self, door: str, tool: str, scope: Optional[str], ok: bool, error: str = "") -> None:
         """Put a tool call on the audit trail; never fails the call itself."""
         try:
-            self.store.record("tool", door, scope if isinstance(scope, str) else None, tool=tool, ok=ok,
-                              **({"error": error[:300]} if error else {}))
+            self.store.record("tool", clean(door), clean_key(scope) if isinstance(scope, str) else None,
+                              tool=clean(tool), ok=ok, **({"error": clean(error[:300])} if error else {}))
         except Exception as exc:  # noqa: BLE001
             log.warning("hermes-cmms: could not audit the %s call: %s", tool, exc)
 
@@ -306,8 +306,9 @@ class MemoryService:
         tags = _tags(tags)
         fact = {k: v for k, v in (fact or {}).items() if v is not None}
         for name, value in [("source", source), *fact.items()]:
-            if value is not None and (not isinstance(value, str) or not value.strip()):
+            if value is not None and (not isinstance(value, str) or not clean(value).strip()):
                 raise InvalidInput(f"The {name} filter must be a non-empty string.")
+        source, fact = clean(source) if source is not None else None, {k: clean(v) for k, v in fact.items()}
         if tags or source or fact:
             hits = self.search(scope, query, CANDIDATES * 4) if isinstance(query, str) and query.strip() else []
             return self._filtered(scope, hits, limit, tags, source, fact)
@@ -489,10 +490,15 @@ class MemoryService:
             embedder = "loading"
         else:
             embedder = indexer.embedder.name if indexer.embedder else "none (keyword-only)"
-        return {"database": self.settings.database_url,
+        indexed, error = 0, indexer.error
+        if indexer.vectors is not None:
+            try:
+                indexed = indexer.vectors.count()
+            except Exception as exc:  # noqa: BLE001 - a Chroma server that is away is a status, not a failure
+                indexed, error = None, f"{type(exc).__name__}: {exc}"
+        return {"database": safe_url(self.settings.database_url),
                 "vectors": indexer.vectors.location if indexer.vectors else None,
-                "indexed": indexer.vectors.count() if indexer.vectors else 0,
-                "embedder": embedder, "index_error": indexer.error,
+                "indexed": indexed, "embedder": embedder, "index_error": error,
                 **self.store.counts()}
 
     def __enter__(self) -> "MemoryService":

@@ -1,0 +1,150 @@
+"""The scale-out backend's own behaviour: PostgreSQL keyword search and migrations, the Chroma
+server client (database per URL, reindex after loss, one writer), and clear errors when a
+server is away. Server-only tests need CMMS_TEST_BACKEND=server (the second CI pass)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import server_databases, server_only
+from db import sql
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.errors import StoreUnavailable
+from hermes_cmms.store import NewMemory, Store
+from hermes_cmms.vectors import VectorIndex
+
+CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _chroma_admin():
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+    from urllib.parse import urlparse
+
+    where = urlparse(os.environ["CMMS_TEST_CHROMA_URL"])
+    return chromadb.AdminClient(ChromaSettings(
+        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+        chroma_server_host=where.hostname, chroma_server_http_port=where.port))
+
+
+# -- both backends ---------------------------------------------------------------------------
+
+
+def test_an_unreachable_database_is_one_clear_error_without_the_password(home):
+    url = f"postgresql+psycopg://cmms:s3cret-pw@127.0.0.1:{_closed_port()}/memories"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as caught:
+        Store(url)
+    message = str(caught.value)
+    assert message.startswith("Cannot open the memory store at postgresql+psycopg://cmms:***@127.0.0.1")
+    assert "s3cret-pw" not in message and "\n" not in message.strip()
+    assert time.monotonic() - started < 30  # waited for the server a little, then said so
+
+
+def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
+    settings = Settings.load(home, chroma_url=f"http://127.0.0.1:{_closed_port()}")
+    with MemoryService(settings, scheduler=False) as svc:
+        memory_id = svc.remember("test:away", "The spare key hangs behind the boiler")
+        hits = svc.search("test:away", "where is the spare key")
+        assert [hit.memory.id for hit in hits][:1] == [memory_id]
+        assert svc.indexer.ready.wait(120)
+        status = svc.status()
+        assert status["index_error"] and status["indexed"] in (None, 0)
+        assert svc.store.counts()["outbox"] >= 1  # the write waits in SQL for the server
+        started = time.monotonic()
+        assert "spare key" in svc.recall("test:away", "spare key")
+        assert time.monotonic() - started < 5  # no long wait on a dead server
+
+
+# -- PostgreSQL + Chroma server ----------------------------------------------------------------
+
+
+@server_only
+def test_postgres_keyword_index_is_tsvector_with_gin_and_ranks_the_rare_word_first(home):
+    store = Store(os.environ["CMMS_DATABASE_URL"])
+    try:
+        ids = store.add([NewMemory(scope="test:kw", content=f"Project status update number {n}") for n in range(40)]
+                        + [NewMemory(scope="test:kw", content="The zebra project needs a new enclosure"),
+                           NewMemory(scope="test:other", content="The zebra escaped from the zoo")])
+        found = store.keyword_search("test:kw", "zebra project", 5)
+        assert found[0][0] == ids[40] and len(found) == 5  # rare word first, then common-word rows
+        assert all(memory_id in ids[:41] for memory_id, _ in found)  # never the other scope's
+        assert store.keyword_search("test:kw", "running zebras", 5)[0][0] == ids[40]  # stemmed
+        indexes = {name for (name,) in sql(home, "SELECT indexdef FROM pg_indexes WHERE tablename = 'memories'")}
+        assert any("USING gin (fts_content)" in d for d in indexes) and any("USING gin (fts_all)" in d for d in indexes)
+    finally:
+        store.close()
+
+
+@server_only
+def test_processes_opening_a_new_database_together_migrate_it_once():
+    code = ("import sys; from hermes_cmms.store import Store; s = Store(sys.argv[1]); "
+            "print(sorted(s.counts())); s.close()")
+    with server_databases() as (url, _):
+        procs = [subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        results = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, [err[-500:] for _, err in results]
+        names = [name for (name,) in sql(url, "SELECT name FROM schema_migrations")]
+        assert len(names) == len(set(names)) and "0001_pg_fts_memories" in names and "0008_knowledge" in names
+
+
+@server_only
+def test_the_chroma_url_path_names_a_database_of_its_own(home):
+    base = os.environ["CMMS_TEST_CHROMA_URL"].rstrip("/")
+    with server_databases() as (_, other):
+        a = VectorIndex(Settings.load(home))  # the test's own database (conftest)
+        b = VectorIndex(Settings.load(home, chroma_url=other))
+        a.upsert("test:same", ["a1"], [[1.0, 0.0, 0.0]], [{"kind": "note"}])
+        b.upsert("test:same", ["b1"], [[1.0, 0.0, 0.0]], [{"kind": "note"}])
+        assert [i for i, _ in a.query("test:same", [1.0, 0.0, 0.0], 5)] == ["a1"]
+        assert [i for i, _ in b.query("test:same", [1.0, 0.0, 0.0], 5)] == ["b1"]
+        assert other.startswith(base + "/") and a.location != b.location
+
+
+@server_only
+def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
+    notes = ["The boat is moored at pier 7", "Lena's violin lesson is on Thursdays",
+             "The attic smoke alarm needs a new battery"]
+    with MemoryService(Settings.load(home), scheduler=False) as svc:
+        ids = [svc.remember("test:rebuild", note) for note in notes]
+        assert svc.indexer.drain(180) and svc.indexer.vectors.count() == 3
+    _chroma_admin().delete_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])  # the server lost it all
+    env = dict(os.environ, HERMES_HOME=str(home), HF_HUB_OFFLINE="1")
+    done = subprocess.run([CLI, "reindex"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with MemoryService(Settings.load(home), scheduler=False) as svc:
+        assert svc.indexer.ready.wait(120) and svc.indexer.vectors.count() == 3
+        assert svc.audit("vector_drift")["counts"]["vector_drift"] == 0
+        found = svc.semantic_search("test:rebuild", "music practice for the child", top_k=1)
+        assert [memory.id for memory, _ in found] == [ids[1]]
+
+
+@server_only
+def test_one_process_of_all_sharing_the_servers_writes_the_vectors(home):
+    settings = Settings.load(home)
+    first, second = MemoryService(settings, scheduler=False), MemoryService(settings, scheduler=False)
+    try:
+        a = first.remember("test:shared", "The red kayak is stored in the barn")
+        b = second.remember("test:shared", "The green tent has a broken pole")
+        assert first.indexer.drain(180) and second.indexer.drain(180)
+        assert [first.indexer.writer, second.indexer.writer].count(True) == 1
+        owners = sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'")
+        assert len(owners) == 1 and owners[0][0].startswith("indexer:")
+        assert first.indexer.vectors.present("test:shared", [a, b]) == {a, b}
+    finally:
+        first.close()
+        second.close()
+    assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") == [("",)]  # released on close
