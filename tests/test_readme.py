@@ -16,8 +16,9 @@ def test_every_cli_command_in_the_readme_exists():
 
 def test_ci_runs_the_readme_test_command():
     test_command = re.search(r"\*\*Test\*\*.*?```bash\n(.*?)\n```", README, re.S).group(1)
-    assert test_command.endswith("python -m pytest -q")
-    assert "python -m pytest -q" in (REPO / ".ci" / "run").read_text()
+    assert test_command.endswith("python -m pytest -q && CMMS_TEST_BACKEND=server python -m pytest -q")
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "&& python -m pytest -q)" in ci and "CMMS_TEST_BACKEND=server python -m pytest -q" in ci
 
 
 def test_every_setting_in_the_readme_is_a_real_setting():
