@@ -210,6 +210,7 @@ def _pg_fts_create(conn: Connection) -> None:
         f"ALTER TABLE memories ADD COLUMN fts_all tsvector GENERATED ALWAYS AS ({_TSV_ALL}) STORED",
         "CREATE INDEX ix_memories_fts_content ON memories USING GIN (fts_content)",
         "CREATE INDEX ix_memories_fts_all ON memories USING GIN (fts_all)",
+        "CREATE INDEX ix_memories_scope_seq ON memories (scope, seq)",  # a scope's newest rows, its size
     ):
         conn.execute(text(statement))
 
@@ -222,10 +223,13 @@ class PostgresKeywordIndex:
     the vector one, so the order matters: rows are scored with BM25 over the tsvector's own
     term counts, with each word's document frequency counted in the scope. As with SQLite,
     the work per query is bounded: words held by more than COMMON rows of the scope only bring
-    their newest COMMON rows in as candidates; rarer words bring all of theirs.
+    their newest COMMON rows in as candidates; rarer words bring all of theirs. Frequencies
+    are counted up to COMMON + 1 and the scope's size up to SIZE_CAP, so a word's IDF is
+    exact in scopes of up to SIZE_CAP rows and every common word weighs the same above that.
     """
 
     COMMON = 2000
+    SIZE_CAP = 10 * COMMON  # a scope counts as at most this many rows in a word's IDF
     K1, B = 1.2, 0.75
     migrations: list[Migration] = [("0001_pg_fts_memories", _pg_fts_create)]
 
@@ -234,7 +238,7 @@ class PostgresKeywordIndex:
     _COUNTS = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
                "CAST(q.query AS tsquery) LIMIT :cap) AS hits) FROM unnest(CAST(:queries AS text[])) "
                "WITH ORDINALITY AS q(query, n) ORDER BY q.n")
-    _SIZE = text("SELECT (SELECT count(*) FROM memories WHERE scope = :scope), "
+    _SIZE = text("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope LIMIT :cap) AS rows), "
                  "(SELECT coalesce(avg(length({column})), 1) FROM (SELECT {column} FROM memories "
                  "WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) AS recent)")
     _CANDIDATES = ("(SELECT seq, id, {column} AS tsv FROM memories WHERE scope = :scope AND "
@@ -257,7 +261,8 @@ class PostgresKeywordIndex:
         lexemes = list(conn.execute(self._LEXEMES, {"words": words}).scalars()) if words else []
         if not lexemes:
             return []
-        size, avgdl = conn.execute(text(self._SIZE.text.format(column=column)), {"scope": scope}).one()
+        size, avgdl = conn.execute(text(self._SIZE.text.format(column=column)),
+                                   {"scope": scope, "cap": self.SIZE_CAP}).one()
         counts = conn.execute(text(self._COUNTS.format(column=column)), {
             "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).scalars()
         frequency = dict(zip(lexemes, counts))
