@@ -20,7 +20,7 @@ from .errors import InvalidInput, UnknownMemory
 from .models import Belief, Evidence, Link, Memory
 from .plugins import run_redactors
 from .store import _event, _filtered, _record
-from .text import clean
+from .text import clean, clean_key
 
 __all__ = ["REFLECT_MODES", "STRATEGIES", "set_belief", "get_belief", "resolve_conflict", "reflect",
            "read_proposition"]
@@ -72,7 +72,7 @@ def _ids(value, name: str) -> list[str]:
         raise InvalidInput(f"The {name} must be a list of memory ids, not {value!r}.")
     if len(value) > MAX_EVIDENCE_IDS:
         raise InvalidInput(f"At most {MAX_EVIDENCE_IDS} {name}, not {len(value)}.")
-    return list(dict.fromkeys(value))
+    return list(dict.fromkeys(clean_key(i) for i in value))
 
 
 def _reading(text: str, polarity) -> tuple[str, str, int]:
@@ -98,7 +98,7 @@ def _replaced(conn: Connection, scope: str, supersedes) -> Optional[Record]:
     """The belief `supersedes` names (None for none); it must not be superseded already."""
     if supersedes is None:
         return None
-    old = _reflect.one(conn, scope, supersedes)
+    old = _reflect.one(conn, scope, clean_key(supersedes))
     if old.superseded_by:
         raise InvalidInput(f"Belief {old.id!r} is already superseded by {old.superseded_by!r}.")
     return old
@@ -222,7 +222,7 @@ def get_belief(service, scope: str, *, text: Optional[str] = None, state: Option
     ranked = _ranked(service, scope, _text(text, "The text filter")) if text is not None else None
     with service.store.read() as conn:
         if belief_id is not None:
-            q = q.where(Memory.id == _reflect.one(conn, scope, belief_id).id)
+            q = q.where(Memory.id == _reflect.one(conn, scope, clean_key(belief_id)).id)
         if ranked is None:
             total = conn.execute(select(func.count()).select_from(q.subquery())).scalar_one()
             records = _reflect.load(conn, scope, q.order_by(Memory.seq.desc()).limit(limit).offset(offset))
@@ -237,8 +237,9 @@ def _narrowed(scope: str, state, min_confidence: Optional[float], tags: tuple[st
     """The scope's beliefs narrowed by state, confidence, tags and receipt prefix."""
     if state is not None and state not in STATE_FILTERS:
         raise InvalidInput(f"Unknown belief state {state!r}; choose one of {', '.join(STATE_FILTERS)}.")
-    if source is not None and (not isinstance(source, str) or not source.strip()):
+    if source is not None and (not isinstance(source, str) or not clean(source).strip()):
         raise InvalidInput(f"The source filter must be a non-empty string, not {source!r}.")
+    source = clean(source) if source is not None else None  # stored receipts are cleaned too
     q = _filtered(_reflect.query(scope), None, tags)
     if state == "superseded":
         q = q.where(Memory.superseded_by.is_not(None))
@@ -310,7 +311,7 @@ def resolve_conflict(service, scope: str, belief_a: str, belief_b: str, strategy
 
 def _pair(conn: Connection, scope: str, belief_a, belief_b) -> tuple[Record, Record]:
     """Both beliefs, each current in the scope."""
-    pair = _reflect.one(conn, scope, belief_a), _reflect.one(conn, scope, belief_b)
+    pair = _reflect.one(conn, scope, clean_key(belief_a)), _reflect.one(conn, scope, clean_key(belief_b))
     for r in pair:
         if not r.current:
             raise InvalidInput(f"Belief {r.id!r} is {r.shown_state}; only current beliefs can be resolved.")

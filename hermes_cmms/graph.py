@@ -14,7 +14,7 @@ from sqlalchemy.orm import aliased
 
 from .errors import InvalidInput, UnknownEntity
 from .models import Entity, Fact, Memory, Relation
-from .text import STOPWORDS, clean_key, terms
+from .text import STOPWORDS, clean, clean_key, terms
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -567,9 +567,9 @@ def _require(conn: Connection, scope: str, entity_id: str) -> str:
 
 
 def _text(query) -> str:
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str) or not clean(query).strip():
         raise InvalidInput(f"The graph query must be a non-empty string, not {query!r}.")
-    return query
+    return clean(query)
 
 
 def _id(name: str, value) -> str:

@@ -191,7 +191,7 @@ class LeaseLock:
     holder renews as it works, so exactly one process of all those sharing the database (on
     any machine) writes vectors, and another takes over within LEASE_S when it dies."""
 
-    LEASE_S = 30.0
+    LEASE_S = 10.0  # how long a dead writer holds up vector writes; renewed every LEASE_S / 2
 
     def __init__(self, store: Store):
         self.store = store

@@ -191,7 +191,7 @@ class MemoryService:
         filtered by its parts."""
         parts = {"subject": subject, "predicate": predicate, "object": obj}
         for name, value in parts.items():
-            if not isinstance(value, str) or not value.strip():
+            if not isinstance(value, str) or not clean(value).strip():
                 raise InvalidInput(f"The fact's {name} must be a non-empty string.")
             if len(value) > MAX_FACT_PART_CHARS:
                 raise InvalidInput(f"The fact's {name} is {len(value):,} characters; the limit is "

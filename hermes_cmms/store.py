@@ -169,7 +169,7 @@ class Store(LifecycleRows):
             if self.engine.dialect.name == "sqlite" and "locked" not in str(exc):
                 raise
             raise StoreUnavailable(f"The memory store is not reachable ({safe_url(self.url)}): "
-                                   f"{str(exc.orig or exc).splitlines()[0]}; nothing was changed.") from exc
+                                   f"{str(exc.orig or exc).splitlines()[0]}.") from exc
 
     def close(self) -> None:
         self.engine.dispose()

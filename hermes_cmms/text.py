@@ -33,14 +33,24 @@ def clean(text: str) -> str:
 
 
 def clean_key(text: str) -> str:
-    """Make an identifier (scope, session id, memory id) storable; distinct inputs stay distinct."""
+    """Make an identifier (scope, session id, memory id) storable; distinct inputs stay distinct.
+    NUL (which PostgreSQL refuses in text) is escaped as `\\x00`, unpaired surrogates as `\\udXXX`."""
     if not isinstance(text, str):
         return text
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def brief(message: str, limit: int = 500) -> str:
+    """An error message at most about `limit` characters long: an echoed argument can be huge."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit - 60]}...{message[-50:]}"
 
 
 def terms(text: str, limit: int = 32) -> list[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from .errors import InvalidInput
+from .errors import CmmsError, InvalidInput
 from .recall import Hit
+from .text import brief
 
 MAX_QUERY_CHARS = 10_000
 MAX_LIMIT = 50
@@ -75,7 +76,16 @@ def _hit(hit: Hit) -> dict:
 
 
 def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[str] = None) -> dict:
-    """Run one Hermes tool call; raises CmmsError subclasses for bad input."""
+    """Run one Hermes tool call; raises CmmsError subclasses for bad input (with a short message:
+    an echoed argument is cut)."""
+    try:
+        return _call(service, scope, name, args, session_id)
+    except CmmsError as exc:
+        exc.args = (brief(str(exc)),)
+        raise
+
+
+def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) -> dict:
     if name == "cmms_recall":
         query = _arg(args, "query", str, required=True)
         limit = _arg(args, "limit", int, default=8)

@@ -95,6 +95,8 @@ class VectorIndex:
 
     def _collection(self, scope: str, create: bool, view: str = "content"):
         name = collection_name(scope, view)
+        if not self.embedded:
+            self._server()  # connected before the lock below is taken (connecting takes it too)
         with self._lock:
             if name not in self._collections:
                 if create:

@@ -20,6 +20,7 @@ from hermes_cmms.errors import CmmsError, InvalidInput
 from hermes_cmms.recall import Hit, render
 from hermes_cmms.lifecycle import LIVE_STATES
 from hermes_cmms.service import TIERS, MemoryService
+from hermes_cmms.text import brief
 
 log = logging.getLogger(__name__)
 
@@ -309,6 +310,22 @@ def _kind(schema: dict) -> str:
     return "a value"
 
 
+def _json_safe(value):
+    """A result the SDK can serialise: an echoed argument (a scope, an id) may hold a lone
+    surrogate, shown escaped (`\\ud800`) as the store keeps it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_json_safe(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def guarded(fn: Callable[..., dict], tool_error: type[Exception],
             audit: Optional[Callable[[str, dict, bool, str], None]] = None,
             metrics: Any = None) -> Callable[..., dict]:
@@ -355,9 +372,9 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
                                    bool: "boolean"}.get(type(value), ""), type(value).__name__)
                 raise tool_error(f"Argument {name!r} must be {_kind(schemas[name])}, not {given}.") from None
         try:
-            return fn(**kwargs)
+            return _json_safe(fn(**kwargs))
         except CmmsError as exc:
-            raise tool_error(str(exc)) from None
+            raise tool_error(brief(str(exc))) from None
         except Exception as exc:  # noqa: BLE001 - a bug or a broken index: say so, keep serving
             log.exception("hermes-cmms: MCP tool %s failed", fn.__name__)
             raise tool_error(f"The {fn.__name__} tool failed inside hermes-cmms "

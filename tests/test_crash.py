@@ -8,6 +8,8 @@ import sys
 import textwrap
 import time
 
+from sqlalchemy import text
+
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.store import Store
 from hermes_cmms.vectors import VectorIndex
@@ -58,9 +60,9 @@ def test_every_acknowledged_turn_survives_sigkill(home):
     try:
         assert store.integrity() == "ok"
         with store.read() as conn:
-            rows = conn.exec_driver_sql(
-                "SELECT id, role, turn, content FROM memories WHERE scope = ? AND session_id = ?",
-                (SCOPE, SESSION)).all()
+            rows = conn.execute(text(
+                "SELECT id, role, turn, content FROM memories WHERE scope = :scope AND session_id = :session"),
+                {"scope": SCOPE, "session": SESSION}).all()
         assert len(rows) == 2 * N
         assert sorted({r.turn for r in rows}) == list(range(1, N + 1))
         assert all(sorted(r.role for r in rows if r.turn == t) == ["assistant", "user"]
