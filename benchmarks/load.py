@@ -40,9 +40,12 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from servers import server_databases  # noqa: E402 - fresh databases on the test servers
 
 SCOPES = 4
 WRITERS_PER_DOOR = 4
@@ -417,37 +420,6 @@ def verify(database_url: str, logs: list[dict]) -> dict:
 
 # -- server databases for --backend server ---------------------------------------------------
 
-@contextmanager
-def server_databases(pg_url: str, chroma_url: str):
-    """(database URL, Chroma URL) of a fresh PostgreSQL database and Chroma database, dropped after."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.pool import NullPool
-
-    admin_url, name = make_url(pg_url), f"load_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    chroma_url = chroma_url.rstrip("/")
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False), f"{chroma_url}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
-        try:
-            import chromadb
-            from chromadb.config import Settings as ChromaSettings
-            from urllib.parse import urlparse
-
-            where = urlparse(chroma_url)
-            chromadb.AdminClient(ChromaSettings(
-                anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
-                chroma_server_host=where.hostname, chroma_server_http_port=where.port)).delete_database(name)
-        except Exception:  # noqa: BLE001 - keyword-only runs never create it
-            pass
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -470,7 +442,7 @@ def main(argv=None) -> int:
     env["CMMS_EMBEDDER"] = args.embedder
     try:
         if args.backend == "server":
-            with server_databases(args.pg_url, args.chroma_url) as (database_url, chroma_url):
+            with server_databases(args.pg_url, args.chroma_url, prefix="load") as (database_url, chroma_url):
                 summary = run_load(home / "home", args.seconds,
                                    {**env, "CMMS_DATABASE_URL": database_url, "CMMS_CHROMA_URL": chroma_url}, args.seed)
         else:

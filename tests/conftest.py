@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from servers import server_databases  # noqa: F401 - tests import it from here too
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -71,52 +72,6 @@ def home(tmp_path, monkeypatch) -> Path:
         yield path
 
 
-@contextmanager
-def server_databases():
-    """(database URL, Chroma URL) of a new, empty PostgreSQL database and Chroma database,
-    both dropped afterwards."""
-    yield from _server_databases()
-
-
-def _server_databases():
-    import uuid
-
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    admin_url = make_url(os.environ["CMMS_TEST_PG_URL"])
-    chroma = os.environ["CMMS_TEST_CHROMA_URL"].rstrip("/")
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=_null_pool())
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield admin_url.set(database=name).render_as_string(hide_password=False), f"{chroma}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
-        _drop_chroma_database(chroma, name)
-
-
-def _null_pool():
-    from sqlalchemy.pool import NullPool
-
-    return NullPool
-
-
-def _drop_chroma_database(url: str, name: str) -> None:
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-    from urllib.parse import urlparse
-
-    where = urlparse(url)
-    try:
-        chromadb.AdminClient(ChromaSettings(
-            anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
-            chroma_server_host=where.hostname, chroma_server_http_port=where.port)).delete_database(name)
-    except Exception:  # noqa: BLE001 - a test that never wrote vectors has no database
-        pass
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import server_databases, server_only
 from db import sql
+from servers import chroma_admin
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.errors import StoreUnavailable
 from hermes_cmms.store import NewMemory, Store
@@ -26,17 +27,6 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def _chroma_admin():
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-    from urllib.parse import urlparse
-
-    where = urlparse(os.environ["CMMS_TEST_CHROMA_URL"])
-    return chromadb.AdminClient(ChromaSettings(
-        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
-        chroma_server_host=where.hostname, chroma_server_http_port=where.port))
 
 
 # -- both backends ---------------------------------------------------------------------------
@@ -121,7 +111,7 @@ def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
     with MemoryService(Settings.load(home), scheduler=False) as svc:
         ids = [svc.remember("test:rebuild", note) for note in notes]
         assert svc.indexer.drain(180) and svc.indexer.vectors.count() == 3
-    _chroma_admin().delete_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])  # the server lost it all
+    chroma_admin(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])  # the server lost it all
     env = dict(os.environ, HERMES_HOME=str(home), HF_HUB_OFFLINE="1")
     done = subprocess.run([CLI, "reindex"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
