@@ -196,11 +196,19 @@ def _scope_token(scope: str) -> str:
     return "s" + scope.encode("utf-8").hex()
 
 
-# PostgreSQL: tsvector columns computed by the database itself, a GIN index on each.
-# Only the first TSV_CHARS characters are indexed (a tsvector holds at most 1 MB).
-TSV_CHARS = 100_000
-_TSV_CONTENT = f"to_tsvector('english'::regconfig, left(content, {TSV_CHARS}))"
-_TSV_ALL = (f"to_tsvector('english'::regconfig, left(content, {TSV_CHARS}) || ' ' || "
+# PostgreSQL: tsvector columns computed by the database itself, a GIN index on each. A
+# tsvector holds at most 1 MB, so of a text longer than 2 * TSV_CHARS characters only the first
+# and the last TSV_CHARS are indexed (the end of a long paste is often what is asked about).
+TSV_CHARS = 50_000
+
+
+def _indexed(column: str) -> str:
+    return (f"CASE WHEN length({column}) <= {2 * TSV_CHARS} THEN {column} "
+            f"ELSE left({column}, {TSV_CHARS}) || ' ' || right({column}, {TSV_CHARS}) END")
+
+
+_TSV_CONTENT = f"to_tsvector('english'::regconfig, {_indexed('content')})"
+_TSV_ALL = (f"to_tsvector('english'::regconfig, {_indexed('content')} || ' ' || "
             f"left(coalesce(context, ''), {TSV_CHARS}))")
 
 
@@ -222,8 +230,9 @@ class PostgresKeywordIndex:
     `ts_rank` has no notion of how rare a word is, and recall fuses the keyword ranking with
     the vector one, so the order matters: rows are scored with BM25 over the tsvector's own
     term counts, with each word's document frequency counted in the scope. As with SQLite,
-    the work per query is bounded: words held by more than COMMON rows of the scope only bring
-    their newest COMMON rows in as candidates; rarer words bring all of theirs. Frequencies
+    the work per query is bounded: rarer words bring all their rows in as candidates; words
+    held by more than COMMON rows of the scope bring only the newest COMMON rows holding all of
+    them and the newest COMMON rows holding any of them. Frequencies
     are counted up to COMMON + 1 and the scope's size up to SIZE_CAP, so a word's IDF is
     exact in scopes of up to SIZE_CAP rows and every common word weighs the same above that.
     """
@@ -276,10 +285,13 @@ class PostgresKeywordIndex:
                              "avgdl": float(avgdl) or 1.0, "lexemes": found,
                              "idfs": [math.log((size - frequency[x] + 0.5) / (frequency[x] + 0.5) + 1)
                                       for x in found]}
-        for name, group, newest in (("rare", rare, ""), ("common", common, " ORDER BY seq DESC LIMIT :newest")):
+        newest = " ORDER BY seq DESC LIMIT :newest"
+        groups = [("rare", rare, " | ", ""), ("all_common", common if len(common) > 1 else [], " & ", newest),
+                  ("common", common, " | ", newest)]
+        for name, group, operator, limit_to in groups:
             if group:
-                parts.append(self._CANDIDATES.format(column=column, name=name, newest=newest))
-                params[name] = " | ".join(_quoted(lexeme) for lexeme in group)
+                parts.append(self._CANDIDATES.format(column=column, name=name, newest=limit_to))
+                params[name] = operator.join(_quoted(lexeme) for lexeme in group)
         params["newest"] = self.COMMON
         statement = text(self._SCORE.format(candidates=" UNION ".join(parts)))
         return [(memory_id, float(score)) for memory_id, score in conn.execute(statement, params)]

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from hermes_cmms import InvalidInput
 from hermes_cmms.provider import CmmsMemoryProvider
+
+from db import sql
 
 SCOPE = "test:bad"
 FTS_SYNTAX = ['"', "*", "NEAR(", "-", "AND", "OR", "(", ":", ")", "^", "+", "{", "}", "NOT", "'", "''"]
@@ -24,8 +25,7 @@ def provider(home, monkeypatch):
 
 
 def _rows(home) -> list[tuple]:
-    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
-        return conn.execute("SELECT content, role, turn FROM memories ORDER BY seq").fetchall()
+    return sql(home, "SELECT content, role, turn FROM memories ORDER BY seq")
 
 
 def _tool(provider, name, args):
@@ -81,7 +81,7 @@ def test_nul_bytes_and_lone_surrogates_are_cleaned_and_stored(provider, home):
     assert "walrus" in provider.prefetch("walrus")
     assert "narwhal" in provider.prefetch("narwhal\ud800")
     [hit] = _tool(provider, "cmms_recall", {"query": "odd session ids"})["results"][:1]
-    assert hit["content"] == "Session ids can be odd too" and hit["session_id"] == "odd\\ud800\x00id"
+    assert hit["content"] == "Session ids can be odd too" and hit["session_id"] == "odd\\ud800\\x00id"
     provider.on_session_switch("next", reset=True)  # flushes the odd session id without raising
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import statistics
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from hermes_cmms.beliefs import get_belief, read_proposition, reflect, resolve_c
 from hermes_cmms.errors import InvalidInput, UnknownMemory
 from hermes_cmms.models import Evidence
 from hermes_cmms.store import NewMemory
+from db import row, sql, tables
 
 SCOPE = "test:beliefs"
 OTHER = "test:beliefs-other"
@@ -29,20 +29,11 @@ SECRET_TEXT = f"the deploy password is {SECRETS[0]} and api key {SECRETS[1]}"
 
 
 def _sql(svc, query: str, *params) -> list[tuple]:
-    conn = sqlite3.connect(svc.settings.home / "cmms" / "cmms.db")
-    try:
-        return conn.execute(query, params).fetchall()
-    finally:
-        conn.close()
+    return sql(svc, query, *params)
 
 
 def _memory(svc, memory_id: str) -> dict:
-    conn = sqlite3.connect(svc.settings.home / "cmms" / "cmms.db")
-    conn.row_factory = sqlite3.Row
-    try:
-        return dict(conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone())
-    finally:
-        conn.close()
+    return row(svc, "SELECT * FROM memories WHERE id = ?", memory_id)
 
 
 def _belief_row(svc, memory_id: str) -> tuple:
@@ -70,8 +61,7 @@ def _set(svc, text: str, scope: str = SCOPE, **kwargs) -> str:
 
 def _dump(svc) -> str:
     """Every row of every table, as one string."""
-    tables = [name for (name,) in _sql(svc, "SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return repr({name: _sql(svc, f'SELECT * FROM "{name}"') for name in tables})
+    return repr({name: _sql(svc, f'SELECT * FROM "{name}"') for name in tables(svc)})
 
 
 # -- set_belief -------------------------------------------------------------------------------------

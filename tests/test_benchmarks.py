@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
-from contextlib import closing
 from pathlib import Path
 
+from db import sql
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _home_db(tmp_path: Path) -> str:
+    """The benchmark's store: the embedded default of its --home (it is given no server URL)."""
+    return f"sqlite:///{tmp_path / 'home' / 'cmms' / 'cmms.db'}"
 
 
 def run_benchmark(tmp_path: Path, script: str, *args: str, timeout: int = 300, cwd: Path = REPO) -> tuple[str, dict]:
@@ -42,11 +47,11 @@ def test_latency_script_reports_every_figure(tmp_path):
         assert size["peak_rss_mib"] > 0
     assert result["total_wall_s"] > 0
 
-    with closing(sqlite3.connect(tmp_path / "home" / "cmms" / "cmms.db")) as db:
-        # filled up to 40, plus two bursts of 4 turns (2 messages each); session flushes add
-        # what they learn from the user's turns (semantic memories) besides
-        assert db.execute("SELECT count(*) FROM memories WHERE kind = 'message'").fetchone()[0] == 48
-        assert db.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
+    db = _home_db(tmp_path)
+    # filled up to 40, plus two bursts of 4 turns (2 messages each); session flushes add
+    # what they learn from the user's turns (semantic memories) besides
+    assert sql(db, "SELECT count(*) FROM memories WHERE kind = 'message'") == [(48,)]
+    assert sql(db, "SELECT count(*) FROM outbox") == [(0,)]
 
 
 def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tmp_path):
@@ -56,12 +61,10 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
     bulk = result["sizes"][1]
     assert bulk["memories"] >= 300 and bulk["fill"]["method"].startswith("bulk")
     assert bulk["prefetch_ms"]["nonempty"] >= 1
-    with closing(sqlite3.connect(tmp_path / "home" / "cmms" / "cmms.db")) as db:
-        rows = db.execute("SELECT session_id, turn, role, context FROM memories "
-                          "WHERE source = 'bench:bulk' ORDER BY seq").fetchall()
-        assert len(rows) == bulk["memories"] - 24 and db.execute("SELECT count(*) FROM outbox").fetchone()[0] == 0
-        assert db.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == \
-            db.execute("SELECT count(*) FROM memories").fetchone()[0]
+    db = _home_db(tmp_path)
+    rows = sql(db, "SELECT session_id, turn, role, context FROM memories WHERE source = 'bench:bulk' ORDER BY seq")
+    assert len(rows) == bulk["memories"] - 24 and sql(db, "SELECT count(*) FROM outbox") == [(0,)]
+    assert sql(db, "SELECT count(*) FROM memories_fts") == sql(db, "SELECT count(*) FROM memories")
     # (24 = the 20 written by retain_turn and the first burst of 2 turns)
     # turn numbers restart per session and every message but a session's first has context
     assert rows[0][1] == 1 and rows[0][3] is None and all(r[3] for r in rows[1:20])
@@ -71,8 +74,7 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
     client = chromadb.PersistentClient(path=str(tmp_path / "home" / "cmms" / "chroma"),
                                        settings=ChromaSettings(anonymized_telemetry=False))
     counts = sorted(c.count() for c in client.list_collections())
-    with closing(sqlite3.connect(tmp_path / "home" / "cmms" / "cmms.db")) as db:
-        messages, learned = db.execute("SELECT sum(kind = 'message'), sum(kind <> 'message') FROM memories").fetchone()
+    [(messages, learned)] = sql(db, "SELECT sum(kind = 'message'), sum(kind <> 'message') FROM memories")
     assert messages == bulk["memories"] + 4  # every row, plus the burst
     assert counts[0] == counts[1] == messages + learned  # both views: the messages and what was learned
 

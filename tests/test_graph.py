@@ -3,7 +3,6 @@ paths, kept in step by forget, rebuilt from the facts, and never across scopes."
 from __future__ import annotations
 
 import random
-import sqlite3
 from contextlib import contextmanager
 
 import pytest
@@ -12,6 +11,8 @@ from sqlalchemy import event
 from hermes_cmms import graph
 from hermes_cmms.errors import InvalidInput, UnknownEntity
 from hermes_cmms.store import NewMemory
+
+from db import sql
 
 SCOPE = "test:graph"
 OTHER = "test:graph-other"
@@ -34,12 +35,7 @@ FACTS = {  # label: (subject, predicate, object); spellings vary on purpose (ded
 
 
 def _sql(service, query: str, *params) -> list:
-    conn = sqlite3.connect(service.settings.home / "cmms" / "cmms.db")
-    try:
-        with conn:
-            return conn.execute(query, params).fetchall()
-    finally:
-        conn.close()
+    return sql(service, query, *params)
 
 
 def _ids(service, scope: str = SCOPE) -> dict[str, str]:
@@ -239,11 +235,8 @@ def _relation_rows(service):
         yield counts
     finally:
         event.remove(service.store.engine, "before_cursor_execute", capture)
-    conn = sqlite3.connect(service.settings.home / "cmms" / "cmms.db")
-    try:
-        counts.extend(len(conn.execute(statement, parameters).fetchall()) for statement, parameters in seen)
-    finally:
-        conn.close()
+    with service.store.engine.connect() as conn:  # the driver's own statement and parameters, again
+        counts.extend(len(conn.exec_driver_sql(statement, parameters).fetchall()) for statement, parameters in seen)
 
 
 @pytest.fixture

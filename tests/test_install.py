@@ -17,6 +17,7 @@ from hermes_cmms.install import install, uninstall
 from hermes_cmms.provider import CmmsMemoryProvider
 
 from conftest import REPO, hermes_bin, python, subprocess_env
+from db import on_postgres, sql
 
 TEMPLATES = REPO / "install" / "templates"
 
@@ -201,12 +202,19 @@ def test_uninstall_keeps_memories_unless_purged(home):
     install(home)
     open_session(home, "local:default", "s1")
     lines = uninstall(home)
-    assert (home / "cmms" / "cmms.db").exists()
-    assert any(line.startswith("kept your memories in") for line in lines)
+    assert sql(home, "SELECT content FROM memories ORDER BY seq") == [("hi",), ("hello",)]
+    if not on_postgres(home):  # the embedded default keeps them in $HERMES_HOME/cmms, and says so
+        assert (home / "cmms" / "cmms.db").exists()
+        assert any(line.startswith("kept your memories in") for line in lines)
 
     install(home)
     lines = uninstall(home, purge=True)
-    assert f"deleted {home / 'cmms'}" in lines
+    if not on_postgres(home):
+        assert f"deleted {home / 'cmms'}" in lines
+    else:  # purge deletes $HERMES_HOME/cmms only, and says the servers' data is kept
+        assert any(line.startswith("note: memories stored at postgresql") for line in lines)
+        assert any(line.startswith("note: vectors on the Chroma server") for line in lines)
+        assert sql(home, "SELECT content FROM memories ORDER BY seq") == [("hi",), ("hello",)]
     assert not (home / "cmms").exists()
 
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.provider import CmmsMemoryProvider
+
+from db import sql
 
 A_SECRET_WORDS = "pineapple saxophone lighthouse"
 
@@ -22,9 +23,7 @@ def _provider(home, user_id=None, platform="telegram", agent_context="primary", 
 
 
 def _rows(home, scope):
-    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
-        return conn.execute("SELECT id, content FROM memories WHERE scope = ? ORDER BY seq",
-                            (scope,)).fetchall()
+    return sql(home, "SELECT id, content FROM memories WHERE scope = ? ORDER BY seq", scope)
 
 
 def _tool(provider, name, **args):

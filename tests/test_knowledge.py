@@ -1,18 +1,18 @@
 """Learning from texts and sessions, and the 4-stage router, on real stores."""
 import json
-import sqlite3
 
 import pytest
 
 from hermes_cmms.errors import InvalidInput
 from hermes_cmms.route import route
 
+from db import sql
+
 SCOPE = "user:telegram:7"
 
 
 def _sql(home, query, *params):
-    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
-        return conn.execute(query, params).fetchall()
+    return sql(home, query, *params)
 
 
 NOTES = ("My sister Ana works at Google. I really like dark roast coffee. "

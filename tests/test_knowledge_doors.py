@@ -1,7 +1,6 @@
 """The knowledge layer through every door: MCP tools, Hermes tools and the command line."""
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.mcp_bridge import local_scope
 from hermes_cmms.provider import CmmsMemoryProvider
+from db import sql
 from mcp_client import run, stdio_bridge
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
@@ -16,12 +16,13 @@ KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 
 
 def _sql(home, query, *params):
-    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
-        return conn.execute(query, params).fetchall()
+    return sql(home, query, *params)
 
 
-def _cli(home, *args, stdin=None):
+def _cli(home, *args, stdin=None, own_store=False):
     env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
+    if own_store:  # no server URLs: the home given decides where the store is (its embedded default)
+        env.pop("CMMS_DATABASE_URL", None), env.pop("CMMS_CHROMA_URL", None)
     return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=180, input=stdin)
 
 
@@ -111,8 +112,10 @@ def test_cli_knowledge_commands(home):
     assert listed.returncode == 0 and json.loads(listed.stdout)["action"] == "created"
     beliefs = _cli(home, "beliefs", "list")
     assert "The staging API is stable" in beliefs.stdout and "1 belief(s) match." in beliefs.stdout
-    elsewhere = _cli(home, "beliefs", "list", "--hermes-home", str(home / "other"))  # the flag after the action
+    elsewhere = _cli(home, "beliefs", "list", "--hermes-home", str(home / "other"),  # the flag after the action
+                     own_store=True)
     assert elsewhere.returncode == 0 and "0 belief(s) match." in elsewhere.stdout
+    assert (home / "other" / "cmms" / "cmms.db").is_file()  # the store of the home the flag named
     assert json.loads(_cli(home, "beliefs", "reflect", "overview").stdout)
     found = json.loads(_cli(home, "graph", "search", "Where is Acme based?").stdout)
     ana = next(e for e in found["entities"] if e["name"] == "Acme")["id"]
@@ -140,8 +143,7 @@ def test_cli_knowledge_commands(home):
 
 
 def _sql_write(home, query):
-    with sqlite3.connect(home / "cmms" / "cmms.db") as conn:
-        conn.execute(query)
+    sql(home, query)
 
 
 def test_settings_for_the_llm_are_checked(home):

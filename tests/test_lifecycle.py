@@ -3,18 +3,21 @@ forget, the audit trail and the one-leader scheduler."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from hermes_cmms import MemoryService, Settings, lifecycle
 from hermes_cmms.errors import InvalidInput, UnknownMemory
 from hermes_cmms.scheduler import Scheduler
 from hermes_cmms.store import NewMemory, Store
+
+from conftest import SERVER, server_databases
+from db import dump, keyword_hits, keyword_rows, on_postgres, plan, row, sql, url_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from lifecycle import synthetic_observations  # noqa: E402  (the benchmark's data, shared)
@@ -26,38 +29,41 @@ OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t"
 
 
 def _db(service_or_home):
+    """The embedded default's database file (only tests of the SQLite files use it)."""
     home = getattr(getattr(service_or_home, "settings", None), "home", service_or_home)
     return home / "cmms" / "cmms.db"
 
 
 def _sql(service, query, *params) -> list:
-    conn = sqlite3.connect(_db(service))
-    try:
-        return conn.execute(query, params).fetchall()
-    finally:
-        conn.close()
+    return sql(service, query, *params)
 
 
 def _row(service, memory_id: str):
-    conn = sqlite3.connect(_db(service))
-    conn.row_factory = sqlite3.Row
-    try:
-        row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return dict(row) if row else None
-    finally:
-        conn.close()
+    return row(service, "SELECT * FROM memories WHERE id = ?", memory_id)
+
+
+@pytest.fixture
+def store_url(tmp_path):
+    """The URL of a new, empty store on the backend under test."""
+    if not SERVER:
+        yield f"sqlite:///{tmp_path / 'cmms.db'}"
+        return
+    with server_databases() as (url, _):
+        yield url
 
 
 def _events(service, action: str, memory_id=None) -> list[dict]:
     """Audit events of one action (and memory), oldest first, detail parsed."""
-    rows = _sql(service, "SELECT actor, scope, memory_id, detail, snapshot FROM audit_log WHERE action = ? "
-                         "AND (? IS NULL OR memory_id = ?) ORDER BY id", action, memory_id, memory_id)
+    one = "" if memory_id is None else " AND memory_id = ?"
+    rows = _sql(service, f"SELECT actor, scope, memory_id, detail, snapshot FROM audit_log WHERE action = ?{one} "
+                         "ORDER BY id", action, *(() if memory_id is None else (memory_id,)))
     return [{"actor": a, "scope": s, "memory_id": m, "detail": json.loads(d), "snapshot": snap}
             for a, s, m, d, snap in rows]
 
 
 def _fts(service, word: str) -> int:
-    return _sql(service, "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", word)[0][0]
+    """Memories the keyword index finds for a word (FTS5 table / PostgreSQL tsvector columns)."""
+    return keyword_hits(service, word)
 
 
 def _embed(service, *texts) -> list[list[float]]:
@@ -209,15 +215,15 @@ def test_a_near_identical_note_with_another_detail_is_an_update_not_a_repeat(ser
     assert not lifecycle.same_gist("hermes question 175", "hermes question 176")
 
 
-def test_folding_a_memory_carries_the_repeats_it_had_collected(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'cmms.db'}")
+def test_folding_a_memory_carries_the_repeats_it_had_collected(store_url):
+    store = Store(store_url)
     try:
         c, b, a = (store.add([NewMemory(scope=SCOPE, content=f"copy {n}", source=n, dedup=False)])[0]
                    for n in ("c", "b", "a"))
         assert store.merge(SCOPE, [(a, b)]) == 1 and store.merge(SCOPE, [(b, c)]) == 1
         with store.read() as conn:
-            [(count, receipts)] = conn.exec_driver_sql(
-                "SELECT access_count, receipts FROM memories WHERE id = ?", (c,)).fetchall()
+            [(count, receipts)] = conn.execute(
+                text("SELECT access_count, receipts FROM memories WHERE id = :id"), {"id": c}).fetchall()
         assert count == 2 and [r["source"] for r in json.loads(receipts)] == ["a", "b"]
         assert store.merge(SCOPE, [(c, a)]) == 0  # a is gone: nothing to fold
     finally:
@@ -304,7 +310,7 @@ def test_secrets_are_redacted_before_storage_and_only_secrets_is_refused(keyword
     assert _sql(svc, "SELECT content FROM memories ORDER BY seq") == [
         ("I will not repeat that.",), ("The billing bot uses the key [REDACTED:openai-key] for invoices",)]
     everything = json.dumps(_sql(svc, "SELECT * FROM memories") + _sql(svc, "SELECT * FROM audit_log")
-                            + _sql(svc, "SELECT content, context FROM memories_fts"))
+                            + keyword_rows(svc))
     assert "sk-proj" not in everything and "Ab3dEf6hIj9k" not in everything
 
 
@@ -475,8 +481,8 @@ def test_forget_snapshots_last_snapshot_days_then_the_sweep_drops_their_content(
     svc.sweep(now=time.time() + 31 * DAY)
     [event] = _events(svc, "forget")
     assert event["snapshot"] is None and "8812" not in json.dumps(_sql(svc, "SELECT * FROM audit_log"))
-    plan = _sql(svc, "EXPLAIN QUERY PLAN UPDATE audit_log SET snapshot = NULL WHERE snapshot IS NOT NULL AND at < 1")
-    assert "ix_audit_snapshots" in str(plan)  # the minutely sweep never scans the whole log
+    used = plan(svc, "UPDATE audit_log SET snapshot = NULL WHERE snapshot IS NOT NULL AND at < 1")
+    assert "ix_audit_snapshots" in used  # the minutely sweep never scans the whole log
 
 
 def test_forget_where_removes_exactly_the_tagged_memories(service):
@@ -525,8 +531,11 @@ def test_forget_all_erases_a_scope_and_its_audit_snapshots_and_spares_the_others
     assert summary == [{"memories": 4}]
     kept = _events(service, "forget")[-1]
     assert kept["scope"] == OTHER and "Rua Augusta" in json.loads(kept["snapshot"])["content"]
-    files = b"".join(p.read_bytes() for p in _db(service).parent.glob("cmms.db*"))
-    assert b"lagoon" not in files and b"Flores" not in files  # not in a page, an FTS segment or the WAL
+    everything = dump(service)  # every row of every table; on PostgreSQL with the tsvector columns
+    assert not any(word in everything for word in ("lagoon", "Flores", "flore"))
+    if not on_postgres(service):
+        files = b"".join(p.read_bytes() for p in _db(service).parent.glob("cmms.db*"))
+        assert b"lagoon" not in files and b"Flores" not in files  # not in a page, an FTS segment or the WAL
 
 
 # -- scheduler ------------------------------------------------------------------------------------
@@ -557,7 +566,7 @@ def _clocks_started(service) -> bool:
 
 
 def test_the_scheduler_runs_jobs_only_under_its_lease_and_gives_it_back_on_stop(home):
-    store = Store(f"sqlite:///{_db(home)}")
+    store = Store(url_of(home))
     try:
         runs: list[float] = []
         first = Scheduler(store, {"probe": (10.0, runs.append)}, tick=0.1, lease=1.0)
@@ -581,7 +590,7 @@ def test_the_scheduler_runs_jobs_only_under_its_lease_and_gives_it_back_on_stop(
 
 
 def test_a_long_job_keeps_the_lease_and_a_failed_one_waits_a_full_interval(home):
-    store = Store(f"sqlite:///{_db(home)}")
+    store = Store(url_of(home))
     try:
         def slow(now):
             time.sleep(2.0)  # over three lease periods
@@ -627,7 +636,7 @@ def test_a_service_starts_its_scheduler_and_releases_the_lease_on_close(home, mo
 
 
 def test_only_one_of_two_processes_runs_the_jobs_and_the_other_takes_over(home, tmp_path):
-    url = f"sqlite:///{_db(home)}"
+    url = url_of(home)
     Store(url).close()  # migrated once, before the two processes open it
     script = tmp_path / "scheduler_child.py"
     script.write_text(CHILD)

@@ -19,6 +19,8 @@ def _rows(home, scope="local:default"):
     try:
         with svc.store.read() as conn:
             return [dict(r._mapping) for r in conn.exec_driver_sql(
+                "SELECT kind, role, content, session_id, source FROM memories WHERE scope = %s"
+                if conn.dialect.name != "sqlite" else
                 "SELECT kind, role, content, session_id, source FROM memories WHERE scope = ?", (scope,))]
     finally:
         svc.close()

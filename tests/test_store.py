@@ -1,37 +1,63 @@
-"""The SQL store: migrations, schema, WAL, and the FTS5 index kept in sync with the rows."""
+"""The SQL store: migrations, schema, WAL, and the keyword index (FTS5 on SQLite, tsvector
+columns on PostgreSQL) kept in sync with the rows."""
 from __future__ import annotations
 
-import sqlite3
+import threading
 
+import pytest
 from sqlalchemy import inspect, text
 
 from hermes_cmms import _migrations
-from hermes_cmms.keyword import SqliteKeywordIndex
+from hermes_cmms.keyword import PostgresKeywordIndex, SqliteKeywordIndex
 from hermes_cmms.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState,
                                 Job, Link, Memory, Outbox, Relation,
                                 SchemaMigration)
 from hermes_cmms.store import NewMemory, Store
 
+from conftest import SERVER, embedded_only, server_databases
+from db import keyword_rows, on_postgres, scalar, sql
+
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job,
           Link, Belief, Evidence, Entity, Relation)
-EXPECTED_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
-                       "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge",
-                       "0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
+CORE_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
+                   "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge"]
+EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
+PG_EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_pg_fts_memories"]
+PG_FTS_COLUMNS = {"fts_content", "fts_all"}  # memories' generated tsvector columns on PostgreSQL
 SCOPE = "test:store"
 
 
-def _url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'cmms.db'}"
+@pytest.fixture
+def url(tmp_path) -> str:
+    """The URL of a new, empty store on the backend under test: a SQLite file, or a fresh
+    PostgreSQL database on the server backend."""
+    if not SERVER:
+        yield f"sqlite:///{tmp_path / 'cmms.db'}"
+        return
+    with server_databases() as (database_url, _):
+        yield database_url
 
 
-def _sql(path, query, *params):
-    with sqlite3.connect(path) as conn:
-        return conn.execute(query, params).fetchall()
+def _sql(url, query, *params):
+    return sql(url, query, *params)
 
 
 def _fts_rows(service, seq: int) -> list:
+    """What the keyword index holds for row `seq`: FTS5's content on SQLite; the generated
+    (fts_content, fts_all) tsvectors on PostgreSQL."""
+    if on_postgres(service):
+        return sql(service, "SELECT CAST(fts_content AS text), CAST(fts_all AS text) FROM memories WHERE seq = ?",
+                   seq)
     with service.store.read() as conn:
         return conn.execute(text("SELECT content FROM memories_fts WHERE rowid = :s"), {"s": seq}).all()
+
+
+def _indexed_as(service, content: str) -> list:
+    """What _fts_rows returns for a row holding `content` (and no context)."""
+    if on_postgres(service):
+        tsvector = scalar(service, "SELECT CAST(to_tsvector('english', ?) AS text)", content)
+        return [(tsvector, tsvector)]
+    return [(content,)]
 
 
 def _seq(service, memory_id: str) -> int:
@@ -42,14 +68,16 @@ def _seq(service, memory_id: str) -> int:
 # -- schema and migrations ------------------------------------------------------------------
 
 
-def test_blank_database_migrates_to_the_models_schema(tmp_path):
-    store = Store(_url(tmp_path))
+def test_blank_database_migrates_to_the_models_schema(url):
+    store = Store(url)
+    postgres = on_postgres(url)
     try:
         inspector = inspect(store.engine)
         for model in MODELS:
             table = model.__table__
             columns = {c["name"]: c for c in inspector.get_columns(table.name)}
-            assert set(columns) == set(table.columns.keys()), table.name
+            keyword = PG_FTS_COLUMNS if postgres and table.name == "memories" else set()
+            assert set(columns) == set(table.columns.keys()) | keyword, table.name
             for column in table.columns:
                 if column.primary_key:  # SQLite reports an INTEGER PRIMARY KEY (rowid) as nullable
                     continue
@@ -57,64 +85,92 @@ def test_blank_database_migrates_to_the_models_schema(tmp_path):
             primary = inspector.get_pk_constraint(table.name)["constrained_columns"]
             assert sorted(primary) == sorted(c.name for c in table.primary_key), table.name
         tables = set(inspector.get_table_names())
-        ours = {m.__table__.name for m in MODELS} | {"memories_fts"}
+        ours = {m.__table__.name for m in MODELS} | (set() if postgres else {"memories_fts"})
         extra = {t for t in tables - ours
-                 if not t.startswith("memories_fts_") and t != "sqlite_sequence"}
+                 if postgres or (not t.startswith("memories_fts_") and t != "sqlite_sequence")}
         assert extra == set()
+        if postgres:  # the keyword index: generated tsvector columns, each with a GIN index
+            for column in PG_FTS_COLUMNS:
+                assert _sql(url, "SELECT data_type, is_generated FROM information_schema.columns "
+                                 "WHERE table_name = 'memories' AND column_name = ?", column) == [
+                    ("tsvector", "ALWAYS")], column
+            gin = {name: definition for name, definition in _sql(
+                url, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories'")}
+            assert "USING gin (fts_content)" in gin["ix_memories_fts_content"]
+            assert "USING gin (fts_all)" in gin["ix_memories_fts_all"]
     finally:
         store.close()
 
 
-def test_migrations_are_recorded_by_name_and_reopening_applies_nothing(tmp_path):
-    path = tmp_path / "cmms.db"
-    Store(_url(tmp_path)).close()
-    first = _sql(path, "SELECT name, applied_at FROM schema_migrations ORDER BY rowid")
-    assert [name for name, _ in first] == EXPECTED_MIGRATIONS
+def test_migrations_are_recorded_by_name_and_reopening_applies_nothing(url):
+    Store(url).close()
+    # in the order applied: SQLite's rowid; PostgreSQL has none, so the time each was recorded
+    order = "applied_at" if on_postgres(url) else "rowid"
+    first = _sql(url, f"SELECT name, applied_at FROM schema_migrations ORDER BY {order}")
+    assert [name for name, _ in first] == (PG_EXPECTED_MIGRATIONS if on_postgres(url) else EXPECTED_MIGRATIONS)
 
-    store = Store(_url(tmp_path))
+    store = Store(url)
     try:
-        assert _sql(path, "SELECT name, applied_at FROM schema_migrations ORDER BY rowid") == first
+        assert _sql(url, f"SELECT name, applied_at FROM schema_migrations ORDER BY {order}") == first
         with store.write() as conn:
             assert _migrations.apply(conn, _migrations.CORE_MIGRATIONS + store.keyword.migrations) == []
     finally:
         store.close()
 
 
-def test_reopening_keeps_rows_and_their_keyword_index(tmp_path):
-    path = tmp_path / "cmms.db"
-    store = Store(_url(tmp_path))
+def test_reopening_keeps_rows_and_their_keyword_index(url):
+    store = Store(url)
     [memory_id] = store.add([NewMemory(scope=SCOPE, content="The lighthouse keeper likes marmalade")])
     store.close()
 
-    store = Store(_url(tmp_path))
+    store = Store(url)
     try:
         assert [m for m, _ in store.keyword_search(SCOPE, "marmalade", 5)] == [memory_id]
-        assert _sql(path, "SELECT count(*) FROM memories_fts") == [(1,)]
+        [indexed] = keyword_rows(url)  # one row in the index: FTS5's, or the row's tsvectors
+        assert "marmalad" in indexed[0]
     finally:
         store.close()
 
 
+@embedded_only
 def test_database_runs_in_wal_mode(tmp_path):
-    store = Store(_url(tmp_path))
+    store = Store(f"sqlite:///{tmp_path / 'cmms.db'}")
     try:
         with store.read() as conn:
             assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
     finally:
         store.close()
     # WAL is a property of the file: a plain connection sees it too.
-    assert _sql(tmp_path / "cmms.db", "PRAGMA journal_mode") == [("wal",)]
+    assert _sql(f"sqlite:///{tmp_path / 'cmms.db'}", "PRAGMA journal_mode") == [("wal",)]
 
 
-def test_turns_are_numbered_per_session(tmp_path):
-    store = Store(_url(tmp_path))
+def test_a_reader_is_not_blocked_by_an_open_write(url):
+    """What WAL mode is for on SQLite, and what PostgreSQL's MVCC gives: while a write is open,
+    another connection reads the last committed state at once."""
+    store = Store(url)
+    try:
+        store.add([NewMemory(scope=SCOPE, content="committed before")])
+        seen = []
+        with store.write() as conn:
+            conn.execute(text("UPDATE memories SET content = 'not yet committed'"))
+            reader = threading.Thread(target=lambda: seen.append([m.content for m in store.recent(SCOPE, 5)]))
+            reader.start()
+            reader.join(5)
+            assert not reader.is_alive() and seen == [["committed before"]]
+        assert [m.content for m in store.recent(SCOPE, 5)] == ["not yet committed"]
+    finally:
+        store.close()
+
+
+def test_turns_are_numbered_per_session(url):
+    store = Store(url)
     try:
         for i in range(3):
             store.add([NewMemory(scope=SCOPE, content=f"u{i}", role="user", session_id="s1"),
                        NewMemory(scope=SCOPE, content=f"a{i}", role="assistant", session_id="s1")],
                       turn_of=(SCOPE, "s1"))
         store.add([NewMemory(scope=SCOPE, content="other", session_id="s2")], turn_of=(SCOPE, "s2"))
-        rows = _sql(tmp_path / "cmms.db",
-                    "SELECT session_id, turn, count(*) FROM memories GROUP BY 1, 2 ORDER BY 1, 2")
+        rows = _sql(url, "SELECT session_id, turn, count(*) FROM memories GROUP BY 1, 2 ORDER BY 1, 2")
         assert rows == [("s1", 1, 2), ("s1", 2, 2), ("s1", 3, 2), ("s2", 1, 1)]
         assert store.counts()["outbox"] == 7
     finally:
@@ -128,12 +184,13 @@ def test_keyword_index_follows_insert_update_and_delete(keyword_service):
     svc = keyword_service
     memory_id = svc.remember(SCOPE, "Grandma's recipe uses cardamom and saffron")
     seq = _seq(svc, memory_id)
-    assert _fts_rows(svc, seq) == [("Grandma's recipe uses cardamom and saffron",)]
+    assert _fts_rows(svc, seq) == _indexed_as(svc, "Grandma's recipe uses cardamom and saffron")
     assert [h.memory.id for h in svc.search(SCOPE, "cardamom")] == [memory_id]
 
-    with svc.store.write() as conn:  # the update trigger: the index follows the row
+    with svc.store.write() as conn:  # the update trigger / generated columns: the index follows the row
         conn.execute(text("UPDATE memories SET content = 'Grandma uses nutmeg' WHERE id = :i"),
                      {"i": memory_id})
+    assert _fts_rows(svc, seq) == _indexed_as(svc, "Grandma uses nutmeg")
     assert svc.search(SCOPE, "cardamom") == []
     assert [h.memory.id for h in svc.search(SCOPE, "nutmeg")] == [memory_id]
 
@@ -149,8 +206,18 @@ def test_keyword_search_stays_inside_the_scope(keyword_service):
     assert [m for m, _ in keyword_service.store.keyword_search(SCOPE, "flowerpot", 10)] == [mine]
 
 
+def _common(monkeypatch, n: int) -> None:
+    """Words in more than `n` rows of a scope count as common, on either keyword index."""
+    monkeypatch.setattr(SqliteKeywordIndex, "COMMON", n)
+    monkeypatch.setattr(PostgresKeywordIndex, "COMMON", n)
+
+
 def test_common_words_only_rank_rows_that_also_hold_a_rarer_word(keyword_service, monkeypatch):
-    monkeypatch.setattr(SqliteKeywordIndex, "COMMON", 5)
+    # The same outcome on both indexes. SQLite: rows with the rare word and a common one, the
+    # rare word's rows, then the newest COMMON rows with the common word. PostgreSQL: the rare
+    # word's rows and the common word's newest COMMON rows are the candidates, ranked by BM25
+    # (the rare word weighs most), so the rows holding 'bruno' come first here too.
+    _common(monkeypatch, 5)
     svc = keyword_service
     for n in range(12):
         svc.remember(SCOPE, f"Birthday party number {n} was fun")
@@ -169,7 +236,7 @@ def test_common_words_only_rank_rows_that_also_hold_a_rarer_word(keyword_service
 
 def test_when_every_word_is_common_the_newest_rows_holding_all_of_them_come_first(keyword_service,
                                                                                   monkeypatch):
-    monkeypatch.setattr(SqliteKeywordIndex, "COMMON", 5)
+    _common(monkeypatch, 5)
     svc = keyword_service
     both = svc.remember(SCOPE, "Bruno's birthday cake was lemon")
     for n in range(10):
@@ -224,20 +291,23 @@ def test_context_never_crosses_sessions_or_scopes(keyword_service):
     assert {m.content: m.context for m in other} == {"Hello there": None, "Hi": "Hello there"}
 
 
-def test_a_database_from_the_first_release_upgrades_in_place(tmp_path):
+def test_a_database_from_the_first_release_upgrades_in_place(url):
     from sqlalchemy import create_engine, text
 
     from hermes_cmms.keyword import SqliteKeywordIndex
 
-    engine = create_engine(_url(tmp_path))
-    with engine.begin() as conn:  # the schema as 0.1.0's first migrations left it, with a row
-        _migrations.apply(conn, _migrations.CORE_MIGRATIONS[:1] + SqliteKeywordIndex.migrations[:1])
+    # the schema as 0.1.0's first migrations left it, with a row. On PostgreSQL (whose one
+    # keyword migration needs the later columns): the first core migration only.
+    first = [] if on_postgres(url) else SqliteKeywordIndex.migrations[:1]
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        _migrations.apply(conn, _migrations.CORE_MIGRATIONS[:1] + first)
         conn.execute(text("INSERT INTO memories (id, scope, content, content_hash, created_at, updated_at) "
                           "VALUES ('old1', :s, 'The attic key hangs by the door', 'h', 1, 1)"), {"s": SCOPE})
         conn.execute(text("INSERT INTO memories (id, scope, content, content_hash, created_at, updated_at) "
                           "VALUES ('old2', :s, 'Mary Ann: the attic is full', 'h', 1, 1)"), {"s": SCOPE})
     engine.dispose()
-    store = Store(_url(tmp_path))
+    store = Store(url)
     try:
         assert [m for m, _ in store.keyword_search(SCOPE, "attic key", 5)][0] == "old1"
         old = store.get(["old1", "old2"], SCOPE)
