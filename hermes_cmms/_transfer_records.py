@@ -3,7 +3,6 @@ and the checks every record passes before anything is written. See transfer.py."
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -137,12 +136,12 @@ def _value(kind: Kind, name: str, column, value: Any, line: int) -> Any:
         if not column.nullable:
             raise bad(line, f"{name!r} of a {kind.name} record cannot be null")
         return None
-    if isinstance(column.type, Integer):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        wanted = "a whole number"
+    if isinstance(column.type, Integer):  # the range both SQLite and PostgreSQL's INTEGER hold
+        ok = isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31
+        wanted = "a whole number between -2147483648 and 2147483647"
     elif isinstance(column.type, Float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        wanted, value = "a number", float(value) if ok else value
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e300
+        wanted, value = "a finite number", float(value) if ok else value
     else:
         ok, wanted = isinstance(value, str), "a string"
         length = getattr(column.type, "length", None)

@@ -78,7 +78,7 @@ def _tokenizer() -> Check:
 
 
 def _database(settings: Settings) -> Check:
-    from .store import Store
+    from .store import Store, safe_url
 
     try:
         store = Store(settings.database_url)
@@ -88,5 +88,5 @@ def _database(settings: Settings) -> Check:
         return ("FAIL", "database", str(exc))
     if result != "ok":
         return ("FAIL", "database", f"integrity check: {result}")
-    return ("ok", "database", f"{settings.database_url} ({counts['memories']} memories, "
+    return ("ok", "database", f"{safe_url(settings.database_url)} ({counts['memories']} memories, "
             f"{counts['outbox']} waiting to be indexed)")

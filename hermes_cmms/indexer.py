@@ -62,7 +62,7 @@ class Indexer:
 
     def refresh(self) -> None:
         """In a reader process, re-open the vector index if the writer has moved it on."""
-        if self.writer or self.vectors is None or not self.vectors.embedded:
+        if self.vectors is None or not self.vectors.embedded or self.writer:
             return
         now = time.monotonic()
         if now - self._refreshed < REFRESH_S or not self._refresh_lock.acquire(blocking=False):
@@ -117,7 +117,7 @@ class Indexer:
 
     def _claim(self) -> bool:
         """Whether this process is (or just became) the index writer."""
-        if self._lock.held:
+        if self._lock.held and self._lock.keep():
             return True
         if not self._lock.acquire():
             return False
@@ -201,17 +201,19 @@ class LeaseLock:
 
     @property
     def held(self) -> bool:
-        now = time.time()
-        if self._until and now < self._until - self.LEASE_S / 2:
+        """Whether the lease is ours by this process's clock (reading it writes nothing)."""
+        return time.time() < self._until
+
+    def keep(self) -> bool:
+        """Renew the lease once half of it has run (the indexer thread calls this as it loops);
+        False once another process has it."""
+        if time.time() < self._until - self.LEASE_S / 2:
             return True
-        if self._until and now < self._until:  # renew while it is still ours
-            return self.acquire()
-        self._until = 0.0
-        return False
+        return self.acquire()
 
     def acquire(self) -> bool:
         now = time.time()
-        if not self._until and now - self._tried < self.LEASE_S / 6:
+        if not self.held and now - self._tried < self.LEASE_S / 6:
             return False  # another process holds it: look again a little later
         self._tried = now
         if self.store.lease(self.owner, self.LEASE_S, now, name="indexer"):
@@ -221,8 +223,10 @@ class LeaseLock:
         return False
 
     def check(self) -> None:
-        if time.time() >= self._until:
-            raise RuntimeError("the indexer lease ran out while writing; the batch is retried")
+        """Before a batch is marked done: renew the lease, and fail the batch (it is retried)
+        only if another process took the lease meanwhile."""
+        if not self.keep():
+            raise RuntimeError("another process took the indexer lease while this one wrote; the batch is retried")
 
     def release(self) -> None:
         if self._until:
@@ -259,6 +263,10 @@ class WriterLock:
             return False
         self._file = handle
         return True
+
+    def keep(self) -> bool:
+        """A file lock lasts as long as the process: nothing to renew."""
+        return self.held
 
     def check(self) -> None:
         """A file lock lasts as long as the process: nothing to check."""

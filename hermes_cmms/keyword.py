@@ -207,9 +207,14 @@ def _indexed(column: str) -> str:
             f"ELSE left({column}, {TSV_CHARS}) || ' ' || right({column}, {TSV_CHARS}) END")
 
 
-_TSV_CONTENT = f"to_tsvector('english'::regconfig, {_indexed('content')})"
-_TSV_ALL = (f"to_tsvector('english'::regconfig, {_indexed('content')} || ' ' || "
-            f"left(coalesce(context, ''), {TSV_CHARS}))")
+def _words(expression: str) -> str:
+    """Punctuation as spaces: PostgreSQL's parser keeps `config.yaml`, `ops@acme.io` or a path
+    as one token, where a query is split into words (text.terms) as FTS5 splits the text."""
+    return f"to_tsvector('english'::regconfig, regexp_replace({expression}, '[[:punct:]]+', ' ', 'g'))"
+
+
+_TSV_CONTENT = _words(_indexed("content"))
+_TSV_ALL = _words(f"{_indexed('content')} || ' ' || left(coalesce(context, ''), {TSV_CHARS})")
 
 
 def _pg_fts_create(conn: Connection) -> None:

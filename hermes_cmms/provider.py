@@ -250,8 +250,11 @@ class CmmsMemoryProvider(MemoryProvider):
             settings = Settings.load()
         except CmmsError as exc:
             return {"settings error": str(exc)}
-        return {name: f"{getattr(settings, name) or '(embedded)'}  [{settings.sources[name]}]"
-                for name in SETTINGS}
+        from .store import safe_url
+
+        shown = {name: getattr(settings, name) for name in SETTINGS}
+        shown["database_url"] = safe_url(settings.database_url)  # never a password on screen
+        return {name: f"{value or '(embedded)'}  [{settings.sources[name]}]" for name, value in shown.items()}
 
     def backup_paths(self) -> List[str]:
         """What hermes-cmms keeps outside $HERMES_HOME, for `hermes backup` (see

@@ -12,7 +12,8 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from . import _migrations, _postgres, _sqlite, graph, lifecycle
 from ._store_knowledge import _drop_knowledge, _learned_only_from
@@ -147,6 +148,17 @@ class Store(LifecycleRows):
             with self._connect() as conn, conn.begin():
                 yield conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A read transaction that sees one state of the store from start to end (an export):
+        SQLite's explicit BEGIN holds one WAL snapshot; PostgreSQL needs REPEATABLE READ."""
+        with self._reachable():
+            conn = self._connect()
+            if self.engine.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn, conn.begin():
+                yield conn
+
     def _connect(self) -> Connection:
         """A connection, waiting up to CONNECT_RETRY_S for a database server that is away
         (restarting, say): nothing has been sent yet, so trying again is always safe."""
@@ -165,9 +177,15 @@ class Store(LifecycleRows):
         """Say plainly when the database went away; the transaction was rolled back."""
         try:
             yield
-        except OperationalError as exc:
+        except PoolTimeout as exc:
+            raise StoreUnavailable(f"The memory store is busy: all {self.engine.pool.size()} connections of "
+                                   "this process are in use; try again.") from exc
+        except (OperationalError, InterfaceError) as exc:
             if self.engine.dialect.name == "sqlite" and "locked" not in str(exc):
                 raise
+            if "lock timeout" in str(exc.orig or exc):
+                raise StoreUnavailable("The memory store is busy: another writer held it for more than "
+                                       f"{_postgres.LOCK_TIMEOUT}; nothing was written.") from exc
             raise StoreUnavailable(f"The memory store is not reachable ({safe_url(self.url)}): "
                                    f"{str(exc.orig or exc).splitlines()[0]}.") from exc
 

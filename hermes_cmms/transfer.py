@@ -22,7 +22,6 @@ import os
 import tempfile
 import time
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator, Optional, Union
 
@@ -52,7 +51,7 @@ def export_scope(service, scope: str, actor: str = "") -> Iterator[dict]:
     goes on the audit trail."""
     scope = _scope(scope)
     queries = _export_queries(scope)
-    with _snapshot(service.store) as conn:
+    with service.store.snapshot() as conn:
         counts = {KINDS[name].plural: conn.execute(select(func.count()).select_from(query.subquery())).scalar_one()
                   for name, query in queries.items()}
         yield {"type": "header", "format": FORMAT, "version": VERSION, "hermes_cmms": __version__,
@@ -87,16 +86,6 @@ def _export_queries(scope: str) -> dict:
         .order_by(Link.memory_id, Link.source_id),
         "audit": columns("audit").where(AuditEvent.scope == scope).order_by(AuditEvent.id),
     }
-
-
-@contextmanager
-def _snapshot(store) -> Iterator[Connection]:
-    """A read transaction that sees one state of the store from start to end."""
-    conn = store.engine.connect()
-    if store.engine.dialect.name == "postgresql":
-        conn = conn.execution_options(isolation_level="REPEATABLE READ")
-    with conn, conn.begin():  # SQLite: an explicit BEGIN (see _sqlite) holds one WAL snapshot
-        yield conn
 
 
 # -- import ---------------------------------------------------------------------------------
@@ -286,7 +275,7 @@ class _Writer:
                 for name, rows in groups.items():
                     if rows:
                         self._insert(conn, KINDS[name], rows, now)
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, StoreUnavailable) as exc:
             raise StoreUnavailable(f"The import stopped at lines {chunk[0][0]}-{chunk[-1][0]} because the store "
                                    f"failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); the lines "
                                    f"before were imported, and importing the file again skips them.") from exc

@@ -106,4 +106,5 @@ def shares_a_lexeme(where, text: str) -> int:
     return sql(where, "SELECT count(DISTINCT m.id) FROM memories AS m "
                       "CROSS JOIN LATERAL (SELECT lexeme FROM unnest(m.fts_content) "
                       "UNION SELECT lexeme FROM unnest(m.fts_all)) AS held "
-                      "WHERE held.lexeme IN (SELECT lexeme FROM unnest(to_tsvector('english', ?)))", text)[0][0]
+                      "WHERE held.lexeme IN (SELECT lexeme FROM unnest(to_tsvector('english', "
+                      "regexp_replace(?, '[[:punct:]]+', ' ', 'g'))))", text)[0][0]

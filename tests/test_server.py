@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import server_databases, server_only
+from conftest import SERVER, server_databases, server_only
 from db import sql
 from servers import chroma_admin
 from hermes_cmms import MemoryService, Settings
@@ -56,6 +56,15 @@ def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
         started = time.monotonic()
         assert "spare key" in svc.recall("test:away", "spare key")
         assert time.monotonic() - started < 5  # no long wait on a dead server
+
+
+@pytest.mark.parametrize("query", ["config.yaml", "config yaml", "api.example.com", "example", "ops@acme.io",
+                                   "acme", "/etc/hermes/env", "hermes env", "Python 3.11"])
+def test_file_names_hosts_addresses_and_paths_are_found_by_their_words(keyword_service, query):
+    wanted = keyword_service.remember("test:words", "Deploy uses config.yaml on api.example.com with "
+                                                    "Python 3.11, mail ops@acme.io, see /etc/hermes/env")
+    keyword_service.remember("test:words", "Nothing else to see in this note")
+    assert [memory_id for memory_id, _ in keyword_service.store.keyword_search("test:words", query, 5)][:1] == [wanted]
 
 
 # -- PostgreSQL + Chroma server ----------------------------------------------------------------
@@ -138,3 +147,41 @@ def test_one_process_of_all_sharing_the_servers_writes_the_vectors(home):
         first.close()
         second.close()
     assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") == [("",)]  # released on close
+
+
+def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
+    import json
+
+    from sqlalchemy.engine import make_url
+
+    from hermes_cmms import doctor
+    from hermes_cmms.provider import CmmsMemoryProvider
+
+    base = os.environ.get("CMMS_DATABASE_URL") or f"postgresql+psycopg://cmms@127.0.0.1:{_closed_port()}/x"
+    url = make_url(base).set(password="hunter2-secret").render_as_string(hide_password=False)
+    monkeypatch.setenv("CMMS_DATABASE_URL", url)  # PostgreSQL's trust auth ignores the password
+    shown = CmmsMemoryProvider().get_status_config({})
+    assert "hunter2-secret" not in json.dumps(shown) and ":***@" in shown["database_url"]
+    status, _, detail = doctor._database(Settings.load(home))
+    assert "hunter2-secret" not in detail and status == ("ok" if SERVER else "FAIL"), detail
+
+
+def test_the_vector_writer_lease_survives_a_long_batch_unless_another_process_took_it(home):
+    from hermes_cmms.indexer import LeaseLock
+
+    store = Store(Settings.load(home).database_url)
+    try:
+        mine, theirs = LeaseLock(store), LeaseLock(store)
+        mine.LEASE_S = theirs.LEASE_S = 0.5
+        assert mine.acquire() and mine.held and not theirs.acquire()
+        time.sleep(0.6)  # a batch longer than the lease, nobody else waiting
+        mine.check()  # renewed, not failed
+        assert mine.held
+        time.sleep(0.6)
+        assert theirs.acquire()  # it ran out and another process took it
+        with pytest.raises(RuntimeError, match="another process took the indexer lease"):
+            mine.check()
+        assert not mine.held and theirs.held
+        assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") == [(theirs.owner,)]
+    finally:
+        store.close()

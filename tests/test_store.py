@@ -55,7 +55,8 @@ def _fts_rows(service, seq: int) -> list:
 def _indexed_as(service, content: str) -> list:
     """What _fts_rows returns for a row holding `content` (and no context)."""
     if on_postgres(service):
-        tsvector = scalar(service, "SELECT CAST(to_tsvector('english', ?) AS text)", content)
+        tsvector = scalar(service, "SELECT CAST(to_tsvector('english', regexp_replace(?, '[[:punct:]]+', ' ', 'g')) "
+                                   "AS text)", content)
         return [(tsvector, tsvector)]
     return [(content,)]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import os
 import pty
 import struct
@@ -275,6 +276,12 @@ def _broken(lines: list[str], case: str) -> list[str]:
         next(r for r in records if r["type"] == "memory")["state"] = "asleep"
     elif case == "no header":
         records = records[1:]
+    elif case == "huge turn":  # more than PostgreSQL's INTEGER holds
+        next(r for r in records if r["type"] == "memory" and r.get("turn") is not None)["turn"] = 2 ** 31
+    elif case == "huge time":  # more than a float holds
+        first = next(n for n, r in enumerate(records) if r["type"] == "memory")
+        huge = re.sub(r'"created_at": [-0-9.e+]+', '"created_at": 1' + "0" * 400, lines[first], count=1)
+        return [*lines[:first], huge, *lines[first + 1:]]
     return [json.dumps(r) for r in records]
 
 
@@ -282,7 +289,9 @@ BROKEN = {"bad json": "Line 3: not valid JSON", "unknown type": "Line 5: unknown
           "missing id": "the memory record has no 'id'", "version": "Line 1: format version 2 is not supported",
           "count": "but its header says", "dangling": f"superseded_by {'f' * 32!r} is not a memory",
           "duplicate": "is already on line", "nan": "not valid JSON", "state": "unknown state 'asleep'",
-          "no header": "Line 1: the first line must be the header"}
+          "no header": "Line 1: the first line must be the header",
+          "huge turn": "must be a whole number between -2147483648 and 2147483647",
+          "huge time": "must be a finite number"}
 
 
 def test_malformed_files_write_nothing(keyword_service, tmp_path):
