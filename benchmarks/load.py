@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from servers import server_databases  # noqa: E402 - fresh databases on the test servers
+from servers import free_port, server_databases  # noqa: E402 - shared with the tests
 
 SCOPES = 4
 WRITERS_PER_DOOR = 4
@@ -281,12 +281,6 @@ async def mcp_workers(url: str, seconds: float, seed: int, go) -> Log:
 
 
 # -- running -------------------------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def start_bridge(home: Path, env: dict, port: int) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-m", "hermes_cmms.cli", "mcp", "--hermes-home", str(home),

@@ -12,11 +12,11 @@ from . import lifecycle
 from .errors import InvalidInput
 from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 from .store import _fact_keys
-from .text import clean, clean_key, content_hash
+from .service import TIERS
+from .text import clean, clean_key, content_hash, map_strings
 
 FORMAT = "hermes-cmms-export"
 VERSION = 1
-TIERS = ("working", "episodic", "semantic")
 ID_FIELDS = ("id", "memory_id", "source_id", "belief_id", "superseded_by", "session_id")
 REFERENCES = {"memory": ("superseded_by",), "fact": ("memory_id",), "belief": ("memory_id",),
               "evidence": ("belief_id", "memory_id"), "link": ("memory_id", "source_id")}
@@ -204,9 +204,9 @@ def prepared(kind: Kind, row: dict, scope: str, redact: Callable[[str], str]) ->
         if name in ID_FIELDS and isinstance(value, str):
             out[name] = clean_key(value)
         elif name in kind.json:
-            value, differs = _redacted(value, redact)
-            changed |= differs
-            out[name] = None if value is None else json.dumps(value, **kind.json[name])
+            done = map_strings(value, lambda text: redact(clean(text)))
+            changed |= done != value
+            out[name] = None if done is None else json.dumps(done, **kind.json[name])
         elif isinstance(value, str):
             out[name] = redact(clean(value)) if name in kind.redact else clean(value)
             changed |= out[name] != value
@@ -217,17 +217,3 @@ def prepared(kind: Kind, row: dict, scope: str, redact: Callable[[str], str]) ->
     if kind.name == "fact":
         out.update(_fact_keys((out["subject"], out["predicate"], out["object"])))
     return out, changed
-
-
-def _redacted(value: Any, redact: Callable[[str], str]) -> tuple[Any, bool]:
-    """A JSON value with every string cleaned and redacted; and whether any changed."""
-    if isinstance(value, str):
-        done = redact(clean(value))
-        return done, done != value
-    if isinstance(value, dict):
-        pairs = {key: _redacted(item, redact) for key, item in value.items()}
-        return {key: pair[0] for key, pair in pairs.items()}, any(pair[1] for pair in pairs.values())
-    if isinstance(value, list):
-        pairs = [_redacted(item, redact) for item in value]
-        return [pair[0] for pair in pairs], any(pair[1] for pair in pairs)
-    return value, False

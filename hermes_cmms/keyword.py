@@ -237,9 +237,9 @@ class PostgresKeywordIndex:
     term counts, with each word's document frequency counted in the scope. As with SQLite,
     the work per query is bounded: rarer words bring all their rows in as candidates; words
     held by more than COMMON rows of the scope bring only the newest COMMON rows holding all of
-    them and the newest COMMON rows holding any of them. Frequencies
-    are counted up to COMMON + 1 and the scope's size up to SIZE_CAP, so a word's IDF is
-    exact in scopes of up to SIZE_CAP rows and every common word weighs the same above that.
+    them and the newest COMMON rows holding any of them. Frequencies are counted up to
+    COMMON + 1 and the scope's size up to SIZE_CAP, so a word's IDF is exact in scopes of up to
+    SIZE_CAP rows and every common word weighs the same above that.
     """
 
     COMMON = 2000
@@ -252,9 +252,9 @@ class PostgresKeywordIndex:
     _COUNTS = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
                "CAST(q.query AS tsquery) LIMIT :cap) AS hits) FROM unnest(CAST(:queries AS text[])) "
                "WITH ORDINALITY AS q(query, n) ORDER BY q.n")
-    _SIZE = text("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope LIMIT :cap) AS rows), "
-                 "(SELECT coalesce(avg(length({column})), 1) FROM (SELECT {column} FROM memories "
-                 "WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) AS recent)")
+    _SIZE = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope LIMIT :cap) AS rows), "
+             "(SELECT coalesce(avg(length({column})), 1) FROM (SELECT {column} FROM memories "
+             "WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) AS recent)")
     _CANDIDATES = ("(SELECT seq, id, {column} AS tsv FROM memories WHERE scope = :scope AND "
                    "{column} @@ CAST(:{name} AS tsquery){newest})")
     _SCORE = ("WITH words AS (SELECT unnest(CAST(:lexemes AS text[])) AS lexeme, "
@@ -275,7 +275,7 @@ class PostgresKeywordIndex:
         lexemes = list(conn.execute(self._LEXEMES, {"words": words}).scalars()) if words else []
         if not lexemes:
             return []
-        size, avgdl = conn.execute(text(self._SIZE.text.format(column=column)),
+        size, avgdl = conn.execute(text(self._SIZE.format(column=column)),
                                    {"scope": scope, "cap": self.SIZE_CAP}).one()
         counts = conn.execute(text(self._COUNTS.format(column=column)), {
             "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).scalars()

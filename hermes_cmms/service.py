@@ -21,7 +21,7 @@ from .models import AuditEvent, Memory
 from ._shared import Shared
 from .scheduler import Scheduler
 from .store import NewMemory, Store, has_tags, safe_url
-from .text import clean, clean_key
+from .text import clean, clean_key, map_strings
 from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -177,13 +177,7 @@ class MemoryService:
 
     def _redacted(self, value, scope: str):
         """A learned item's structured parts with every string redacted."""
-        if isinstance(value, str):
-            return run_redactors(self.pm, clean(value), scope)
-        if isinstance(value, dict):
-            return {key: self._redacted(item, scope) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._redacted(item, scope) for item in value]
-        return value
+        return map_strings(value, lambda text: run_redactors(self.pm, clean(text), scope))
 
     def remember_fact(self, scope: str, subject: str, predicate: str, obj: str, *,
                       confidence: float = 1.0, source: str = "", tags: Sequence[str] = ()) -> str:

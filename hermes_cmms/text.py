@@ -39,11 +39,27 @@ def clean_key(text: str) -> str:
         return text
     if "\x00" in text:
         text = text.replace("\x00", "\\x00")
+    return escape_surrogates(text)
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` with each unpaired surrogate written out (`\\ud800`), so it encodes as UTF-8."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+def map_strings(value, change):
+    """A JSON-like value (dicts, lists, tuples as lists) with `change` applied to every string."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {key: map_strings(item, change) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [map_strings(item, change) for item in value]
+    return value
 
 
 def brief(message: str, limit: int = 500) -> str:

@@ -58,15 +58,10 @@ class VectorIndex:
         if not settings.chroma_url:
             settings.chroma_path.mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
-        url = urlparse(settings.chroma_url)
-        where = {"host": url.hostname or "127.0.0.1", "port": url.port or 8000, "ssl": url.scheme == "https"}
-        database = url.path.strip("/")
+        where = _server_address(settings.chroma_url)
+        database = urlparse(settings.chroma_url).path.strip("/")
         if database:  # one Chroma server, several deployments: each in its own database
-            admin = chromadb.AdminClient(ChromaSettings(
-                anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
-                chroma_server_host=where["host"], chroma_server_http_port=where["port"],
-                chroma_server_ssl_enabled=where["ssl"]))
-            _with_timeout(admin)
+            admin = admin_client(settings.chroma_url)
             try:
                 admin.get_database(database)
             except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
@@ -84,14 +79,12 @@ class VectorIndex:
         return self.client
 
     def reopen(self) -> None:
-        """Drop the client and open a new one. Embedded: read the index from disk again (an
-        open client never sees vectors another process added). Server: forget the cached
-        collections (the server may have been restarted or emptied)."""
+        """Drop the embedded client and open a new one, which reads the index from disk again
+        (an open client never sees vectors another process added)."""
         with self._lock:
             old, self._collections = self.client, {}
-            if self.embedded:
-                old.close()
-                self.client = self._connect()
+            old.close()
+            self.client = self._connect()
 
     def _collection(self, scope: str, create: bool, view: str = "content"):
         name = collection_name(scope, view)
@@ -225,6 +218,24 @@ class VectorIndex:
         """Vectors of the content view (one per indexed memory)."""
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
                                           if c.name.startswith("cmms_")))
+
+
+def _server_address(url: str) -> dict:
+    """HttpClient's host, port and ssl for a Chroma server URL."""
+    parsed = urlparse(url)
+    return {"host": parsed.hostname or "127.0.0.1", "port": parsed.port or 8000, "ssl": parsed.scheme == "https"}
+
+
+def admin_client(url: str):
+    """A chromadb AdminClient (databases and tenants) for the Chroma server at `url`."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    where = _server_address(url)
+    return _with_timeout(chromadb.AdminClient(ChromaSettings(
+        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+        chroma_server_host=where["host"], chroma_server_http_port=where["port"],
+        chroma_server_ssl_enabled=where["ssl"])))
 
 
 def _with_timeout(client):

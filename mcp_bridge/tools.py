@@ -20,7 +20,7 @@ from hermes_cmms.errors import CmmsError, InvalidInput
 from hermes_cmms.recall import Hit, render
 from hermes_cmms.lifecycle import LIVE_STATES
 from hermes_cmms.service import TIERS, MemoryService
-from hermes_cmms.text import brief
+from hermes_cmms.text import brief, escape_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -313,17 +313,12 @@ def _kind(schema: dict) -> str:
 def _json_safe(value):
     """A result the SDK can serialise: an echoed argument (a scope, an id) may hold a lone
     surrogate, shown escaped (`\\ud800`) as the store keeps it."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_json_safe(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, dict):  # keys too
+        return {escape_surrogates(key) if isinstance(key, str) else key: _json_safe(item)
+                for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
+        return [_json_safe(item) for item in value]
+    return escape_surrogates(value) if isinstance(value, str) else value
 
 
 def guarded(fn: Callable[..., dict], tool_error: type[Exception],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import server_databases  # noqa: F401 - tests import it from here too
+from servers import free_port, server_databases  # noqa: F401 - tests import server_databases from here
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -28,14 +28,8 @@ def servers():
         yield
         return
     import shutil
-    import socket
     import subprocess
     import tempfile
-
-    def free_port() -> int:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            return probe.getsockname()[1]
 
     where = Path(tempfile.mkdtemp(prefix="cmms-servers-"))  # not under pytest's 0700 tree:
     where.chmod(0o755)  # PostgreSQL runs as its own user and must reach it

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from contextlib import contextmanager
-from urllib.parse import urlparse
+
+from hermes_cmms.vectors import admin_client
 
 
-def chroma_admin(url: str):
-    """A chromadb AdminClient for the Chroma server at `url`."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    where = urlparse(url)
-    return chromadb.AdminClient(ChromaSettings(
-        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
-        chroma_server_host=where.hostname, chroma_server_http_port=where.port))
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @contextmanager
@@ -40,6 +38,6 @@ def server_databases(pg_url: str | None = None, chroma_url: str | None = None, p
             conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
         try:
-            chroma_admin(chroma).delete_database(name)
+            admin_client(chroma).delete_database(name)
         except Exception:  # noqa: BLE001 - a run that never wrote vectors has no database
             pass

@@ -24,7 +24,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,15 +37,10 @@ import pytest
 
 from conftest import REPO, server_only, subprocess_env
 from db import sql
+from servers import free_port
 
 TOKEN = re.compile(r"\btok[0-9a-f]{16}\b")
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _token() -> str:
@@ -95,7 +89,7 @@ class OwnPostgres:
         self.dir.chmod(0o755)
         if os.getuid() == 0:
             shutil.chown(self.dir, "postgres")
-        self.port = _free_port()
+        self.port = free_port()
         self.log = self.dir / "pg.log"
 
     def _pg_ctl(self, *args: str) -> float:
@@ -134,7 +128,7 @@ class OwnChroma:
     """`chroma run` on a free port over a given --path, killable and restartable."""
 
     def __init__(self, path: Path):
-        self.path, self.port = path, _free_port()
+        self.path, self.port = path, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = None
 
@@ -286,7 +280,7 @@ def test_postgres_restart_mid_run_clear_errors_nothing_lost_and_recovers(home, o
     monkeypatch.setenv("CMMS_DATABASE_URL", pg.url())
     monkeypatch.setenv("CMMS_EMBEDDER", "none")
     harness = _load_harness()
-    bridge = harness.start_bridge(home, {**os.environ}, port := _free_port())
+    bridge = harness.start_bridge(home, {**os.environ}, port := free_port())
     providers = []
     outcomes: list[tuple] = []  # (door.op, finished at, ok, error type, message)
     acked: list[str] = []

@@ -15,6 +15,7 @@ import pytest
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.mcp_bridge import local_scope
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
+from servers import free_port
 
 CMMS_TOOLS = {"ping", "remember", "search", "get_context", "semantic_search", "learn", "graph_search", "route",
               "audit", "metrics", "set_belief", "get_belief", "resolve_conflict", "reflect"}
@@ -192,12 +193,6 @@ def test_gateway_users_are_reachable_only_by_naming_their_scope(home):
     assert named["results"][0]["content"] == "My locker code is 7781"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _start_http(home, port: int, env: dict) -> subprocess.Popen:
     process = subprocess.Popen(bridge_command(home, "--transport", "http", "--port", str(port)),
                                env={**os.environ, **KEYWORD_ONLY, **env},
@@ -215,7 +210,7 @@ def _start_http(home, port: int, env: dict) -> subprocess.Popen:
 
 
 def test_streamable_http_with_a_bearer_token(home):
-    port, token = _free_port(), "s3cret-token"
+    port, token = free_port(), "s3cret-token"
     process = _start_http(home, port, {"CMMS_MCP_TOKEN": token})
     url = f"http://127.0.0.1:{port}/mcp"
     try:

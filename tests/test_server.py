@@ -4,7 +4,6 @@ server is away. Server-only tests need CMMS_TEST_BACKEND=server (the second CI p
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,26 +13,20 @@ import pytest
 
 from conftest import SERVER, server_databases, server_only
 from db import sql
-from servers import chroma_admin
+from servers import free_port
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.errors import StoreUnavailable
 from hermes_cmms.store import NewMemory, Store
-from hermes_cmms.vectors import VectorIndex
+from hermes_cmms.vectors import VectorIndex, admin_client
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # -- both backends ---------------------------------------------------------------------------
 
 
 def test_an_unreachable_database_is_one_clear_error_without_the_password(home):
-    url = f"postgresql+psycopg://cmms:s3cret-pw@127.0.0.1:{_closed_port()}/memories"
+    url = f"postgresql+psycopg://cmms:s3cret-pw@127.0.0.1:{free_port()}/memories"
     started = time.monotonic()
     with pytest.raises(StoreUnavailable) as caught:
         Store(url)
@@ -44,7 +37,7 @@ def test_an_unreachable_database_is_one_clear_error_without_the_password(home):
 
 
 def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
-    settings = Settings.load(home, chroma_url=f"http://127.0.0.1:{_closed_port()}")
+    settings = Settings.load(home, chroma_url=f"http://127.0.0.1:{free_port()}")
     with MemoryService(settings, scheduler=False) as svc:
         memory_id = svc.remember("test:away", "The spare key hangs behind the boiler")
         hits = svc.search("test:away", "where is the spare key")
@@ -120,7 +113,7 @@ def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
     with MemoryService(Settings.load(home), scheduler=False) as svc:
         ids = [svc.remember("test:rebuild", note) for note in notes]
         assert svc.indexer.drain(180) and svc.indexer.vectors.count() == 3
-    chroma_admin(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])  # the server lost it all
+    admin_client(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])  # the server lost it all
     env = dict(os.environ, HERMES_HOME=str(home), HF_HUB_OFFLINE="1")
     done = subprocess.run([CLI, "reindex"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -157,7 +150,7 @@ def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
     from hermes_cmms import doctor
     from hermes_cmms.provider import CmmsMemoryProvider
 
-    base = os.environ.get("CMMS_DATABASE_URL") or f"postgresql+psycopg://cmms@127.0.0.1:{_closed_port()}/x"
+    base = os.environ.get("CMMS_DATABASE_URL") or f"postgresql+psycopg://cmms@127.0.0.1:{free_port()}/x"
     url = make_url(base).set(password="hunter2-secret").render_as_string(hide_password=False)
     monkeypatch.setenv("CMMS_DATABASE_URL", url)  # PostgreSQL's trust auth ignores the password
     shown = CmmsMemoryProvider().get_status_config({})
