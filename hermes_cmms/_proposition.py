@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .extract import negate
-from .text import clean
+from .text import bounded_key, clean
 
 __all__ = ["read_proposition", "worded"]
 
@@ -38,7 +38,8 @@ def read_proposition(text: str) -> tuple[str, str, int]:
     text = _LEAD_HEDGE.sub(" ", text)
     tokens = [t for t in _TOKEN.findall(text) if t not in HEDGES and t not in ARTICLES]
     words, flips = _denegated(_expanded(tokens))
-    return " ".join(words), " ".join(words[:_verb_at(words)]), -1 if (flips + denials) % 2 else 1
+    return (bounded_key(" ".join(words)), bounded_key(" ".join(words[:_verb_at(words)])),
+            -1 if (flips + denials) % 2 else 1)
 
 
 def worded(text: str, polarity: int) -> str:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import aliased
 
 from .errors import InvalidInput, UnknownEntity
 from .models import Entity, Fact, Memory, Relation
-from .text import STOPWORDS, clean, clean_key, terms
+from .text import STOPWORDS, bounded_key, clean, clean_key, terms
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -52,7 +52,7 @@ def entity_key(name: str) -> str:
     dot too), a possessive "'s" and a leading article dropped, case-folded ("The Lisbon office",
     "lisbon office." and "Lisbon office's" are one entity)."""
     trimmed = _trimmed(name)
-    return (_ARTICLE.sub("", trimmed) or trimmed).casefold() or " ".join(name.split()).casefold()
+    return bounded_key((_ARTICLE.sub("", trimmed) or trimmed).casefold() or " ".join(name.split()).casefold())
 
 
 def display_name(name: str) -> str:

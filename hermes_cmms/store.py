@@ -23,7 +23,7 @@ from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
                      Outbox, Relation)
-from .text import content_hash, speaker_of
+from .text import bounded_key, content_hash, speaker_of
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def has_tags(memory: Memory, tags: Sequence[str]) -> bool:
 
 def _fold(part: str) -> str:
     """A fact part as matched: spaces collapsed, case-folded (any case, any script)."""
-    return " ".join(part.split()).casefold()
+    return bounded_key(" ".join(part.split()).casefold())
 
 
 def _fact_keys(fact: tuple[str, str, str]) -> dict:

@@ -39,7 +39,18 @@ def clean_key(text: str) -> str:
         return text
     if "\x00" in text:
         text = text.replace("\x00", "\\x00")
-    return escape_surrogates(text)
+    return bounded_key(escape_surrogates(text))
+
+
+MAX_KEY_CHARS = 200  # PostgreSQL's btree indexes hold ~2,700 bytes per entry, scope included
+
+
+def bounded_key(key: str) -> str:
+    """An indexed key kept short enough for any index: a longer one becomes its first 128
+    characters, '#' and the SHA-256 of the whole, so distinct keys stay distinct."""
+    if len(key) <= MAX_KEY_CHARS:
+        return key
+    return f"{key[:128]}#{hashlib.sha256(key.encode('utf-8')).hexdigest()}"
 
 
 def escape_surrogates(text: str) -> str:

@@ -556,3 +556,20 @@ def test_a_fact_part_that_is_only_nul_bytes_is_refused(keyword_service, part):
     with pytest.raises(CmmsError, match=f"The fact's {part} must be a non-empty string."):
         keyword_service.remember_fact("test:nul-fact", **parts)
     assert keyword_service.store.counts()["memories"] == 0
+
+
+def test_keys_longer_than_an_index_entry_are_stored_and_found(keyword_service):
+    """PostgreSQL's btree indexes hold ~2,700 bytes an entry: a scope, session id, fact part,
+    entity name or belief proposition of thousands of (4-byte) characters is kept by a bounded
+    key that stays distinct, on both backends."""
+    svc, scope, long = keyword_service, "user:t:" + "𝔘" * 3000, "𝔖" * 1990
+    ids = svc.retain_turn(scope, "session-" + "𝔖" * 3000, "The kestrel nests on the tower", "Noted")
+    other = svc.retain_turn(scope, "session-" + "𝔖" * 2999, "The heron fishes at dawn", "Noted")
+    assert len(ids) == len(other) == 2
+    assert [hit.memory.id for hit in svc.search(scope, "kestrel")][:1] == [ids[0]]
+    assert len(svc.store.unflushed_sessions(scope=clean_key(scope))) == 2  # two sessions, kept apart
+    fact = svc.remember_fact(scope, long, "likes " + long, long + " tea")
+    assert [hit.memory.id for hit in svc.search(scope, "tea", fact={"subject": long})] == [fact]
+    belief = svc.set_belief(scope, long[:1970] + " is a long one")
+    assert belief["id"] and svc.graph_search(scope, query=long[:50]) is not None
+    assert svc.store.integrity() == "ok"
