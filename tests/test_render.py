@@ -20,8 +20,8 @@ def test_one_heading_a_day_and_a_paragraph_a_session():
             _hit("Dinner was soup", "c", 12 * DAY), _hit("The toast was burnt", "a", 10 * DAY + 1, 2)]
     block = render(hits, 200)
     assert block == "\n".join([
-        HEADER, "## 1970-01-11", "user: Breakfast was toast", "user: The toast was burnt", "",
-        "user: Lunch was pasta", "## 1970-01-13", "user: Dinner was soup"])
+        HEADER, "## 1970-01-11", "- user: Breakfast was toast", "- user: The toast was burnt", "",
+        "- user: Lunch was pasta", "## 1970-01-13", "- user: Dinner was soup"])
     assert tokens.count(block) <= 200
 
 
