@@ -22,6 +22,7 @@ def run_checks(home_arg=None) -> Iterator[Check]:
                                   f"recall_tokens={settings.recall_tokens}")
     yield _embedder(settings)
     yield _tokenizer()
+    yield _writable(settings)
     yield _database(settings)
 
 
@@ -75,6 +76,16 @@ def _tokenizer() -> Check:
         return ("ok", "tokenizer", f"{tokens.encoding().name} ({tokens.count('hello world')} tokens for 'hello world')")
     except Exception as exc:  # noqa: BLE001
         return ("FAIL", "tokenizer", f"tiktoken cl100k_base unavailable offline: {exc}")
+
+
+def _writable(settings: Settings) -> Check:
+    from .availability import store_problem
+
+    problem = store_problem(settings)
+    if problem:
+        return ("FAIL", "writable", f"{problem} Hermes will not use cmms until this is fixed.")
+    return ("ok", "writable", str(settings.data_dir) if settings.database_url.startswith("sqlite")
+            else "a database server (checked below)")
 
 
 def _database(settings: Settings) -> Check:

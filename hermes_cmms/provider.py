@@ -5,26 +5,48 @@ import json
 import logging
 import threading
 import time
+import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
 
 from agent.memory_provider import MemoryProvider
 
 from . import hermes_config, service as engine
 from .config import SETTINGS, Settings
-from .errors import CmmsError
+from .errors import CmmsError, StoreUnavailable
+from .text import brief, clean_key
 from .tools import TOOL_SCHEMAS, call_tool
 
 log = logging.getLogger(__name__)
+_said: set[str] = set()  # unavailability reasons already logged by this process
 
 QUEUED_RESULT_TTL_S = 120.0
+# Platforms where the one at the keyboard is the profile's owner: the CLI, the TUI, the desktop
+# app, an editor over ACP (and Hermes' own name for a local gateway source).
+LOCAL_PLATFORMS = frozenset({"cli", "tui", "desktop", "acp", "local"})
 
 
-def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: Optional[str]) -> str:
-    """Gateway users get their own scope per platform; local users share the profile's."""
+def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: Optional[str],
+              conversation: Optional[str] = None) -> str:
+    """Gateway users get their own scope per platform; the local owner (CLI, TUI...) has the
+    profile's. A gateway platform that names no user (Hermes' api_server) gets a scope per
+    conversation (`conversation`: the gateway session key, else the chat or session id), never
+    the owner's; with none of them, a scope no one else can reach."""
     if user_id:
         return f"user:{platform or 'unknown'}:{user_id}"
-    return f"local:{agent_identity or 'default'}"
+    if (platform or "cli") in LOCAL_PLATFORMS:
+        return f"local:{agent_identity or 'default'}"
+    return f"conversation:{platform}:{conversation or uuid.uuid4()}"
+
+
+def _conversation(kwargs: Dict[str, Any], session_id: str) -> Optional[str]:
+    """What identifies a conversation when the platform names no user: the gateway's stable
+    session key (api_server: the X-Hermes-Session-Key header), else the chat, else the session."""
+    for name in ("gateway_session_key", "chat_id"):
+        if kwargs.get(name):
+            return str(kwargs[name])
+    return session_id or None
 
 
 class CmmsMemoryProvider(MemoryProvider):
@@ -44,19 +66,41 @@ class CmmsMemoryProvider(MemoryProvider):
         self._pending: set[str] = set()  # ids injected into the turn in progress
         self._lock = threading.Lock()
         self._mirror = None  # the process's mirror of MEMORY.md / USER.md, while this one uses it
+        self._failure = ""  # why initialize could not open the store, said by every later write
 
     # -- setup ----------------------------------------------------------------------------
 
     def is_available(self) -> bool:
-        return True  # local only: nothing to reach, no key to check
+        """Whether the store can be written here (a local check: no network, no key)."""
+        reason = self.unavailable_reason()
+        if reason and reason not in _said:
+            _said.add(reason)
+            log.warning("cmms memory is unavailable: %s", reason)
+        return not reason
+
+    def unavailable_reason(self) -> str:
+        """Why cmms cannot work in this Hermes home, in one sentence ('' when it can); Hermes
+        0.20+ shows it when `is_available()` is False."""
+        from .availability import store_problem
+
+        try:
+            return store_problem(Settings.load())
+        except CmmsError as exc:
+            return str(exc)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         self.session_id = session_id or ""
         self.platform = kwargs.get("platform") or "cli"
-        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"))
+        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"),
+                               _conversation(kwargs, self.session_id))
         self.primary = kwargs.get("agent_context", "primary") == "primary"
-        self.settings = Settings.load(kwargs.get("hermes_home"))
-        self.service = engine.acquire(self.settings)
+        try:
+            self.settings = Settings.load(kwargs.get("hermes_home"))
+            self.service = engine.acquire(self.settings)
+        except Exception as exc:
+            self._failure = brief(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            raise
+        self._failure = ""
         self.service.in_hermes = True
         if self.primary and self.settings.mirror == "on" and self._mirror is None:
             self._start_mirror()
@@ -137,23 +181,45 @@ class CmmsMemoryProvider(MemoryProvider):
         with self._lock:  # the turn completed: its memory block is now in the history
             self._seen |= self._pending
             self._pending = set()
-        if self.service is None or not self.primary:
+        if not self.primary:
             return
-        self.service.retain_turn(self.scope, session_id or self.session_id, user_content,
-                                 assistant_content, source=f"hermes:{self.platform}")
+        with self._writing("this turn"):
+            self.service.retain_turn(self.scope, session_id or self.session_id, user_content,
+                                     assistant_content, source=f"hermes:{self.platform}")
+
+    @contextmanager
+    def _writing(self, what: str, service: Optional[engine.MemoryService] = None) -> Iterator[None]:
+        """A write that cannot be stored fails loudly, in one sentence (Hermes logs a failed
+        sync_turn as a WARNING): never "returned, stored nothing"."""
+        if (service or self.service) is None:
+            why = self._failure or "the provider is not initialised or already shut down"
+            raise StoreUnavailable(f"cmms did not store {what}: the memory store is not open ({why}).")
+        try:
+            yield
+        except CmmsError:
+            raise
+        except Exception as exc:
+            log.debug("cmms: write failed", exc_info=True)
+            cause = getattr(exc, "orig", None) or exc
+            first = (str(cause).splitlines() or [type(cause).__name__])[0]
+            raise StoreUnavailable(f"cmms did not store {what}: {brief(first, 300)}.") from exc
 
     def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
         return None  # turn numbers are assigned by the store, atomically with the write
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: Optional[Dict[str, Any]] = None) -> None:
-        if self.service is None or not self.primary or action not in ("add", "replace"):
+        if not self.primary or action not in ("add", "replace"):
             return
         old_text = (metadata or {}).get("old_text") if action == "replace" else None
         try:
-            replaced = self.service.hermes_entries(self.scope, old_text, content) if old_text else []
-            self.service.remember(self.scope, content, tags=[f"hermes-{target}"], supersedes=replaced,
-                                  source="hermes:memory-tool", session_id=self.session_id or None)
+            with self._writing("this memory entry"):
+                replaced = self.service.hermes_entries(self.scope, old_text, content) if old_text else []
+                self.service.remember(self.scope, content, tags=[f"hermes-{target}"], supersedes=replaced,
+                                      source="hermes:memory-tool", session_id=self.session_id or None)
+        except StoreUnavailable as exc:  # Hermes logs what this hook raises at DEBUG only
+            log.warning("%s", exc)
+            raise
         except CmmsError as exc:  # e.g. nothing but a secret: not stored, and the turn goes on
             log.info("cmms: memory write not mirrored: %s", exc)
 
@@ -161,12 +227,15 @@ class CmmsMemoryProvider(MemoryProvider):
         if not self.primary or not (result or "").strip():
             return
         text = f"Delegated task: {task}\nResult: {result}"
-        service = self.service or (engine.acquire(self.settings) if self.settings else None)
-        if service is None:
-            return
+        borrow = self.service is None and self.settings is not None and not self._failure
+        service = engine.acquire(self.settings) if borrow else self.service  # after shutdown: borrow
         try:
-            service.remember(self.scope, text, kind="observation", tier="episodic",
-                             source="hermes:delegation", session_id=self.session_id or None)
+            with self._writing("this delegation result", service):
+                service.remember(self.scope, text, kind="observation", tier="episodic",
+                                 source="hermes:delegation", session_id=self.session_id or None)
+        except StoreUnavailable as exc:
+            log.warning("%s", exc)
+            raise
         except CmmsError as exc:
             log.info("cmms: delegation result not stored: %s", exc)
         finally:
@@ -177,7 +246,8 @@ class CmmsMemoryProvider(MemoryProvider):
 
     def on_session_end(self, messages: List[Dict[str, Any]]) -> None:
         if self.service is not None and self.session_id:
-            self.service.flush_session(self.scope, self.session_id)
+            with self._writing("the end of this session"):
+                self.service.flush_session(self.scope, self.session_id)
 
     def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "",
                           reset: bool = False, **kwargs: Any) -> None:
@@ -186,7 +256,8 @@ class CmmsMemoryProvider(MemoryProvider):
         with self._lock:  # a new or compacted conversation no longer carries earlier blocks
             self._seen, self._pending, self._queued = set(), set(), None
         if self.service is not None and old and (reset or old != self.session_id):
-            self.service.flush_session(self.scope, old)
+            with self._writing("the end of the previous session"):
+                self.service.flush_session(self.scope, old)
 
     def shutdown(self) -> None:
         # Hermes drains its sync queue before calling this, so the last turn is stored by now
@@ -201,7 +272,8 @@ class CmmsMemoryProvider(MemoryProvider):
             self._mirror = None
         try:
             if self.session_id:
-                service.flush_session(self.scope, self.session_id)
+                with self._writing("the end of this session", service):
+                    service.flush_session(self.scope, self.session_id)
         finally:
             engine.release(service)
 
@@ -209,7 +281,8 @@ class CmmsMemoryProvider(MemoryProvider):
 
     def handle_tool_call(self, tool_name: str, args: Dict[str, Any], **kwargs: Any) -> str:
         if self.service is None:
-            return json.dumps({"error": "cmms memory is not initialised."})
+            why = f" ({self._failure})" if self._failure else ""
+            return json.dumps({"error": f"cmms memory is not open{why}."})
         if not self.primary and tool_name != "cmms_recall":
             return json.dumps({"error": "Memory is read-only in this agent; only the primary agent writes."})
         with self.service.metrics.tool_call("hermes", tool_name, self.scope) as call:
@@ -252,9 +325,15 @@ class CmmsMemoryProvider(MemoryProvider):
             return {"settings error": str(exc)}
         from .store import safe_url
 
+        from .availability import store_problem
+
         shown = {name: getattr(settings, name) for name in SETTINGS}
         shown["database_url"] = safe_url(settings.database_url)  # never a password on screen
-        return {name: f"{value or '(embedded)'}  [{settings.sources[name]}]" for name, value in shown.items()}
+        status = {name: f"{value or '(embedded)'}  [{settings.sources[name]}]" for name, value in shown.items()}
+        problem = store_problem(settings)
+        local = settings.database_url.startswith("sqlite")
+        fine = "writable" if local else "not checked here (a database server: checked when Hermes starts)"
+        return {**status, "store": f"NOT WRITABLE: {problem}" if problem else fine}
 
     def backup_paths(self) -> List[str]:
         """What hermes-cmms keeps outside $HERMES_HOME, for `hermes backup` (see
@@ -273,13 +352,18 @@ def on_session_finalize(session_id: str = "", **kwargs: Any) -> None:
 
 
 def on_gateway_event(event_type: str, context: Dict[str, Any]) -> None:
-    """Gateway hook for session:end / session:reset: flush that user's open sessions."""
+    """Gateway hook for session:end / session:reset: flush that user's open sessions (or, on a
+    platform without user ids, that conversation's: its scope is named by the session key)."""
     context = context or {}
-    if context.get("user_id"):
-        _flush(scope=scope_for(context.get("platform"), str(context["user_id"]), None))
+    platform, user_id, key = context.get("platform"), context.get("user_id"), context.get("session_key")
+    if user_id:
+        _flush(scope=scope_for(platform, str(user_id), None))
+    elif key and (platform or "cli") not in LOCAL_PLATFORMS:
+        _flush(scope=scope_for(platform, None, None, str(key)))
 
 
 def _flush(**filters: Any) -> None:
+    filters = {name: clean_key(value) for name, value in filters.items()}  # as the store keeps them
     service = engine.acquire(Settings.load())
     try:
         service.flush_open_sessions(**filters)

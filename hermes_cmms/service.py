@@ -21,7 +21,7 @@ from .models import AuditEvent, Memory
 from ._shared import Shared
 from .scheduler import Scheduler
 from .store import NewMemory, Store, has_tags, safe_url
-from .text import clean, clean_key, map_strings
+from .text import Key, clean, clean_key, map_strings
 from .vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class MemoryService:
         """Admission: redact first, refuse what is nothing but secrets, classify notes, compare
         explicit semantic notes with what is stored; then the retain hook writes."""
         for item in items:
-            text = clean(item.content)[:MAX_CONTENT_CHARS]
+            text = _truncated(clean(item.content), scope)
             item.content = run_redactors(self.pm, text, scope)
             item.tags = tuple(run_redactors(self.pm, clean(str(tag)), scope) for tag in item.tags)
             item.source = run_redactors(self.pm, clean(item.source), scope)  # receipts can carry secrets too
@@ -268,7 +268,7 @@ class MemoryService:
         clusters, failed = 0, []
         for scope in self.store.unconsolidated_scopes():
             try:
-                clusters += self.consolidate(scope, actor="cmms:scheduler").clusters
+                clusters += self.consolidate(Key(scope), actor="cmms:scheduler").clusters  # a stored key
             except Exception as exc:  # noqa: BLE001 - one broken scope does not stop the others
                 log.warning("hermes-cmms: consolidating %s failed: %s", scope, exc)
                 failed.append(scope)
@@ -408,7 +408,7 @@ class MemoryService:
         """Flush every unflushed session matching the filters; return how many."""
         sessions = self.store.unflushed_sessions(scope=scope, session_id=session_id)
         for session_scope, sid in sessions:
-            self.flush_session(session_scope, sid)
+            self.flush_session(Key(session_scope), Key(sid))  # stored keys: not made again
         return len(sessions)
 
     # -- knowledge --------------------------------------------------------------------------
@@ -533,6 +533,16 @@ def _tier(tier: Optional[str]) -> Optional[str]:
     if tier is not None and tier not in TIERS:
         raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
     return tier
+
+
+def _truncated(text: str, scope: str) -> str:
+    """`text` cut to MAX_CONTENT_CHARS, saying so in the text and in the log when it is cut."""
+    if len(text) <= MAX_CONTENT_CHARS:
+        return text
+    lost = len(text) - MAX_CONTENT_CHARS
+    log.warning("hermes-cmms: a %s-character message in scope %s was cut to %s characters.",
+                f"{len(text):,}", scope, f"{MAX_CONTENT_CHARS:,}")
+    return f"{text[:MAX_CONTENT_CHARS]}… [truncated: {lost:,} characters not kept]"
 
 
 def _scope(scope: str) -> str:

@@ -32,25 +32,50 @@ def clean(text: str) -> str:
     return text
 
 
-def clean_key(text: str) -> str:
-    """Make an identifier (scope, session id, memory id) storable; distinct inputs stay distinct.
-    NUL (which PostgreSQL refuses in text) is escaped as `\\x00`, unpaired surrogates as `\\udXXX`."""
-    if not isinstance(text, str):
-        return text
-    if "\x00" in text:
-        text = text.replace("\x00", "\\x00")
-    return bounded_key(escape_surrogates(text))
-
-
+KEY_MARK = "\uffff"  # a Unicode noncharacter: never let through literally, it marks a made key
 MAX_KEY_CHARS = 200  # PostgreSQL's btree indexes hold ~2,700 bytes per entry, scope included
+_SHOWN_CHARS = 128  # of an odd or long key, this much stays readable before the mark and hash
+
+
+class Key(str):
+    """A key `clean_key` already made: it passes `clean_key` unchanged, so a key handed on
+    from one engine function to the next (or read back from the store) is never made twice."""
+
+
+def clean_key(text: str) -> str:
+    """Make an identifier (scope, session id, memory id) storable; distinct inputs get distinct
+    keys. An ordinary id (no NUL, no unpaired surrogate, no U+FFFF, at most MAX_KEY_CHARS
+    characters) is its own key, byte for byte; any other becomes a readable prefix, U+FFFF and
+    the SHA-256 of the whole id (see `bounded_key`). U+FFFF never passes literally, so no
+    ordinary id can equal another id's made key."""
+    if not isinstance(text, str) or isinstance(text, Key):
+        return text
+    if "\x00" in text or not _encodable(text):
+        return Key(_hashed(text))
+    return Key(bounded_key(text))
 
 
 def bounded_key(key: str) -> str:
-    """An indexed key kept short enough for any index: a longer one becomes its first 128
-    characters, '#' and the SHA-256 of the whole, so distinct keys stay distinct."""
-    if len(key) <= MAX_KEY_CHARS:
+    """An indexed key kept short enough for any index, injectively: a longer one, or one that
+    holds U+FFFF, becomes its first 128 characters (NUL and unpaired surrogates written out,
+    U+FFFF dropped), U+FFFF and the SHA-256 of the whole."""
+    if len(key) <= MAX_KEY_CHARS and KEY_MARK not in key:
         return key
-    return f"{key[:128]}#{hashlib.sha256(key.encode('utf-8')).hexdigest()}"
+    return _hashed(key)
+
+
+def _hashed(key: str) -> str:
+    shown = escape_surrogates(key[:_SHOWN_CHARS].replace("\x00", "\\x00").replace(KEY_MARK, ""))[:_SHOWN_CHARS]
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{shown}{KEY_MARK}{digest}"
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def escape_surrogates(text: str) -> str:

@@ -7,6 +7,7 @@ import pytest
 
 from hermes_cmms import InvalidInput
 from hermes_cmms.provider import CmmsMemoryProvider
+from hermes_cmms.text import clean_key
 
 from db import sql
 
@@ -81,7 +82,8 @@ def test_nul_bytes_and_lone_surrogates_are_cleaned_and_stored(provider, home):
     assert "walrus" in provider.prefetch("walrus")
     assert "narwhal" in provider.prefetch("narwhal\ud800")
     [hit] = _tool(provider, "cmms_recall", {"query": "odd session ids"})["results"][:1]
-    assert hit["content"] == "Session ids can be odd too" and hit["session_id"] == "odd\\ud800\\x00id"
+    assert hit["content"] == "Session ids can be odd too" and hit["session_id"] == clean_key("odd\ud800\x00id")
+    assert hit["session_id"].startswith("odd\\ud800\\x00id\uffff")  # readable, then U+FFFF and a hash
     provider.on_session_switch("next", reset=True)  # flushes the odd session id without raising
 
 

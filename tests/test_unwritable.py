@@ -1,0 +1,204 @@
+"""No silent loss: a store that cannot be written makes cmms unavailable with a reason (Hermes'
+loader, `hermes memory status`, `hermes-cmms doctor`), and every write Hermes hands a provider
+whose store is not writable fails loudly, each time, in one sentence. A cut turn says so."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from conftest import SERVER, embedded_only, hermes_bin, subprocess_env
+from db import sql
+from hermes_cmms import MemoryService, Settings, StoreUnavailable, doctor
+from hermes_cmms.install import install
+from hermes_cmms.provider import CmmsMemoryProvider
+
+
+
+def _permission_bits_bind() -> bool:
+    """Whether a directory without write permission stops this process (not for root, unless
+    it runs without CAP_DAC_OVERRIDE)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as where:
+        os.chmod(where, 0o555)
+        try:
+            open(os.path.join(where, "probe"), "w").close()
+        except PermissionError:
+            return True
+        finally:
+            os.chmod(where, 0o755)
+    return False
+
+
+PERMISSIONS_BIND = _permission_bits_bind()
+INIT = dict(platform="cli", agent_context="primary", agent_identity="default")
+
+
+@pytest.fixture
+def kw_home(home, monkeypatch):
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
+    monkeypatch.setenv("CMMS_SCHEDULER", "off")
+    return home
+
+
+def _refuse_writes(home) -> None:
+    """Make the store unwritable in a way that stops root too: the data directory's path is
+    a file (embedded), or the database refuses every write (PostgreSQL)."""
+    if SERVER:
+        name = make_url(os.environ["CMMS_DATABASE_URL"]).database
+        sql(home, f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+    else:
+        shutil.rmtree(home / "cmms", ignore_errors=True)
+        (home / "cmms").write_text("not a directory\n", encoding="utf-8")
+
+
+def _hermes_loader(home, monkeypatch):
+    """The provider as Hermes' own loader returns it from the installed plugin."""
+    install(home)
+    monkeypatch.delitem(sys.modules, "_hermes_user_memory.cmms", raising=False)
+    from plugins.memory import load_memory_provider
+
+    provider = load_memory_provider("cmms")
+    assert isinstance(provider, CmmsMemoryProvider)
+    return provider
+
+
+def _manager(provider, home):
+    """Hermes' MemoryManager driving the provider as an agent does, initialize included."""
+    from agent.memory_manager import MemoryManager
+
+    manager = MemoryManager()
+    manager.add_provider(provider)
+    manager.initialize_all(session_id="s1", hermes_home=str(home), **INIT)
+    return manager
+
+
+def _one_sentence(message: str) -> None:
+    assert "\n" not in message and message.endswith(".") and "Traceback" not in message, message
+
+
+# -- unavailable, with a reason ---------------------------------------------------------------
+
+
+@embedded_only
+def test_an_unwritable_home_makes_cmms_unavailable_with_a_reason(kw_home, monkeypatch):
+    provider = _hermes_loader(kw_home, monkeypatch)
+    assert provider.is_available() and provider.unavailable_reason() == ""
+    _refuse_writes(kw_home)
+    assert not provider.is_available()
+    reason = provider.unavailable_reason()
+    _one_sentence(reason)
+    assert "cannot be written" in reason and str(kw_home / "cmms") in reason
+    assert provider.get_status_config({})["store"] == f"NOT WRITABLE: {reason}"
+    checks = {name: (status, detail) for status, name, detail in doctor.run_checks(kw_home)}
+    assert checks["writable"][0] == "FAIL" and reason in checks["writable"][1]
+
+
+@embedded_only
+def test_a_read_only_database_url_makes_cmms_unavailable(kw_home, monkeypatch):
+    MemoryService(Settings.load(kw_home), scheduler=False).close()
+    monkeypatch.setenv("CMMS_DATABASE_URL", f"sqlite:///file:{kw_home / 'cmms' / 'cmms.db'}?mode=ro&uri=true")
+    provider = CmmsMemoryProvider()
+    assert not provider.is_available() and "read-only" in provider.unavailable_reason()
+
+
+@embedded_only
+def test_hermes_memory_status_says_why_cmms_is_not_available(kw_home):
+    install(kw_home)
+    _refuse_writes(kw_home)
+    out = subprocess.run([hermes_bin(), "memory", "status"], capture_output=True, text=True, timeout=120,
+                         env=subprocess_env(kw_home, TIRITH_ENABLED="false")).stdout
+    assert "not available" in out, out
+    assert re.search(r"store: NOT WRITABLE: The memory store cannot be written at .*cmms", out), out
+
+
+@pytest.mark.skipif(not PERMISSIONS_BIND, reason="root writes through permission bits (the file-in-the-way "
+                                                 "and read-only database tests cover root)")
+def test_a_read_only_home_by_permissions_makes_cmms_unavailable_and_turns_fail_loudly(kw_home, monkeypatch):
+    provider = _hermes_loader(kw_home, monkeypatch)
+    kw_home.chmod(0o555)
+    try:
+        if not SERVER:  # a database server does not need the home to be writable
+            assert not provider.is_available() and "Permission denied" in provider.unavailable_reason()
+            with pytest.raises(Exception):
+                provider.initialize("s1", hermes_home=str(kw_home), **INIT)
+            with pytest.raises(StoreUnavailable, match="cmms did not store this turn"):
+                provider.sync_turn("I keep bees on the roof.", "Nice.", session_id="s1")
+    finally:
+        kw_home.chmod(0o755)
+
+
+# -- every write fails loudly -----------------------------------------------------------------
+
+
+def test_every_turn_fails_loudly_when_initialize_could_not_open_the_store(kw_home, monkeypatch, caplog):
+    provider = _hermes_loader(kw_home, monkeypatch)
+    _refuse_writes(kw_home)
+    caplog.set_level(logging.WARNING)
+    manager = _manager(provider, kw_home)  # Hermes logs that initialize failed, and goes on
+    assert "Memory provider 'cmms' initialize failed" in caplog.text
+    caplog.clear()
+    for turn in ("I keep bees on the roof.", "The bees swarmed in May."):
+        manager.sync_all(turn, "Noted.", session_id="s1")
+        manager.flush_pending(timeout=10)
+    failures = [r.getMessage() for r in caplog.records if "sync_turn failed" in r.getMessage()]
+    assert len(failures) == 2, caplog.text  # each turn, not once
+    sentence = failures[0].split("sync_turn failed: ", 1)[1]
+    _one_sentence(sentence)
+    assert sentence.startswith("cmms did not store this turn: the memory store is not open (")
+    with pytest.raises(StoreUnavailable, match="did not store this memory entry"):
+        provider.on_memory_write("add", "user", "User prefers tea.")
+    with pytest.raises(StoreUnavailable, match="did not store this delegation result"):
+        provider.on_delegation("Summarise", "Revenue grew 12%.")
+    assert "cmms memory is not open (" in json.loads(provider.handle_tool_call("cmms_recall", {"query": "x"}))["error"]
+    manager.shutdown_all()
+
+
+def test_a_store_that_refuses_writes_after_opening_fails_each_turn_loudly(kw_home, monkeypatch):
+    MemoryService(Settings.load(kw_home), scheduler=False).close()  # created and migrated
+    if SERVER:
+        _refuse_writes(kw_home)
+    else:
+        db = kw_home / "cmms" / "cmms.db"
+        monkeypatch.setenv("CMMS_DATABASE_URL", f"sqlite:///file:{db}?mode=ro&uri=true")
+    provider = CmmsMemoryProvider()
+    provider.initialize("s1", hermes_home=str(kw_home), **INIT)  # opens: reading still works
+    try:
+        for turn in ("I keep bees on the roof.", "The bees swarmed in May."):
+            with pytest.raises(StoreUnavailable, match="cmms did not store this turn: ") as failed:
+                provider.sync_turn(turn, "Noted.", session_id="s1")
+            _one_sentence(str(failed.value))
+            assert "read-only" in str(failed.value) or "readonly" in str(failed.value)
+        with pytest.raises(StoreUnavailable, match="did not store this memory entry"):
+            provider.on_memory_write("add", "user", "User prefers tea.")
+        with pytest.raises(StoreUnavailable, match="cmms did not store the end of this session: "):
+            provider.shutdown()  # the session's flush cannot be written either; the store is let go
+    finally:
+        provider.shutdown()
+    assert sql(kw_home, "SELECT count(*) FROM memories") == [(0,)]  # reading is allowed
+
+
+# -- a cut turn says so -----------------------------------------------------------------------
+
+
+def test_a_turn_over_the_limit_is_marked_and_logged(kw_home, monkeypatch, caplog):
+    from hermes_cmms import service as engine
+
+    monkeypatch.setattr(engine, "MAX_CONTENT_CHARS", 1_000)
+    provider = CmmsMemoryProvider()
+    provider.initialize("s1", hermes_home=str(kw_home), **INIT)
+    caplog.set_level(logging.WARNING)
+    provider.sync_turn("zeppelin " * 200, "Short answer.", session_id="s1")
+    provider.shutdown()
+    [(content,)] = sql(kw_home, "SELECT content FROM memories WHERE role = 'user'")
+    assert content.startswith("zeppelin ") and content.endswith("… [truncated: 800 characters not kept]")
+    assert len(content) == 1_000 + len("… [truncated: 800 characters not kept]")
+    assert "a 1,800-character message in scope local:default was cut to 1,000 characters" in caplog.text
