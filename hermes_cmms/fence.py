@@ -24,9 +24,10 @@ MAX_LABEL_CHARS = 20
 MAX_RECEIPT_CHARS = 48
 
 # Characters folded onto the ASCII ones a tag is made of (beyond what NFKD already maps).
+_BRACKETS = {**dict.fromkeys("‹〈⟨˂ᐸ❮❬❰⧼⦑⦉", "<"), **dict.fromkeys("›〉⟩˃ᐳ❯❭❱⧽⦒⦊", ">"),
+             **dict.fromkeys("∕⁄⧸╱⟋\\", "/"), **dict.fromkeys("ǀ∣│￨", "|")}
 _LOOKALIKES = str.maketrans({
-    **dict.fromkeys("‹〈⟨˂ᐸ❮❬❰⧼⦑⦉", "<"), **dict.fromkeys("›〉⟩˃ᐳ❯❭❱⧽⦒⦊", ">"),
-    **dict.fromkeys("∕⁄⧸╱⟋\\", "/"), **dict.fromkeys("ǀ∣│￨", "|"),
+    **_BRACKETS,
     # Cyrillic, Greek, Armenian and small-capital letters that look like Latin ones
     "а": "a", "ϲ": "c", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "і": "i", "ј": "j", "ӏ": "l",
     "к": "k", "м": "m", "ո": "n", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s", "т": "t", "ս": "u",
@@ -34,6 +35,7 @@ _LOOKALIKES = str.maketrans({
     **dict(zip("αβεηικνοτυχρ", "abenikvotuxp")),
     **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢıɩ", "abcdefghijklmnoprstuvwyzii")),
 })
+_BRACKET_TABLE = str.maketrans(_BRACKETS)
 _KEPT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789<>/|[]")
 # An encoded character: an HTML entity (also &amp;-nested), %XX, \\uXXXX or \\xXX.
 _ENCODED = re.compile(r"&(?:amp;)*(?:#\d{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?"
@@ -98,7 +100,7 @@ def label(text: str | None, default: str = "note") -> str:
 
 def receipt(text: str) -> str:
     """Where a memory came from, on one line, in word characters and ` .:@/+#=-`, kept short."""
-    text = _SPACES.sub(" ", _RECEIPT_DROP.sub(" ", inert(text))).strip()
+    text = _SPACES.sub(" ", _RECEIPT_DROP.sub(" ", inert(text).translate(_BRACKET_TABLE))).strip()
     return text if len(text) <= MAX_RECEIPT_CHARS else text[:MAX_RECEIPT_CHARS - 1].rstrip() + "…"
 
 
@@ -108,7 +110,7 @@ def _skeleton(text: str) -> tuple[str, list[int], list[int]]:
     position = 0
     for match in _ENCODED.finditer(text):
         _fold_into(text, position, match.start(), out, starts, ends)
-        for char in _fold_text(_decoded(match.group())):
+        for char in "".join(map(_fold, _decoded(match.group()))):
             out.append(char), starts.append(match.start()), ends.append(match.end())
         position = match.end()
     _fold_into(text, position, len(text), out, starts, ends)
@@ -119,10 +121,6 @@ def _fold_into(text: str, start: int, end: int, out: list, starts: list, ends: l
     for index in range(start, end):
         for char in _fold(text[index]):
             out.append(char), starts.append(index), ends.append(index + 1)
-
-
-def _fold_text(text: str) -> str:
-    return "".join(_fold(char) for char in text)
 
 
 @lru_cache(maxsize=8192)

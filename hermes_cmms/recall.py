@@ -98,10 +98,13 @@ def _lift_neighbours(hits: list[Hit]) -> None:
 
 
 def snippet(memory: Memory, query_terms: Sequence[str] = ()) -> str:
-    """The memory's text as inert data on one line (see fence.inert): its opening sentences,
-    then the later sentences that mention the query, within MAX_ITEM_TOKENS; gaps marked with
-    an ellipsis."""
-    text = fence.inert(memory.content[:MAX_ITEM_TOKENS * 16])
+    """The memory's text as inert data on one line (see fence): its opening sentences, then the
+    later sentences that mention the query, within MAX_ITEM_TOKENS; gaps marked with an ellipsis.
+    Fence tags are removed last, as leaving a sentence out may join the parts of one."""
+    return fence.neutralise(_excerpt(fence.one_line(memory.content[:MAX_ITEM_TOKENS * 16]), query_terms))
+
+
+def _excerpt(text: str, query_terms: Sequence[str]) -> str:
     if tokens.count(text) <= MAX_ITEM_TOKENS:
         return text
     sentences = _SENTENCE.split(text)
@@ -135,12 +138,13 @@ def _block(memory: Memory) -> tuple[str, str]:
 
 def _line(memory: Memory, query_terms: Sequence[str]) -> str:
     """`- <label>[ (via <receipt>)]: <snippet>`: every line of a memory starts with LINE_PREFIX
-    and a label of our charset, so no stored text begins a line of the block."""
+    and a label of our charset, so no stored text begins a line of the block (nor, as the label
+    and receipt hold no bracket, finishes a tag the snippet begins)."""
     label = fence.label(memory.role or memory.kind)
     if memory.superseded_by and memory.tier != "episodic":
         label += " (superseded)"
     via = f" (via {fence.receipt(memory.source)})" if memory.source and not memory.session_id else ""
-    return fence.neutralise(f"{LINE_PREFIX}{label}{via}: {snippet(memory, query_terms)}")
+    return f"{LINE_PREFIX}{label}{via}: {snippet(memory, query_terms)}"
 
 
 def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
