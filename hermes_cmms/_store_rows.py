@@ -7,6 +7,8 @@ from typing import Optional
 from sqlalchemy import Connection, insert, select
 
 from .models import AuditEvent, Memory
+from .redact import redact_text
+from .text import map_strings
 
 
 def _memory(row) -> Memory:
@@ -16,9 +18,27 @@ def _memory(row) -> Memory:
 
 def _event(at: float, action: str, actor: str, scope: Optional[str], memory_id: Optional[str],
            snapshot: Optional[str] = None, **detail) -> dict:
-    """An audit_log row."""
-    return {"at": at, "action": action, "actor": actor or "", "scope": scope, "memory_id": memory_id,
-            "detail": json.dumps(detail, ensure_ascii=False, default=str), "snapshot": snapshot}
+    """An audit_log row, its actor and detail redacted (a tool error may echo an argument). The
+    snapshot is not: it is a stored memory, redacted when it was written."""
+    return {"at": at, "action": action, "actor": redact_text(actor or ""), "scope": scope, "memory_id": memory_id,
+            "detail": json.dumps(map_strings(detail, redact_text), ensure_ascii=False, default=str),
+            "snapshot": snapshot}
+
+
+def _redact_item(item) -> None:
+    """The store's own guard: a NewMemory's text fields pass the built-in redactor here unless
+    admission (MemoryService._retain) already ran it; role and kind always do (they are short)."""
+    item.role = redact_text(item.role) if item.role else item.role
+    item.kind = redact_text(item.kind)
+    if item.redacted:
+        return
+    item.content, item.source = redact_text(item.content), redact_text(item.source or "")
+    item.tags = tuple(redact_text(tag) for tag in item.tags)
+    item.detail = map_strings(item.detail, redact_text) if item.detail else item.detail
+    item.fact = tuple(redact_text(part) for part in item.fact) if item.fact else item.fact
+    item.belief = map_strings(item.belief, redact_text) if item.belief else item.belief
+    item.evidence = tuple(map_strings(dict(e), redact_text) for e in item.evidence)
+    item.redacted = True
 
 
 def _move(at: float, memory: Memory, state: str, why: str) -> dict:

@@ -11,6 +11,7 @@ from sqlalchemy import Float, Integer
 from . import lifecycle
 from .errors import InvalidInput
 from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
+from .redact import redact_key
 from .store import _fact_keys
 from .service import TIERS
 from .text import clean, clean_key, content_hash, map_strings
@@ -27,7 +28,7 @@ class Kind:
     """One record type: its table, the columns that say a row is already stored (None: rows are
     counted, several equal ones may exist), the columns held as JSON text (exported as JSON
     values, each with the json.dumps options the store writes it with), the columns left out
-    (physical keys and what import derives again) and the text the redactor reads again."""
+    (physical keys and what import derives again)."""
 
     name: str
     plural: str
@@ -35,7 +36,6 @@ class Kind:
     key: Optional[tuple[str, ...]]
     json: dict[str, dict] = field(default_factory=dict)
     dropped: frozenset = frozenset()
-    redact: tuple[str, ...] = ()
 
     @property
     def columns(self) -> dict:
@@ -56,13 +56,12 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (
     Kind("session", "sessions", ConversationSession, ("session_id",)),
     Kind("memory", "memories", Memory, ("id",),
          json={"tags": {}, "receipts": {}, "detail": {"ensure_ascii": False}},
-         dropped=frozenset({"seq", "content_hash"}), redact=("content", "context", "source")),
-    Kind("fact", "facts", Fact, ("memory_id",), dropped=frozenset({"subject_key", "predicate_key", "object_key"}),
-         redact=("subject", "predicate", "object")),
-    Kind("belief", "beliefs", Belief, ("memory_id",), redact=("proposition_key", "topic")),
-    Kind("evidence", "evidence", Evidence, None, dropped=frozenset({"id"}), redact=("source", "note")),
+         dropped=frozenset({"seq", "content_hash"})),
+    Kind("fact", "facts", Fact, ("memory_id",), dropped=frozenset({"subject_key", "predicate_key", "object_key"})),
+    Kind("belief", "beliefs", Belief, ("memory_id",)),
+    Kind("evidence", "evidence", Evidence, None, dropped=frozenset({"id"})),
     Kind("link", "links", Link, ("memory_id", "source_id")),
-    Kind("audit", "audit_events", AuditEvent, None, dropped=frozenset({"id"}), redact=("actor",),
+    Kind("audit", "audit_events", AuditEvent, None, dropped=frozenset({"id"}),
          json={"detail": {"ensure_ascii": False, "default": str}, "snapshot": {"ensure_ascii": False}}),
 )}
 JSON_SHAPES = {("memory", "tags"): list, ("memory", "receipts"): list, ("memory", "detail"): (dict, list),
@@ -196,19 +195,26 @@ def record_of(kind: Kind, mapping) -> dict:
 
 
 def prepared(kind: Kind, row: dict, scope: str, redact: Callable[[str], str]) -> tuple[dict, bool]:
-    """The row ready to insert into `scope`: text cleaned and passed through the redactor again,
-    JSON columns written as the store writes them, derived columns computed; and whether the
-    redactor changed anything."""
+    """The row ready to insert into `scope`: every string (role, kind, speaker, ids too) cleaned
+    and passed through the redactor again, JSON columns written as the store writes them,
+    derived columns computed; and whether the redactor changed anything."""
+def stored_id(value: str) -> str:
+    """An id (memory id, session id, ...) of a file as stored: cleaned, and a secret in it masked
+    with a digest (redact_key), so equal ids stay equal and distinct ones distinct."""
+    return redact_key(clean_key(value))
+
+
     out, changed = dict(row, scope=scope), False
     for name, value in row.items():
         if name in ID_FIELDS and isinstance(value, str):
-            out[name] = clean_key(value)
+            out[name] = stored_id(value)
+            changed |= out[name] != clean_key(value)
         elif name in kind.json:
             done = map_strings(value, lambda text: redact(clean(text)))
             changed |= done != value
             out[name] = None if done is None else json.dumps(done, **kind.json[name])
         elif isinstance(value, str):
-            out[name] = redact(clean(value)) if name in kind.redact else clean(value)
+            out[name] = redact(clean(value))
             changed |= out[name] != value
     if kind.name == "memory":
         out["content_hash"] = content_hash(out["content"])

@@ -27,6 +27,9 @@ ALLOW_ENV = "CMMS_PLUGINS"  # comma-separated entry-point names to load; unset =
 
 
 def make_plugin_manager(load_entry_points: bool = True) -> pluggy.PluginManager:
+    from .redact import install_log_filter
+
+    install_log_filter()  # every hermes_cmms log record is redacted too
     pm = pluggy.PluginManager("hermes_cmms")
     pm.add_hookspecs(specs)
     for name in DEFAULT_PLUGINS:

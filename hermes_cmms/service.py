@@ -17,6 +17,7 @@ from .indexer import MAX_EMBED_CHARS, Indexer
 from .metrics import Metrics
 from .plugins import make_plugin_manager, run_redactors
 from .recall import Hit, query_names, rank
+from .redact import redact_text
 from .models import AuditEvent, Memory
 from ._shared import Shared
 from .scheduler import Scheduler
@@ -162,6 +163,7 @@ class MemoryService:
                 item.detail = self._redacted(item.detail, scope)
             if item.kind == "note":
                 item.kind = lifecycle.classify(item.content)
+            item.redacted = self.pm.has_plugin("hermes_cmms.redact")  # else the store runs it
         kept = [item for item in items if not lifecycle.only_secrets(item.content)]
         if not kept:
             if turn_of is None:
@@ -284,7 +286,7 @@ class MemoryService:
         """Put a tool call on the audit trail; never fails the call itself."""
         try:
             self.store.record("tool", clean(door), clean_key(scope) if isinstance(scope, str) else None,
-                              tool=clean(tool), ok=ok, **({"error": clean(error[:300])} if error else {}))
+                              tool=clean(tool), ok=ok, **({"error": _error_text(error)} if error else {}))
         except Exception as exc:  # noqa: BLE001
             log.warning("hermes-cmms: could not audit the %s call: %s", tool, exc)
 
@@ -525,6 +527,12 @@ def _tags(tags) -> tuple[str, ...]:
         raise InvalidInput("Tags must be a list of non-empty strings.")
     if len(tags) > MAX_TAGS:
         raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")
+def _error_text(error: str) -> str:
+    """A tool error as audited: redacted before it is cut to 300 characters, so no cut can
+    leave a secret's head that the redactor no longer recognises."""
+    return redact_text(clean(error[:2000]))[:300]
+
+
     return tuple(clean(t).strip() for t in tags)
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from . import _migrations, _postgres, _sqlite, graph, lifecycle
 from ._store_knowledge import _drop_knowledge, _learned_only_from
 from ._store_lifecycle import LifecycleRows
-from ._store_rows import _by_ids, _event, _memory, _move, _record
+from ._store_rows import _by_ids, _event, _memory, _move, _record, _redact_item
 from .errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
@@ -68,6 +68,7 @@ class NewMemory:
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
 
 
+    redacted: bool = False  # admission ran the built-in redactor on its text; else Store.add runs it
 def safe_url(url: str) -> str:
     """The database URL without its password."""
     try:
@@ -364,6 +365,7 @@ class Store(LifecycleRows):
             "detail": json.dumps(item.detail, ensure_ascii=False) if item.detail else None,
         }
 
+        _redact_item(item)
     @staticmethod
     def _next_turn(conn: Connection, scope: str, session_id: str, now: float) -> int:
         key = {"scope": scope, "session_id": session_id}

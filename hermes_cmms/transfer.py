@@ -31,7 +31,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from . import __version__, graph
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
-    record_of, row_of
+    record_of, row_of, stored_id
 from .errors import InvalidInput, StoreUnavailable
 from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory, Outbox
 from .plugins import run_redactors
@@ -182,10 +182,10 @@ class _Plan:
                 raise bad(line, f"the {kind.name} {_shown(key)} is already on line {self.keys[kind.name][key]}")
             self.keys[kind.name][key] = line
         if kind.name == "memory":
-            self.memories[clean_key(row["id"])] = line
+            self.memories[stored_id(row["id"])] = line
         for name in REFERENCES.get(kind.name, ()):
             if row[name] is not None:
-                self.pointers.setdefault(clean_key(row[name]), (line, name))
+                self.pointers.setdefault(stored_id(row[name]), (line, name))
 
     def finish(self, store, scope: Optional[str]) -> str:
         """The checks that need the whole file and the store: the header's counts, ids of

@@ -1,0 +1,244 @@
+"""The corpus of secret shapes, modelled on gitleaks' rule set: each rule is a label, a regular
+expression, the lower-case keywords one of which must be in the text before the expression is
+tried (gitleaks' prefilter, which keeps ordinary text fast), and an optional check of the match
+(Luhn, entropy, a secret-ish key name). A rule masks its `secret` group (or `secretq`, a quoted
+value) when it has one, else the whole match. Order matters: vendor shapes first, so a key's
+marker names its vendor; the generic key-value rules skip a value that is already a marker."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from . import _checks
+
+_E = r"(?![A-Za-z0-9])"  # and ends here
+_KEY = r"(?P<key>[A-Za-z_][\w.\-]*+)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    label: str
+    pattern: re.Pattern
+    keywords: tuple[str, ...] = ()  # () = always tried (unless `precheck` says no)
+    check: Optional[Callable[[re.Match], bool]] = None
+    precheck: Optional[Callable[[str], bool]] = None  # a cheap look at the original text first
+    overlapping: bool = False  # a refused match is tried again one character on (see redact._scan)
+
+    def wanted(self, text: str, lowered: str) -> bool:
+        """Whether the text may hold a match: one of the keywords is in it and the precheck passes."""
+        if self.keywords and not any(map(lowered.__contains__, self.keywords)):
+            return False
+        return self.precheck is None or self.precheck(text)
+
+
+def _rule(label: str, pattern: str, keywords=(), check=None, flags=0, precheck=None, overlapping=False) -> Rule:
+    return Rule(label, re.compile(pattern, flags), tuple(keywords), check, precheck, overlapping)
+
+
+def _secret(match: re.Match) -> str:
+    return match.group("secretq") if "secretq" in match.re.groupindex and match.group("secretq") \
+        else match.group("secret")
+
+
+def _random(match: re.Match) -> bool:
+    text = match.group("secret") if "secret" in match.re.groupindex else match.group(0)
+    return _checks.random_looking(text)
+
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def key_of(match: re.Match) -> Optional[str]:
+    """The key of a key-value match: its `key` group, or the name just before the separator
+    (past spaces and a closing quote), at most 80 characters, starting with a letter or "_"."""
+    if "key" in match.re.groupindex:
+        return match.group("key")
+    text, end = match.string, match.start()
+    while end > 0 and text[end - 1] in " \t":
+        end -= 1
+    if end > 0 and text[end - 1] in "\"'":
+        end -= 1
+    start = end
+    while start > 0 and end - start < 80 and text[start - 1] in _KEY_CHARS:
+        start -= 1
+    while start < end and not (text[start].isalpha() or text[start] == "_"):
+        start += 1
+    if 0 < start < end and text[start - 1] == "\\" and text[start] in "ntr":
+        start += 1  # an escaped line break before the key ("...\\npasswd=..." in a quoted error)
+    return text[start:end] or None
+
+
+def _keyed(match: re.Match) -> bool:
+    """A key-value pair whose key names a secret, unless the value after a colon is talk."""
+    key = key_of(match)
+    if key is None or not _checks.secret_key(key):
+        return False
+    quoted = "secretq" in match.re.groupindex and match.group("secretq")
+    sep = match.group("sep") if "sep" in match.re.groupindex else "="
+    return quoted or sep != ":" or not _checks.talk(_secret(match))
+
+
+def _word_start(match: re.Match) -> bool:
+    start = match.start()
+    return start == 0 or not match.string[start - 1].isalnum()
+
+
+_SAID_WORDS = re.compile(r"(?:api[ _-]?key|access[ _-]?key|secret(?:[ _-]?key)?|token|credential|private[ _-]?key"
+                         r"|auth[ _-]?token|client[ _-]?secret)s?")
+
+
+def _said(match: re.Match) -> bool:
+    """A random-looking value right after a secret word ("the api key is 7Hq2...")."""
+    return (_word_start(match) and bool(_SAID_WORDS.fullmatch(match.group("word").lower()))
+            and _checks.random_looking(match.group("secret")))
+
+
+def _digits(text: str) -> bool:
+    return sum(map(text.count, "0123456789")) >= 13
+
+
+_DOTTED = re.compile(r"\.[\w\-]{6}\.")
+
+
+def _all(*checks):
+    return lambda match: all(check(match) for check in checks)
+
+
+def _T(match: re.Match) -> bool:
+    """A token starts where the match starts: no letter or digit before it ("_" or "=" may be)."""
+    start = match.start()
+    return start == 0 or not match.string[start - 1].isascii() or not match.string[start - 1].isalnum()
+
+
+def _W(match: re.Match) -> bool:
+    """A word starts where the match starts."""
+    start = match.start()
+    return start == 0 or not (match.string[start - 1].isalnum() or match.string[start - 1] == "_")
+
+
+def _no_dot_before(match: re.Match) -> bool:
+    return _T(match) and (match.start() == 0 or match.string[match.start() - 1] != ".")
+
+
+def _flag(match: re.Match) -> bool:
+    """A command-line flag: at the start or after white space."""
+    return match.start() == 0 or match.string[match.start() - 1].isspace()
+
+
+_TELEGRAM_ID = re.compile(r"\d{6,12}\Z")
+
+
+def _telegram(match: re.Match) -> bool:
+    """The bot's numeric id (6-12 digits, nothing before them) is part of the token."""
+    return bool(_TELEGRAM_ID.search(match.string, max(0, match.start() - 13), match.start()))
+
+
+# Patterns start with a literal (or one character class) wherever they can: the regular
+# expression engine then skips straight to the places where that literal occurs, which is
+# faster than any keyword prefilter. The token start is checked after the match (_T).
+_VENDOR = [
+    _rule("private-key", r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
+                         r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)", flags=re.S),
+    _rule("private-key", r"Private-Lines:\s*\d+\s*(?P<secret>(?:[A-Za-z0-9+/=]{4,}\s*)+)"),
+    _rule("private-key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", check=_T),
+    _rule("anthropic-key", r"sk-ant-[A-Za-z0-9_\-]{20,}", check=_T),
+    _rule("openai-key", r"sk-[A-Za-z0-9_\-]{16,}", check=_all(_T, _random)),
+    _rule("stripe-key", r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}", ["k_live_", "k_test_", "k_prod_"], _T),
+    _rule("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/=]{16,}", check=_T),
+    _rule("github-token", r"gh[pousr]_[A-Za-z0-9]{20,}", check=_T),
+    _rule("github-token", r"github_pat_[A-Za-z0-9_]{20,}", check=_T),
+    _rule("gitlab-token", r"gl(?:pat|dt|rt|ptt|ft|imt|agent|oas|soat|cbt|ffct|wt)-[A-Za-z0-9_\-.]{19,}[A-Za-z0-9_\-]",
+          check=_T),
+    _rule("gitlab-token", r"GR1348941[A-Za-z0-9_\-]{20,}", check=_T),
+    _rule("npm-token", r"npm_[A-Za-z0-9]{36}" + _E, check=_T),
+    _rule("pypi-token", r"pypi-AgE[A-Za-z0-9_\-]{50,}", check=_T),
+    _rule("huggingface-token", r"hf_[A-Za-z0-9]{30,}", check=_T),
+    _rule("huggingface-token", r"api_org_[A-Za-z0-9]{30,}", check=_T),
+    _rule("slack-token", r"x(?:ox[abposre]-|app-|oxe\.xox[bp]-)[A-Za-z0-9\-]{10,}", check=_T),
+    _rule("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9+/_\-]{20,})"),
+    _rule("discord-webhook", r"discord(?:app)?\.com/api/webhooks/(?P<secret>\d+/[A-Za-z0-9_\-]{20,})"),
+    _rule("discord-token", r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}(?![\w\-])",
+          check=_T, precheck=_DOTTED.search),
+    _rule("sendgrid-key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{16,64}", check=_T),
+    _rule("telegram-token", r":AA(?<=\d:AA)[A-Za-z0-9_\-]{30,}", check=_telegram),
+    _rule("mailgun-key", r"key-[0-9a-zA-Z]{32}" + _E, check=_T),
+    _rule("twilio-key", r"[AS][CK](?<=AC|SK)[0-9a-f]{32}" + _E, check=_T,
+          precheck=lambda text: "AC" in text or "SK" in text),
+    _rule("twilio-auth-token", r"[Tt](?i:wilio)[^\n]{0,60}?(?<![0-9a-zA-Z])(?P<secret>[0-9a-fA-F]{32})(?![0-9a-zA-Z])",
+          ["twilio"]),
+    _rule("azure-key", r"(?:[Aa]ccount[Kk]ey|[Ss]hared[Aa]ccess(?:[Kk]ey|[Ss]ignature)|[?&;]sig)="
+                       r"(?P<secret>[A-Za-z0-9%+/=_\-]{16,})", ["accountkey=", "sharedaccess", "sig="]),
+    _rule("vault-token", r"hv[sbr]\.[A-Za-z0-9_\-]{24,}", check=_T),
+    _rule("vault-token", r"s\.[A-Za-z0-9]{24}(?![A-Za-z0-9.])", check=_all(_no_dot_before, _random)),
+    _rule("shopify-token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", check=_T),
+    _rule("digitalocean-token", r"do[por]_v1_[a-f0-9]{64}", check=_T),
+    _rule("datadog-key", r"[Dd](?i:atadog|d)(?![a-zA-Z])[^\n]{0,40}?(?<![0-9a-zA-Z])(?P<secret>[0-9a-f]{40}|[0-9a-f]{32})"
+                         r"(?![0-9a-zA-Z])", ["datadog", "dd"], _T),
+    _rule("google-api-key", r"AIza[0-9A-Za-z_\-]{35}", check=_T),
+    _rule("google-api-key", r"GOCSPX-[A-Za-z0-9_\-]{28}", check=_T),
+    _rule("google-api-key", r"ya29\.[0-9A-Za-z_\-]{20,}", check=_T),
+    _rule("aws-access-key", r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[0-9A-Z]{16}" + _E, check=_T),
+    _rule("aws-secret-key", r"[Aa](?i:ws)[^\n]{0,20}?(?i:secret)[^\n]{0,25}?(?<![A-Za-z0-9/+=])"
+                            r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])", ["aws"]),
+    _rule("api-token", r"(?:dapi[a-f0-9]{32}|lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}"
+                       r"|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"
+                       r"|r8_[A-Za-z0-9]{37}|gsk_[A-Za-z0-9]{52}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}"
+                       r"|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}|HRKU-[A-Za-z0-9_\-]{20,}"
+                       r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,})" + _E,
+          ["dapi", "lin_api_", "ntn_", "secret_", "pmak-", "glc_", "glsa_", "r8_", "gsk_", "xai-", "pplx-", "sq0",
+           "hrku-", "dp."], check=_T),
+    _rule("api-token", r"(?<![0-9a-zA-Z])[0-9a-f]{32}-us\d{1,2}" + _E, ["-us"]),
+    _rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", check=_T),
+]
+
+_WEB = [
+    _rule("bearer-token", r"[Bb](?i:earer)\s+(?P<secret>[A-Za-z0-9_\-.=~+/]{16,})", ["bearer"], _W),
+    _rule("basic-auth", r"[Bb](?i:asic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", ["basic"],
+          _all(_W, lambda m: _checks.basic_credentials(m.group("secret")))),
+    _rule("auth-header", r"(?:[Pp]roxy-)?[Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?"
+                         r"(?:(?i:bearer|basic|token|digest|apikey|key|sso-key|gitlab-token|dsn)\s+)?"
+                         r"(?P<secret>[A-Za-z0-9_\-.=~+/:]{8,})", ["authorization"], _W),
+    _rule("cli-password", r"-(?:u|-user|-proxy-user|a|-auth)[\s=]+[\"']?[^\s:\"']*:(?P<secret>[^\s\"']+)", check=_flag),
+    _rule("cli-password", r"--(?:password|passwd|pass|token|secret|api-key)[\s=]+[\"']?(?P<secret>[^\s\"']+)",
+          check=_flag),
+    _rule("url-password", r"://(?<=[A-Za-z0-9+.\-]://)[^\s/:@]*:(?P<secret>[^\s/@]+(?:@[^\s/@]+)*)@"),
+    _rule("url-token", r"://(?<=[A-Za-z0-9+.\-]://)(?P<secret>[A-Za-z0-9_\-.~%]{16,})@", check=_random),
+    _rule("secret", r"[?&;]" + _KEY + r"(?P<sep>=)(?P<secret>[^\s&#\"'<>]+)", check=_keyed),
+]
+
+_LINE = (r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?" + _KEY + r"[\"']?[ \t]*(?P<sep>:=|=>|=|:)[ \t]*"
+         r"(?P<secret>[^\s\"'`#][^\n]*?)(?=[ \t]+#|[ \t]*(?:\n|\Z))")
+_CONFIG = [  # a key at the start of a line (.env, YAML, INI) owns the rest of the line; elsewhere one value
+    _rule("secret", r"\A" + _LINE, check=_keyed),
+    _rule("secret", r"\n" + _LINE, check=_keyed),
+    _rule("secret", r"(?P<sep>:=|=>|=|:)[ \t]*(?:(?P<q>[\"'`])(?P<secretq>[^\"'`\n]+)(?P=q)"
+                    r"|(?P<secret>[^\s,;\"'`<>()\[\]{}]+))", check=_keyed, overlapping=True),
+    _rule("secret", r"(?i)\b(?:key|name)\s*=\s*[\"']" + _KEY + r"[\"']\s+value\s*=\s*[\"'](?P<secretq>[^\"'\n]+)",
+          ["value"], _keyed),
+]
+
+# Words that follow "password is/was" in talk *about* a password rather than the password itself.
+NOT_A_PASSWORD = (
+    "a", "an", "the", "not", "no", "now", "still", "also", "too", "very", "being", "been", "set",
+    "reset", "changed", "updated", "saved", "stored", "required", "mandatory", "optional",
+    "incorrect", "wrong", "correct", "right", "invalid", "valid", "expired", "empty", "blank",
+    "missing", "weak", "strong", "long", "short", "same", "different", "hidden", "encrypted",
+    "hashed", "forgotten", "lost", "locked", "sent", "shown", "accepted", "rejected", "compromised",
+    "leaked", "fine", "ok", "okay", "working", "good", "bad", "secure", "insecure", "case",
+    "in", "on", "at", "for", "from", "my", "your", "his", "her", "their", "our", "this", "that",
+    "it", "what", "which", "there", "here", "below", "above")
+
+_SAID = [
+    _rule("password", r"[Pp](?i:ass(?:word|phrase|code)|in)\s+(?i:is|was)\s*:?\s+"
+                      rf"(?!(?:{'|'.join(NOT_A_PASSWORD)})[.!?:)]*(?:[\s,;]|$))(?P<secret>[^\s,;]+)",
+          ["password", "passphrase", "passcode", "pin is", "pin was"], _word_start),
+    _rule("secret", r"(?P<word>[AaSsTtCcPp](?i:pi[ _-]?key|ccess[ _-]?key|ecret(?:[ _-]?key)?|oken|redential"
+                    r"|rivate[ _-]?key|uth[ _-]?token|lient[ _-]?secret)(?i:s)?)"
+                    r"[ \t]*(?:is|was|:|=|-|,)?[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]{16,}={0,2})",
+          ["key", "secret", "token", "credential"], _said),
+    _rule("card-number", r"\d(?<![\w.\-]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
+          lambda m: _checks.card_number(m.group(0)), precheck=_digits),
+]
+
+RULES: list[Rule] = [*_VENDOR, *_WEB, *_CONFIG, *_SAID]
