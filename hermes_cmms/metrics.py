@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 
 from .audit import AUDIT_TYPES
 from .models import AuditEvent, Memory, Outbox
+from .text import clean_key
 
 if TYPE_CHECKING:
     from .service import MemoryService
@@ -131,7 +132,7 @@ class Metrics:
         self.hook_latency = Histogram("cmms_hook_latency_seconds", "Plugin hook call latency, by hook.",
                                       ["hook"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self._tools: set[str] = set()
-        self.registry.register(StoreGauges(service, self))
+        self.registry.register(StoreGauges(service))
         monitor_hooks(service.pm)
 
     def _tool(self, tool) -> str:
@@ -167,11 +168,12 @@ class Metrics:
 
 
 class StoreGauges:
-    """Gauges read from the store and the vector index when scraped."""
+    """Gauges read from the store and the vector index when scraped: of the whole store, or
+    of one scope (then without the last full audit's findings, which are the whole store's)."""
 
-    def __init__(self, service: "MemoryService", metrics: Metrics):
+    def __init__(self, service: "MemoryService", scope: Optional[str] = None):
         self._service = weakref.ref(service)
-        self._metrics = metrics
+        self._scope = scope
 
     def collect(self):
         service = self._service()
@@ -179,15 +181,20 @@ class StoreGauges:
             return
         try:
             yield from self._store(service)
-            yield from self._audit(service)
+            if self._scope is None:
+                yield from self._audit(service)
         except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
             log.warning("hermes-cmms: store gauges unavailable: %s", exc)
 
+    def _in_scope(self, query, table):
+        return query if self._scope is None else query.where(table.scope == self._scope)
+
     def _store(self, service: "MemoryService"):
         with service.store.read() as conn:
-            by_state = conn.execute(select(Memory.tier, Memory.state, func.count())
+            by_state = conn.execute(self._in_scope(select(Memory.tier, Memory.state, func.count()), Memory)
                                     .group_by(Memory.tier, Memory.state)).all()
-            pending, oldest = conn.execute(select(func.count(), func.min(Outbox.created_at))).one()
+            pending, oldest = conn.execute(self._in_scope(
+                select(func.count(), func.min(Outbox.created_at)), Outbox)).one()
         memories = GaugeMetricFamily("cmms_memories", "Memories stored, by tier and lifecycle state.",
                                      labels=["tier", "state"])
         for tier, state, count in by_state:
@@ -198,7 +205,8 @@ class StoreGauges:
                                 value=max(0.0, time.time() - oldest) if oldest is not None else 0.0)
         vectors = service.indexer.vectors
         if vectors is not None:  # absent while the index loads, or without one (keyword-only)
-            yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).", value=vectors.count())
+            yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).",
+                                    value=vectors.count(self._scope))
 
     def _audit(self, service: "MemoryService"):
         """The findings of the last full audit (type all, every scope), by any process: it
@@ -218,6 +226,15 @@ class StoreGauges:
                                 value=last.at if last else 0.0)
 
 
-def exposition(service: "MemoryService") -> str:
-    """The service's metrics in the Prometheus text format."""
-    return generate_latest(service.metrics.registry).decode("utf-8")
+def exposition(service: "MemoryService", scope: Optional[str] = None) -> str:
+    """The service's metrics in the Prometheus text format. With `scope` (a door bound to one
+    scope, such as an MCP bridge) the store gauges count that scope only, and the series that
+    describe every scope (the last full audit, hook latencies: the scheduler works for all
+    scopes) are left out; the tool calls are this process's own."""
+    if scope is None:
+        return generate_latest(service.metrics.registry).decode("utf-8")
+    metrics, registry = service.metrics, CollectorRegistry()
+    for own in (metrics.calls, metrics.errors, metrics.latency):
+        registry.register(own)
+    registry.register(StoreGauges(service, clean_key(scope)))
+    return generate_latest(registry).decode("utf-8")

@@ -480,7 +480,9 @@ class MemoryService:
 
     # -- health ---------------------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self, scope: Optional[str] = None) -> dict:
+        """Where the store is, the embedder, and counts: of the whole store, or of `scope` only."""
+        scope = _scope(scope) if scope is not None else None
         indexer = self.indexer
         if not indexer.ready.is_set():
             embedder = "loading"
@@ -489,13 +491,13 @@ class MemoryService:
         indexed, error = 0, indexer.error
         if indexer.vectors is not None:
             try:
-                indexed = indexer.vectors.count()
+                indexed = indexer.vectors.count(scope)
             except Exception as exc:  # noqa: BLE001 - a Chroma server that is away is a status, not a failure
                 indexed, error = None, f"{type(exc).__name__}: {exc}"
         return {"database": safe_url(self.settings.database_url),
                 "vectors": indexer.vectors.location if indexer.vectors else None,
                 "indexed": indexed, "embedder": embedder, "index_error": error,
-                **self.store.counts()}
+                **self.store.counts(scope)}
 
     def __enter__(self) -> "MemoryService":
         return self

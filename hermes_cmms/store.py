@@ -694,13 +694,17 @@ class Store(LifecycleRows):
         with self.read() as conn:
             return [tuple(row) for row in conn.execute(query)]
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, scope: Optional[str] = None) -> dict[str, int]:
+        """Rows of the store, or of one scope only (what a door bound to a scope may show)."""
+        def count(table, *columns):
+            query = select(func.count(*columns)).select_from(table)
+            return query if scope is None else query.where(table.scope == scope)
         with self.read() as conn:
             return {
-                "memories": conn.execute(select(func.count()).select_from(Memory)).scalar_one(),
-                "scopes": conn.execute(select(func.count(func.distinct(Memory.scope)))).scalar_one(),
-                "sessions": conn.execute(select(func.count()).select_from(ConversationSession)).scalar_one(),
-                "outbox": conn.execute(select(func.count()).select_from(Outbox)).scalar_one(),
+                "memories": conn.execute(count(Memory)).scalar_one(),
+                "scopes": conn.execute(count(Memory, func.distinct(Memory.scope))).scalar_one(),
+                "sessions": conn.execute(count(ConversationSession)).scalar_one(),
+                "outbox": conn.execute(count(Outbox)).scalar_one(),
             }
 
     def integrity(self) -> str:

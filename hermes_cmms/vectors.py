@@ -214,8 +214,13 @@ class VectorIndex:
         return self._retrying(lambda: {c.name: c.count() for c in self.client.list_collections()
                                        if c.name.startswith(prefixes)})
 
-    def count(self) -> int:
-        """Vectors of the content view (one per indexed memory)."""
+    def count(self, scope: str | None = None) -> int:
+        """Vectors of the content view (one per indexed memory): of one scope, or of all."""
+        if scope is not None:
+            def one():
+                collection = self._collection(scope, create=False)
+                return collection.count() if collection is not None else 0
+            return self._retrying(one)
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
                                           if c.name.startswith("cmms_")))
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from hermes_cmms.config import Settings, hermes_home
 from hermes_cmms.errors import InvalidInput
 
+from .limits import BoundedLines, BoundedRequests, Wire
 from .tools import catalogue, guarded
 
 INSTRUCTIONS = ("Long-term memory shared with Hermes Agent (hermes-cmms). Use get_context or "
@@ -78,30 +80,66 @@ def is_loopback(host: str) -> bool:
 
 
 class BearerToken:
-    """ASGI middleware: every request must carry `Authorization: Bearer <token>`."""
+    """ASGI middleware: every request must carry `Authorization: Bearer <token>`; the scheme's
+    case does not matter (RFC 7235), the token is compared in constant time."""
 
     def __init__(self, app, token: str):
-        self.app, self.expected = app, f"Bearer {token}".encode()
+        self.app, self.expected = app, token.encode()
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body",
-                            "body": b'{"error": "A valid bearer token (CMMS_MCP_TOKEN) is required."}'})
-                return
+        if scope["type"] == "http" and not self.admits(dict(scope.get("headers") or []).get(b"authorization", b"")):
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body",
+                        "body": b'{"error": "A valid bearer token (CMMS_MCP_TOKEN) is required."}'})
+            return
         await self.app(scope, receive, send)
+
+    def admits(self, header: bytes) -> bool:
+        scheme, _, given = header.partition(b" ")
+        return hmac.compare_digest(given.strip(b" "), self.expected) and scheme.lower() == b"bearer"
 
 
 def http_app(server, host: str):
-    """The streamable-HTTP ASGI app of either SDK version."""
+    """The streamable-HTTP ASGI app of either SDK version, each request measured first."""
     try:
-        return server.streamable_http_app(host=host)  # mcp 2.x
+        return BoundedRequests(server.streamable_http_app(host=host))  # mcp 2.x
     except TypeError:
-        return server.streamable_http_app()  # mcp 1.x: host/port are server settings
+        return BoundedRequests(server.streamable_http_app())  # mcp 1.x: host/port are server settings
+
+
+def run_stdio(server) -> None:
+    """What `server.run("stdio")` does in either SDK, but with stdin read through BoundedLines."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server  # 2.x, 1.x
+
+    async def main() -> None:
+        with claimed_stdio() as (wire_in, wire_out):
+            wire = Wire(wire_out)
+            async with stdio_server(anyio.wrap_file(BoundedLines(wire_in, wire)), anyio.wrap_file(wire)) as streams:
+                await lowlevel.run(*streams, lowlevel.create_initialization_options())
+
+    anyio.run(main)
+
+
+@contextmanager
+def claimed_stdio() -> Iterator[tuple]:
+    """The wire (fds 0 and 1) on private descriptors; meanwhile fd 0 reads /dev/null and fd 1
+    writes to stderr, so stray output of a library or a child process never lands inside a
+    frame (what mcp 2.x's stdio_server does when it opens the streams itself)."""
+    private = [os.dup(0), os.dup(1)]
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:  # closefd=False: a worker thread may still block reading when the server ends
+        yield os.fdopen(private[0], "rb", closefd=False), os.fdopen(private[1], "wb", closefd=False)
+    finally:
+        os.dup2(private[0], 0)
+        os.dup2(private[1], 1)
 
 
 def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127.0.0.1",
@@ -120,7 +158,7 @@ def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127
     try:
         server = build(service, scope or local_scope(hermes_home(home)), host, port)
         if transport == "stdio":
-            server.run("stdio")
+            run_stdio(server)
             return
         import uvicorn
 

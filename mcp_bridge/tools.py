@@ -79,8 +79,8 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
     # -- CMMS names (default scope) -----------------------------------------------------------
 
     def ping() -> dict[str, Any]:
-        """Check the memory server is up; returns its version, default scope and store counts."""
-        status = service.status()
+        """Check the memory server is up; returns its version, default scope and the scope's counts."""
+        status = service.status(default_scope)  # never the store's totals: other scopes stay unseen
         return {"ok": True, "server": "hermes-cmms", "version": __version__, "scope": default_scope,
                 "memories": status["memories"], "indexed": status["indexed"],
                 "embedder": status["embedder"], "writer": service.indexer.writer}
@@ -244,10 +244,11 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
         return service.audit(audit_type, default_scope)
 
     def metrics() -> dict[str, Any]:
-        """Prometheus metrics of this server: tool calls, errors, latencies, index lag, drift."""
+        """Prometheus metrics of this server: its tool calls, errors, latencies; the default scope's
+        memories, vectors and index lag."""
         from hermes_cmms.metrics import exposition
 
-        return {"format": "prometheus-text-0.0.4", "exposition": exposition(service)}
+        return {"format": "prometheus-text-0.0.4", "exposition": exposition(service, default_scope)}
 
     def set_belief(text: Annotated[str, Field(description="The proposition, e.g. 'Postgres suits this project'.")],
                    confidence: Annotated[Optional[float], Field(description="How sure, 0 to 1.")] = None,
@@ -310,6 +311,19 @@ def _kind(schema: dict) -> str:
     return "a value"
 
 
+GIVEN = {bool: "true or false", int: "a whole number", float: "a number", str: "a string", dict: "an object"}
+
+
+def _given(value) -> str:
+    """What a JSON value is, in words: a list by what it holds ("a list holding a list")."""
+    if not isinstance(value, list):
+        return GIVEN.get(type(value), "null" if value is None else type(value).__name__)
+    odd = [item for item in value if not isinstance(item, str)][:1]
+    if not odd:
+        return "a list of strings" if value else "an empty list"
+    return f"a list holding {'a list' if isinstance(odd[0], list) else _given(odd[0])}"
+
+
 def _json_safe(value):
     """A result the SDK can serialise: an echoed argument (a scope, an id) may hold a lone
     surrogate, shown escaped (`\\ud800`) as the store keeps it."""
@@ -363,9 +377,7 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
             try:
                 kwargs[name] = adapters[name].validate_python(value, strict=True)
             except ValidationError:
-                given = KINDS.get({int: "integer", float: "number", str: "string", list: "array",
-                                   bool: "boolean"}.get(type(value), ""), type(value).__name__)
-                raise tool_error(f"Argument {name!r} must be {_kind(schemas[name])}, not {given}.") from None
+                raise tool_error(f"Argument {name!r} must be {_kind(schemas[name])}, not {_given(value)}.") from None
         try:
             return _json_safe(fn(**kwargs))
         except CmmsError as exc:

@@ -1,7 +1,9 @@
 """The MCP bridge through real MCP client sessions (stdio and streamable HTTP)."""
 from __future__ import annotations
 
+import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -125,6 +127,11 @@ def test_bad_arguments_get_one_clear_sentence(home):
              ("store_memory", {"content": "hi", "scope": ""}, "A scope must be a non-empty string."),
              ("store_memory", {"content": "hi", "scope": "s", "ttl_seconds": -5}, "ttl_seconds must be a number of seconds"),
              ("store_memory", {"content": "hi", "scope": "s", "tags": "a"}, "Argument 'tags' must be a list of strings, not a string."),
+             ("store_memory", {"content": "hi", "scope": "s", "tags": [["a"]]},
+              "Argument 'tags' must be a list of strings, not a list holding a list."),
+             ("recall_memory", {"query": "x", "scope": "s", "tags": ["a", 3]},
+              "Argument 'tags' must be a list of strings, not a list holding a whole number."),
+             ("search", {"query": {"text": "x"}}, "Argument 'query' must be a string, not an object."),
              ("forget_memory", {"scope": "s"}, "Name a memory id, a tier or tags to forget; nothing was forgotten."),
              ("forget_memory", {"scope": "s", "tier": "deep"}, "Unknown tier 'deep'"),
              ("list_memories", {"scope": "s", "limit": 100000}, "Argument 'limit' must be between 1 and 500"),
@@ -155,6 +162,132 @@ def test_bad_arguments_get_one_clear_sentence(home):
         assert result.error, name
         assert expected in result.text and "\n" not in result.text, (name, result.text)
     assert still["ok"] and still["memories"] == 0  # nothing was written by the bad calls
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + '"x"' + "]" * depth
+
+
+def _call_line(request_id: int, arguments: str, id_last: bool = False) -> bytes:
+    """A tools/call request as raw JSON text; `id_last` orders it as mcp 1.x's client does."""
+    params = f'{{"name": "recall_memory", "arguments": {arguments}}}'
+    if id_last:
+        return f'{{"method": "tools/call", "params": {params}, "jsonrpc": "2.0", "id": {request_id}}}'.encode()
+    return f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": {params}}}'.encode()
+
+
+class RawStdio:
+    """JSON-RPC lines written straight to the bridge's stdin: no client SDK in between."""
+
+    def __init__(self, home):
+        self.process = subprocess.Popen(bridge_command(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env={**os.environ, **KEYWORD_ONLY})
+        self.send(b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": '
+                  b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}')
+        assert self.receive(60)["id"] == 0
+        self.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def send(self, line: bytes) -> None:
+        self.process.stdin.write(line + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self, timeout: float = 20) -> dict:
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        assert ready, f"no answer within {timeout} s"
+        return json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+def test_deep_or_huge_requests_on_stdio_are_answered_with_their_id_and_the_session_goes_on(home):
+    raw = RawStdio(home)
+    try:
+        answers = []
+        for request_id, line in ((1, _call_line(1, f'{{"query": "x", "scope": "s", "tags": {_nested(1000)}}}')),
+                                 (2, _call_line(2, f'{{"query": "x", "scope": "s", "tags": {_nested(65)}}}', True)),
+                                 (3, _call_line(3, '{"query": "%s", "scope": "s"}' % ("x" * 5_000_000), True)),
+                                 (4, _call_line(4, '{"query": "x", "scope": "s"}'))):
+            raw.send(line)
+            answers.append(raw.receive())
+    finally:
+        raw.close()
+    deep, deep_id_last, huge, fine = answers
+    for answer, request_id in ((deep, 1), (deep_id_last, 2)):
+        assert answer["id"] == request_id and answer["error"]["code"] == -32600
+        assert answer["error"]["message"] == ("The request nests lists or objects deeper than 64 levels; "
+                                              "nothing was done.")
+    assert huge["id"] == 3 and huge["error"]["message"] == ("The request is larger than 4,194,304 bytes; "
+                                                            "nothing was done.")
+    assert fine["id"] == 4 and not fine["result"]["isError"]
+
+
+def test_deep_and_huge_arguments_through_a_client_session_get_one_sentence(home):
+    async def main():
+        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+            refused = []
+            for args in ({"tags": json.loads(_nested(100))}, {"query": "x" * 5_000_000}):
+                with pytest.raises(Exception) as error:
+                    await bridge.call("recall_memory", **{"query": "x", "scope": "s", **args})
+                refused.append(str(error.value))
+            return refused, await bridge.ok("recall_memory", query="x", scope="s", tags=["a"])
+
+    (deep, huge), fine = run(main())
+    assert deep == "The request nests lists or objects deeper than 64 levels; nothing was done."
+    assert huge == "The request is larger than 4,194,304 bytes; nothing was done."
+    assert fine["results"] == []
+
+
+def _post(url: str, body: bytes, headers: dict) -> tuple[int, dict, dict]:
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), json.loads(response.read().split(b"data: ")[-1])
+    except urllib.error.HTTPError as refused:
+        return refused.code, dict(refused.headers), json.loads(refused.read() or b"{}")
+
+
+def test_http_bounds_requests_and_takes_the_bearer_scheme_in_any_case(home):
+    port, token = free_port(), "s3cret-token"
+    process = _start_http(home, port, {"CMMS_MCP_TOKEN": token})
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        initialize = (b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": '
+                      b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}')
+        for scheme in ("bearer", "BEARER", "Bearer"):
+            status, _, answer = _post(url, initialize, {"Authorization": f"{scheme} {token}"})
+            assert status == 200 and answer["id"] == 0 and "result" in answer, (scheme, answer)
+        assert _post(url, initialize, {"Authorization": f"bearer {token}x"})[0] == 401
+        auth = {"Authorization": f"Bearer {token}"}
+        deep = _post(url, _call_line(7, f'{{"query": "x", "scope": "s", "tags": {_nested(1000)}}}'), auth)
+        huge = _post(url, _call_line(8, '{"query": "%s", "scope": "s"}' % ("x" * 5_000_000), True), auth)
+        assert _post(url, _call_line(9, _nested(1000)), {})[0] == 401  # the token is checked first
+
+        async def main():
+            async with http_bridge(url, token=token) as bridge:
+                with pytest.raises(Exception) as error:
+                    await bridge.call("recall_memory", query="x", scope="s", tags=[[["a"]]] * 3 + [_deep(80)])
+                return str(error.value), await bridge.ok("recall_memory", query="x", scope="s")
+
+        refused, fine = run(main())
+    finally:
+        process.terminate()
+        process.wait(20)
+    for (status, _, answer), request_id in ((deep, 7), (huge, 8)):
+        assert status == 200 and answer["id"] == request_id and answer["error"]["code"] == -32600
+    assert deep[2]["error"]["message"].startswith("The request nests lists or objects deeper than 64 levels")
+    assert huge[2]["error"]["message"] == "The request is larger than 4,194,304 bytes; nothing was done."
+    assert refused == "The request nests lists or objects deeper than 64 levels; nothing was done."
+    assert fine["results"] == []
+
+
+def _deep(depth: int) -> list:
+    value: list = ["x"]
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 def test_default_scope_is_the_hermes_cli_users(home, monkeypatch):

@@ -164,13 +164,15 @@ def test_every_turn_fails_loudly_when_initialize_could_not_open_the_store(kw_hom
 
 def test_a_store_that_refuses_writes_after_opening_fails_each_turn_loudly(kw_home, monkeypatch):
     MemoryService(Settings.load(kw_home), scheduler=False).close()  # created and migrated
-    if SERVER:
-        _refuse_writes(kw_home)
-    else:
+    if not SERVER:  # SQLite opened read-only: it opens, reads, and refuses every write
         db = kw_home / "cmms" / "cmms.db"
         monkeypatch.setenv("CMMS_DATABASE_URL", f"sqlite:///file:{db}?mode=ro&uri=true")
     provider = CmmsMemoryProvider()
     provider.initialize("s1", hermes_home=str(kw_home), **INIT)  # opens: reading still works
+    if SERVER:  # the database turns read-only under a running provider (a failover to a replica)
+        _refuse_writes(kw_home)
+        sql(kw_home, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name = 'hermes-cmms' AND datname = current_database()")
     try:
         for turn in ("I keep bees on the roof.", "The bees swarmed in May."):
             with pytest.raises(StoreUnavailable, match="cmms did not store this turn: ") as failed:

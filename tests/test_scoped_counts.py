@@ -1,0 +1,74 @@
+"""Counts do not cross scopes: a bridge bound to one scope reports that scope's memories,
+vectors and index lag in `ping` and `metrics`, whatever other scopes write. The machine
+owner's CLI (`hermes-cmms status` / `metrics`) still shows the whole store."""
+from __future__ import annotations
+
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.metrics import exposition
+from mcp_client import run, stdio_bridge
+from test_metrics import _samples, _value
+
+MINE, OTHERS = "user:telegram:111", "user:telegram:222"
+QUIET = {"CMMS_EMBEDDER": "none", "CMMS_SCHEDULER": "off", "CMMS_MIRROR": "off"}
+
+
+def _store_side(samples: dict) -> dict:
+    """The store gauges of an exposition: memories by (tier, state), lag, and whether the
+    store-wide audit series are there."""
+    memories = {tuple(sorted(dict(labels).items())): value for (name, labels), value in samples.items()
+                if name == "cmms_memories"}
+    return {"memories": memories, "lag": _value(samples, "cmms_index_lag"),
+            "drift": any(name == "cmms_drift" for name, _ in samples)}
+
+
+def _others_write(home, count: int) -> None:
+    """Another gateway user, through another process's engine, writes `count` memories."""
+    service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        for number in range(count):
+            service.remember(OTHERS, f"Other user's note number {number} about kayaks.")
+        service.retain_turn(OTHERS, "s9", "I paddle on Sundays.", "Nice.")
+    finally:
+        service.close()
+
+
+def test_ping_and_metrics_of_a_scoped_bridge_do_not_see_other_scopes(home):
+    async def main():
+        async with stdio_bridge(home, "--scope", MINE, env=QUIET) as bridge:
+            await bridge.ok("remember", subject="Ana", predicate="lives in", object="Lisbon")
+            before = await bridge.ok("ping"), _samples((await bridge.ok("metrics"))["exposition"])
+            _others_write(home, 7)
+            after = await bridge.ok("ping"), _samples((await bridge.ok("metrics"))["exposition"])
+            return before, after
+
+    (ping_before, metrics_before), (ping_after, metrics_after) = run(main())
+    assert ping_before["scope"] == MINE and ping_before["memories"] == ping_after["memories"] == 1
+    assert ping_before["indexed"] == ping_after["indexed"] == 0  # keyword-only here: no vectors at all
+    assert _store_side(metrics_before) == _store_side(metrics_after)
+    assert _store_side(metrics_after)["memories"] == {(("state", "active"), ("tier", "semantic")): 1.0}
+    assert _store_side(metrics_after)["drift"] is False  # the last full audit is the whole store's
+    assert _value(metrics_after, "cmms_tool_calls_total", door="mcp", tool="remember") == 1.0
+
+    owner = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:  # the machine owner still sees the whole store
+        assert owner.status()["memories"] == 1 + 7 + 2
+        whole = _store_side(_samples(exposition(owner)))
+        assert sum(whole["memories"].values()) == 10 and whole["drift"] is True
+    finally:
+        owner.close()
+
+
+def test_vectors_and_index_lag_are_counted_per_scope(service):
+    for number in range(3):
+        service.remember(MINE, f"My note number {number} about violins.")
+    for number in range(5):
+        service.remember(OTHERS, f"Their note number {number} about kayaks.")
+    service.indexer.drain(60)
+    mine, whole = _samples(exposition(service, MINE)), _samples(exposition(service))
+    if service.indexer.active:
+        assert _value(mine, "cmms_vectors") == 3.0 and _value(whole, "cmms_vectors") == 8.0
+        assert service.status(MINE)["indexed"] == 3 and service.status()["indexed"] == 8
+    assert _value(mine, "cmms_index_lag") == 0.0
+    assert service.status(MINE)["memories"] == 3 and service.status()["memories"] == 8
+    assert service.store.counts(OTHERS) == {"memories": 5, "scopes": 1, "sessions": 0, "outbox": 0}
+    assert not any(name.startswith("cmms_hook_latency") for name, _ in mine)  # every scope's work
