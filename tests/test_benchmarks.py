@@ -101,3 +101,9 @@ def test_knowledge_benchmark_reports_every_part(tmp_path):
     assert result["health"]["memories"] > 20 and result["health"]["audit_all_ms"]["n"] == 3
     assert result["graph"]["facts"] == 100 and result["graph"]["entities"] > 10
     assert 0 < result["graph"]["paths_depth4_ms"]["p50"] <= result["graph"]["paths_depth4_ms"]["max"]
+
+
+def test_redaction_benchmark_reports_every_figure(tmp_path):
+    _, figures = run_benchmark(tmp_path, "redaction.py", timeout=120)
+    assert set(figures) == {"turn_500_chars_us", "turn_10kb_us", "short_word_us", "corpus_entry_us", "corpus_entries"}
+    assert figures["corpus_entries"] >= 60 and all(v > 0 for v in figures.values())

@@ -164,3 +164,23 @@ def test_no_door_stores_or_returns_a_secret(home, tmp_path, monkeypatch):
     assert kept == []  # near-misses come back exactly as said
     assert '"session_id": "sess-[REDACTED:' in outputs[2].stdout  # ids masked, not dropped
     assert exported.count("[REDACTED:") > 4 * len(SECRETS)
+
+
+def test_a_tool_error_is_redacted_before_it_is_cut(keyword_service):
+    token = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98"
+    keyword_service.record_call("mcp:test", "forget_memory", "test:audit", False,
+                                "x" * 273 + f" id {token} was not found")  # a cut at 300 keeps 23 of its characters
+    [event] = keyword_service.audit_log("test:audit")
+    error = json.loads(event.detail)["error"]
+    assert len(error) <= 300 and token[:12] not in error and error.startswith("x" * 273)
+
+
+def test_the_store_redacts_what_a_plugin_writes_past_admission(keyword_service, home):
+    from hermes_cmms import NewMemory
+
+    pasted = [entry["text"] for entry in SECRETS[:6]]
+    [memory_id] = keyword_service.store.add([NewMemory(
+        scope="test:store", content=pasted[0], role=pasted[1], kind=pasted[2], source=pasted[3],
+        tags=(pasted[4],), detail={"note": pasted[5]})])
+    assert keyword_service.store.get([memory_id], "test:store")[memory_id].content.count("[REDACTED:") == 1
+    assert _leaks(_stored(home)) == []

@@ -51,8 +51,8 @@ def _redacted(text: str, keyed: bool) -> str:
     lowered, out = text.lower(), text
     for rule in RULES:
         if (not rule.keywords and rule.precheck is None) or rule.wanted(text, lowered):
-            out = _scan(rule, out, keyed) if rule.overlapping else rule.pattern.sub(
-                lambda m, rule=rule: _masked(m, rule, keyed) or m.group(0), out)
+            out = _scan(rule, out, keyed, _starts(rule, out)) if rule.overlapping or rule.anchors \
+                else rule.pattern.sub(lambda m, rule=rule: _masked(m, rule, keyed) or m.group(0), out)
     if out == text and len(text) <= _SHORT:
         if len(_clean) > 4096:
             _clean.clear()
@@ -60,11 +60,12 @@ def _redacted(text: str, keyed: bool) -> str:
     return out
 
 
-def _scan(rule: Rule, text: str, keyed: bool) -> str:
+def _scan(rule: Rule, text: str, keyed: bool, starts: Optional[list[int]]) -> str:
     """`rule` applied like re.sub, except that a match its check refuses is tried again one
-    character later: "settings: password=x" must not hide "password=x" inside a refused value."""
+    character later ("settings: password=x" must not hide "password=x" inside a refused
+    value), and, given `starts`, tried only at those positions."""
     pieces, pos, last = [], 0, 0
-    while (match := rule.pattern.search(text, pos)) is not None:
+    while (match := _next(rule, text, pos, starts)) is not None:
         masked = _masked(match, rule, keyed)
         if masked is None:
             pos = match.start() + 1
@@ -72,6 +73,32 @@ def _scan(rule: Rule, text: str, keyed: bool) -> str:
         pieces += [text[last:match.start()], masked]
         last = pos = match.end()
     return "".join(pieces) + text[last:] if pieces else text
+
+
+def _next(rule: Rule, text: str, pos: int, starts: Optional[list[int]]) -> Optional[re.Match]:
+    if starts is None:
+        return rule.pattern.search(text, pos)
+    for start in starts:
+        if start >= pos and (match := rule.pattern.match(text, start)) is not None:
+            return match
+    return None
+
+
+def _starts(rule: Rule, text: str) -> Optional[list[int]]:
+    """Where the rule's anchor words start in `text` (None: try everywhere). A text whose
+    lower-case form has another length (a few non-ASCII letters) is searched everywhere."""
+    if not rule.anchors:
+        return None
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return None
+    found = set()
+    for word in rule.anchors:
+        at = lowered.find(word)
+        while at >= 0:
+            found.add(at)
+            at = lowered.find(word, at + 1)
+    return sorted(found)
 
 
 def _masked(match: re.Match, rule: Rule, keyed: bool) -> Optional[str]:

@@ -24,6 +24,7 @@ class Rule:
     check: Optional[Callable[[re.Match], bool]] = None
     precheck: Optional[Callable[[str], bool]] = None  # a cheap look at the original text first
     overlapping: bool = False  # a refused match is tried again one character on (see redact._scan)
+    anchors: tuple[str, ...] = ()  # lower-case words: the pattern is tried only where one starts
 
     def wanted(self, text: str, lowered: str) -> bool:
         """Whether the text may hold a match: one of the keywords is in it and the precheck passes."""
@@ -32,8 +33,10 @@ class Rule:
         return self.precheck is None or self.precheck(text)
 
 
-def _rule(label: str, pattern: str, keywords=(), check=None, flags=0, precheck=None, overlapping=False) -> Rule:
-    return Rule(label, re.compile(pattern, flags), tuple(keywords), check, precheck, overlapping)
+def _rule(label: str, pattern: str, keywords=(), check=None, flags=0, precheck=None, overlapping=False,
+          anchors=()) -> Rule:
+    return Rule(label, re.compile(pattern, flags), tuple(keywords or anchors), check, precheck, overlapping,
+                tuple(anchors))
 
 
 def _secret(match: re.Match) -> str:
@@ -232,11 +235,11 @@ NOT_A_PASSWORD = (
 _SAID = [
     _rule("password", r"[Pp](?i:ass(?:word|phrase|code)|in)\s+(?i:is|was)\s*:?\s+"
                       rf"(?!(?:{'|'.join(NOT_A_PASSWORD)})[.!?:)]*(?:[\s,;]|$))(?P<secret>[^\s,;]+)",
-          ["password", "passphrase", "passcode", "pin is", "pin was"], _word_start),
+          check=_word_start, anchors=("pass", "pin")),
     _rule("secret", r"(?P<word>[AaSsTtCcPp](?i:pi[ _-]?key|ccess[ _-]?key|ecret(?:[ _-]?key)?|oken|redential"
                     r"|rivate[ _-]?key|uth[ _-]?token|lient[ _-]?secret)(?i:s)?)"
                     r"[ \t]*(?:is|was|:|=|-|,)?[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]{16,}={0,2})",
-          ["key", "secret", "token", "credential"], _said),
+          check=_said, anchors=("api", "access", "secret", "token", "credential", "private", "auth", "client")),
     _rule("card-number", r"\d(?<![\w.\-]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
           lambda m: _checks.card_number(m.group(0)), precheck=_digits),
 ]
