@@ -12,6 +12,7 @@ from . import lifecycle
 from .errors import InvalidInput
 from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 from .redact import redact_key
+from .nesting import MAX_DEPTH, text_depth
 from .store import _fact_keys
 from .service import TIERS
 from .text import clean, clean_key, content_hash, map_strings
@@ -74,7 +75,10 @@ def bad(line: int, what: str) -> InvalidInput:
 
 
 def parse(text: str, line: int) -> dict:
-    """One line as a JSON object with a known `type` (NaN and Infinity are refused)."""
+    """One line as a JSON object with a known `type` (NaN and Infinity are refused, and so
+    is nesting deeper than any export writes, before the parser would overflow)."""
+    if text_depth(text) > MAX_DEPTH:
+        raise bad(line, f"it nests lists or objects deeper than {MAX_DEPTH} levels")
     try:
         record = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
+import threading
+import time
+import traceback
 from typing import Callable, Optional, Sequence
 
 from .errors import CmmsError, InvalidInput
@@ -255,13 +260,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
     except CmmsError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
+        traceback.print_exc()
+        code = 1
+    if argv is None and not settled():  # this process is the command
+        exit_now(code)
+    return code
+
+
+def settled(timeout: float = SETTLE_S) -> bool:
+    """Whether the engine's threads have ended (waiting up to `timeout` for them)."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.daemon and thread.name.startswith("cmms-"):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(t.is_alive() and t.daemon and t.name.startswith("cmms-") for t in threading.enumerate())
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code`, output flushed, without finalising the interpreter.
+
+    The last resort when an engine thread is still running: Python ends such a daemon thread
+    from under it at exit, and the process dies of SIGABRT ("terminate called without an active
+    exception") when the thread is inside torch's C++ or safetensors' Rust code, as the indexer
+    is while it loads the embedding model (tens of seconds on a busy machine, and it cannot be
+    cut short) or embeds a batch. The store is already closed; a vector write cut short here is
+    what a SIGKILL leaves, which the outbox repairs."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -182,6 +182,9 @@ class Store(LifecycleRows):
             raise StoreUnavailable(f"The memory store is busy: all {self.engine.pool.size()} connections of "
                                    "this process are in use; try again.") from exc
         except (OperationalError, InterfaceError) as exc:
+            if _disk_full(exc.orig):
+                raise StoreUnavailable(f"The memory store's disk is full ({safe_url(self.url)}); "
+                                       "nothing was written.") from exc
             if self.engine.dialect.name == "sqlite" and "locked" not in str(exc):
                 raise
             if "lock timeout" in str(exc.orig or exc):
@@ -714,3 +717,9 @@ class Store(LifecycleRows):
                 return _sqlite.quick_check(conn)
             conn.execute(text("SELECT 1"))
             return "ok"
+
+
+def _disk_full(error) -> bool:
+    """Whether a driver error says the disk is full: SQLite's SQLITE_FULL (13), PostgreSQL's
+    disk_full (SQLSTATE 53100)."""
+    return getattr(error, "sqlite_errorcode", None) == 13 or getattr(error, "sqlstate", None) == "53100"

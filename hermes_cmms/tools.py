@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from typing import Any, Optional
 
 from .errors import CmmsError, InvalidInput
+from .nesting import MAX_DEPTH, too_deep, value_depth
 from .recall import Hit
 from .text import brief
 
@@ -79,6 +80,8 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
     """Run one Hermes tool call; raises CmmsError subclasses for bad input (with a short message:
     an echoed argument is cut)."""
     try:
+        if value_depth(args) > MAX_DEPTH:
+            raise InvalidInput(too_deep("The tool call"))
         return _call(service, scope, name, args, session_id)
     except CmmsError as exc:
         exc.args = (brief(str(exc)),)

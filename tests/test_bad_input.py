@@ -129,6 +129,13 @@ def test_prefetch_never_raises(provider, query):
 
 # -- tool arguments -----------------------------------------------------------------------------
 
+def _nested(depth: int) -> list:
+    value: list = ["x"]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 BAD_CALLS = [
     ("cmms_recall", {"query": 5}, "Argument 'query' must be a string, not a whole number."),
     ("cmms_recall", {"query": "cat", "limit": "5"}, "Argument 'limit' must be a whole number, not a string."),
@@ -160,6 +167,10 @@ BAD_CALLS = [
     ("cmms_forget", {"memory_id": "'; DELETE FROM memories; --"},
      "Unknown memory id \"'; DELETE FROM memories; --\" in this scope."),
     ("cmms_unknown", {"query": "cat"}, "Unknown cmms tool 'cmms_unknown'."),
+    ("cmms_remember", {"content": "x", "tags": _nested(100)},
+     "The tool call nests lists or objects deeper than 64 levels; nothing was done."),
+    ("cmms_recall", {"query": "cat", "filters": {"and": _nested(900)}},
+     "The tool call nests lists or objects deeper than 64 levels; nothing was done."),
     (None, {}, "Unknown cmms tool None."),
 ]
 

@@ -63,3 +63,44 @@ def test_plugins_lists_the_built_ins_and_their_hooks(home):
     out = run(home, "plugins").stdout
     assert "hermes_cmms.hooks.auto_recall: recall" in out
     assert "hermes_cmms.redact: redact" in out
+
+
+def test_a_deeply_nested_import_line_is_one_sentence_naming_the_line(home, tmp_path):
+    header = {"type": "header", "format": "hermes-cmms-export", "version": 1, "scope": "local:default",
+              "counts": {}}
+    for depth in (70, 5000):  # past the bound; past what Python's json parser can take
+        lines = tmp_path / f"deep-{depth}.jsonl"
+        lines.write_text(json.dumps(header) + "\n" + '{"type": "memory", "tags": ' + "[" * depth + "]" * depth + "}\n")
+        result = run(home, "import", str(lines))
+        assert result.returncode == 2
+        assert result.stderr == ("error: Line 2: it nests lists or objects deeper than 64 levels; "
+                                 "nothing was imported.\n")
+
+
+ENGINE_THREAD_IN_NATIVE_CODE = """
+import sys, threading
+import torch
+from hermes_cmms.cli import main
+
+weights = torch.randn(600, 600)
+
+def embed_forever():  # what the indexer does while it loads the model or embeds a batch
+    while True:
+        weights @ weights
+
+threading.Thread(target=embed_forever, name="cmms-indexer", daemon=True).start()
+sys.argv = ["hermes-cmms", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def test_the_cli_exits_with_its_code_while_an_engine_thread_is_inside_native_code(home):
+    pytest.importorskip("torch")
+    import os
+
+    env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
+    for args, code, stderr in ((["search", ""], 2, "error: Argument 'query' must hold 1 to 10,000 characters.\n"),
+                               (["plugins"], 0, "")):
+        done = subprocess.run([sys.executable, "-c", ENGINE_THREAD_IN_NATIVE_CODE, *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (code, stderr)  # not SIGABRT (-6) after the error
