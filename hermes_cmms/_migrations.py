@@ -195,6 +195,15 @@ def _0008_knowledge(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
+def _0009_forgetting(conn: Connection) -> None:
+    conn.execute(text("""CREATE TABLE forgetting (
+        scope TEXT PRIMARY KEY,
+        actor TEXT NOT NULL DEFAULT '',
+        started_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        memories INTEGER NOT NULL DEFAULT 0)"""))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -202,7 +211,8 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0005_index_state", _0005_index_state),
                                     ("0006_memory_speaker", _0006_memory_speaker),
                                     ("0007_lifecycle", _0007_lifecycle),
-                                    ("0008_knowledge", _0008_knowledge)]
+                                    ("0008_knowledge", _0008_knowledge),
+                                    ("0009_forgetting", _0009_forgetting)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

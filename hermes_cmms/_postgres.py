@@ -1,4 +1,4 @@
-"""PostgreSQL specifics: a connection pool, and one writer at a time, as SQLite has."""
+"""PostgreSQL specifics: a connection pool, one writer at a time (as SQLite has), the scrub after a forget."""
 from __future__ import annotations
 
 from sqlalchemy import create_engine, event
@@ -37,3 +37,25 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
 
     return engine
+
+
+# What a forget deletes from or blanks in, and the GIN indexes whose keys (the words) VACUUM keeps.
+SCRUBBED_TABLES = ("memories", "facts", "audit_log", "outbox", "links", "beliefs", "evidence", "entities",
+                   "relations", "sessions")
+WORD_INDEXES = ("ix_memories_fts_content", "ix_memories_fts_all")
+
+
+def scrub(engine: Engine) -> None:
+    """After a forget has committed: VACUUM the tables it touched, so the deleted rows' tuples
+    are pruned from the heap and index pages (FREEZE makes VACUUM wait for a page another
+    backend has pinned instead of skipping it); ANALYZE them, since the planner's statistics
+    (pg_statistic) keep sample values of their columns, then VACUUM pg_statistic (the database
+    owner may); then rebuild the GIN indexes, whose entry trees keep a word (lexeme) even once
+    no row holds it. REINDEX CONCURRENTLY lets reads and writes go on meanwhile. None of this
+    can run in a transaction. What the server's WAL (pg_wal) holds stays until the server
+    recycles it: out of this process's reach."""
+    tables = ", ".join(SCRUBBED_TABLES)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for statement in (f"VACUUM (FREEZE) {tables}", f"ANALYZE {tables}", "VACUUM pg_statistic",
+                          *(f"REINDEX INDEX CONCURRENTLY {index}" for index in WORD_INDEXES)):
+            conn.exec_driver_sql(statement)

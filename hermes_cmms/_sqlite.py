@@ -38,8 +38,9 @@ def quick_check(conn: Connection) -> str:
     return conn.exec_driver_sql("PRAGMA quick_check").scalar_one()
 
 
-def checkpoint(engine: Engine) -> None:
+def checkpoint(engine: Engine) -> bool:
     """Copy the WAL into the database and truncate it, so deleted text does not linger in old
-    WAL frames (best effort: a reader still holding a snapshot can keep it from finishing)."""
+    WAL frames. False when a reader still holding a snapshot kept it from finishing."""
     with engine.connect() as conn:
-        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, _, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+        return not busy

@@ -9,6 +9,7 @@ from sqlalchemy import insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from . import lifecycle
+from ._batches import Batches, in_batches, slices
 from ._store_rows import _by_ids, _memory, _move, _record
 from .models import Job, Memory
 
@@ -41,9 +42,10 @@ class LifecycleRows:
     def age(self, now: float, batch: int = 2000) -> tuple[int, int]:
         """Recompute confidence and state of every live, lasting memory as of `now`; return
         (rows updated, state transitions). Reads in batches without the write lock; writes
-        only the rows that changed, and only if nobody touched them in between."""
+        only the rows that changed, and only if nobody touched them in between, in bounded
+        write batches."""
         changed = moved = 0
-        after = 0
+        after, batches = 0, Batches(self.engine.dialect.name)
         while True:
             with self.read() as conn:
                 rows = conn.execute(_AGE_ROWS, {"after": after, "batch": batch}).all()
@@ -62,16 +64,26 @@ class LifecycleRows:
                     transitions.append((change, m))
                 elif abs(confidence - m.confidence) >= DECAY_STEP:
                     updates.append(change)
-            if not updates and not transitions:
-                continue
-            with self._write_lock, self.write() as conn:
-                if updates:
-                    conn.execute(_AGE_UPDATE, updates)
-                    changed += len(updates)
-                for change, m in transitions:  # rare: one statement each, so each is audited truly
-                    if conn.execute(_AGE_UPDATE, change).rowcount:
-                        _record(conn, [_move(now, m, change["state"], "age")])
-                        changed, moved = changed + 1, moved + 1
+            if updates or transitions:
+                done = self._aged(now, [(change, None) for change in updates] + transitions, batches)
+                changed, moved = changed + done[0], moved + done[1]
+
+    def _aged(self, now: float, work: list, batches: Batches) -> tuple[int, int]:
+        """Write (change, memory) pairs of `age`; memory is None for a confidence-only update."""
+        changed = moved = 0
+
+        def write(conn, part: list) -> None:
+            nonlocal changed, moved
+            updates = [change for change, m in part if m is None]
+            if updates:
+                conn.execute(_AGE_UPDATE, updates)
+                changed += len(updates)
+            for change, m in part:  # transitions, rare: one statement each, so each is audited truly
+                if m is not None and conn.execute(_AGE_UPDATE, change).rowcount:
+                    _record(conn, [_move(now, m, change["state"], "age")])
+                    changed, moved = changed + 1, moved + 1
+        in_batches(self, slices(work, write), batches)
+        return changed, moved
 
     def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
         """A scope's current episodic memories consolidation has not looked at yet, oldest first."""
@@ -104,10 +116,8 @@ class LifecycleRows:
             return summary_id
 
     def mark_examined(self, ids: Sequence[str], now: float) -> None:
-        with self._write_lock, self.write() as conn:
-            for start in range(0, len(ids), 500):
-                conn.execute(update(Memory).where(Memory.id.in_(list(ids[start:start + 500])))
-                             .values(consolidated_at=now))
+        in_batches(self, slices(list(ids), lambda conn, part: conn.execute(
+            update(Memory).where(Memory.id.in_(part)).values(consolidated_at=now))))
 
     def lease(self, owner: str, seconds: float, now: float, name: str = "scheduler") -> bool:
         """Take or renew the named lease for `owner`; False while another owner holds it.

@@ -94,6 +94,21 @@ class Indexer:
             time.sleep(0.02)
         return False
 
+    def wait_deleted(self, scope: str, timeout: float) -> bool:
+        """After a forget: wait until the scope's queued vector deletions are done and scrubbed
+        from the index files (by this process or whichever one writes the index); False if
+        `timeout` passed first (they go on). A process without a vector index does not wait."""
+        deadline = time.monotonic() + timeout
+        self.notify()
+        if not self.ready.wait(timeout) or not self.active:
+            return False
+        while self.store.deletes_pending(scope):
+            if time.monotonic() >= deadline:
+                return False
+            self.notify()
+            time.sleep(0.02)
+        return True
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         self._wake.set()
@@ -151,6 +166,8 @@ class Indexer:
             return False
         try:
             self._apply(batch)
+            if any(row.op == "delete" for row in batch) and not self.store.deletes_pending(after=batch[-1].id):
+                self.vectors.scrub()  # the last of a run of deletes: out of Chroma's own files too
             self._lock.check()  # still the writer (a lease may have run out meanwhile)
             self.store.done([row.id for row in batch])
         except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
@@ -164,7 +181,9 @@ class Indexer:
         for row in batch:
             by_scope[row.scope][row.op].append(row.memory_id)
         for scope, ops in by_scope.items():
-            if ops["delete"]:
+            if ops["delete"] and not self.store.has_memories(scope):
+                self.vectors.drop(scope)  # forget --all: the scope's collections go whole
+            elif ops["delete"]:
                 self.vectors.delete(scope, ops["delete"])
             memories = list(self.store.get(ops["upsert"], scope).values())
             if memories:

@@ -20,8 +20,9 @@ class KeywordIndex(Protocol):
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
 
-    def purge(self, conn: Connection) -> None:
-        """Rewrite the index so no trace of deleted rows is left in its files."""
+    def purge(self, conn: Connection) -> bool:
+        """One bounded step of rewriting the index so no trace of deleted rows is left in its
+        files; True while more steps are needed (each step in a write transaction of its own)."""
 
 
 
@@ -125,10 +126,18 @@ class SqliteKeywordIndex:
     _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
                   "WHERE memories_fts MATCH :match LIMIT :cap)")
 
-    def purge(self, conn: Connection) -> None:
-        # FTS5 records a delete as a tombstone; the deleted words stay in the older segments
-        # until they are merged. 'optimize' merges everything into one segment now.
-        conn.execute(text("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')"))
+    MERGE_PAGES = 64  # leaf pages one purge step writes: ~40 ms at 100k memories on 2 cores
+
+    def purge(self, conn: Connection) -> bool:
+        """FTS5 records a delete as a tombstone: the deleted words stay in the older segments
+        until they are merged (SQLite 3.40 has no 'secure-delete' option). A 'merge' with a
+        negative page count merges segments of every level, MERGE_PAGES leaf pages at a time;
+        repeated until it does no work, it leaves one segment without deleted entries, as
+        'optimize' does, but in steps that hold the writer lock briefly."""
+        before = conn.execute(text("SELECT total_changes()")).scalar_one()
+        conn.execute(text("INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', :pages)"),
+                     {"pages": -self.MERGE_PAGES})
+        return conn.execute(text("SELECT total_changes()")).scalar_one() - before >= 2  # FTS5's "did work"
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
@@ -265,8 +274,10 @@ class PostgresKeywordIndex:
               "JOIN words AS w ON w.lexeme = t.lexeme GROUP BY c.id, c.seq ORDER BY score DESC, c.seq DESC "
               "LIMIT :limit")
 
-    def purge(self, conn: Connection) -> None:
-        """Nothing to do: a deleted row's tsvector goes with the row (VACUUM reclaims the space)."""
+    def purge(self, conn: Connection) -> bool:
+        """Nothing to do in a transaction: a deleted row's tsvector goes with the row; the
+        store's scrub vacuums the table and rebuilds the GIN indexes (_postgres.scrub)."""
+        return False
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:

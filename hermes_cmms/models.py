@@ -143,6 +143,19 @@ class Job(SQLModel, table=True):
     last_run_at: float = 0.0
 
 
+class Forgetting(SQLModel, table=True):
+    """A scope whose `forget --all` has begun and not finished: its memories read as gone
+    while it lasts, and running the forget again (or the sweep job) finishes it."""
+
+    __tablename__ = "forgetting"
+
+    scope: str = Field(primary_key=True)
+    actor: str = ""
+    started_at: float
+    updated_at: float  # the last batch: an interrupted forget stops moving this
+    memories: int = 0  # forgotten so far, for the one 'forget_all' event at the end
+
+
 class IndexState(SQLModel, table=True):
     """A counter the vector-index writer bumps, so other processes know to re-read the index."""
 

@@ -33,6 +33,7 @@ EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish 
 MAX_CONTENT_CHARS = 10_000_000
 MAX_FACT_PART_CHARS = 2_000
 MAX_TAGS = 32
+FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
 MAX_TTL_SECONDS = 10 * 365 * 86400
 TIERS = ("working", "episodic", "semantic")
 # Vector near-duplicates must also pass lifecycle.same_gist (same numbers, same content words but
@@ -215,8 +216,9 @@ class MemoryService:
         tags, tier = _tags(tags), _tier(tier)
         if tier is None and not tags:
             raise InvalidInput("Name a memory id, a tier or tags to forget; nothing was forgotten.")
-        gone = self.store.delete_where(_scope(scope), tier=tier, tags=tags, actor=actor)
-        self.indexer.notify()
+        scope = _scope(scope)
+        gone = self.store.delete_where(scope, tier=tier, tags=tags, actor=actor)
+        self._scrubbed(scope)
         return gone
 
     def forget(self, scope: str, memory_id: str, actor: str = "") -> None:
@@ -225,14 +227,21 @@ class MemoryService:
         scope = _scope(scope)
         if not isinstance(memory_id, str) or not self.store.delete(scope, clean_key(memory_id), actor):
             raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
-        self.indexer.notify()
+        self._scrubbed(scope)
 
     def forget_all(self, scope: str, actor: str = "") -> int:
         """A user's right to be forgotten: delete every memory of `scope` from the store and
         every index, its sessions, and the content of its earlier audit snapshots."""
-        gone = self.store.forget_all(_scope(scope), actor)
-        self.indexer.notify()
+        scope = _scope(scope)
+        gone = self.store.forget_all(scope, actor)
+        self._scrubbed(scope)
         return gone
+
+    def _scrubbed(self, scope: str) -> None:
+        """After a forget: wait (FORGET_WAIT_S at most) for the index writer to delete the vectors
+        and scrub them from Chroma's files, then empty the WAL of the outbox rows it deleted."""
+        if self.indexer.wait_deleted(scope, FORGET_WAIT_S):
+            self.store.scrub()
 
     # -- lifecycle ------------------------------------------------------------------------
 

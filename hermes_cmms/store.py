@@ -539,17 +539,52 @@ class Store(LifecycleRows):
         return len(rows)
 
     def _checkpoint(self) -> None:
-        if self.engine.dialect.name == "sqlite":
-            try:
-                _sqlite.checkpoint(self.engine)
-            except Exception as exc:  # noqa: BLE001 - the delete itself is committed
-                log.warning("hermes-cmms: WAL checkpoint after forget failed: %s", exc)
+        """After a forget has committed: scrub the database files (see scrub)."""
+        self.scrub()
+
+    def scrub(self) -> bool:
+        """Leave no trace of deleted rows in the database's files, once the delete has committed.
+        The keyword index is merged in bounded steps, each a short write transaction of its own
+        with a pause as long after it (so other writers, polling for SQLite's lock, get in),
+        until no deleted word is left in it. Then SQLite's WAL is checkpointed and truncated
+        (secure_delete has zeroed what the delete freed), or PostgreSQL vacuums the tables and
+        rebuilds its word indexes (_postgres.scrub). Best effort: the forget stands either way;
+        False, with a warning, when a step failed or a reader kept the WAL from emptying."""
+        try:
+            self._purge_keywords()
+            if self.engine.dialect.name == "postgresql":
+                _postgres.scrub(self.engine)
+            return self._truncate_wal() if self.engine.dialect.name == "sqlite" else True
+        except Exception as exc:  # noqa: BLE001 - the delete itself is committed
+            log.warning("hermes-cmms: scrubbing the database files after a forget failed: %s", exc)
+            return False
+
+    def _purge_keywords(self) -> None:
+        more = True
+        while more:
+            started = time.perf_counter()
+            with self._write_lock, self.write() as conn:
+                more = self.keyword.purge(conn)
+            if more:
+                time.sleep(time.perf_counter() - started)
+
+    def _truncate_wal(self, tries: int = 5) -> bool:
+        for attempt in range(tries):  # a reader's snapshot ends within milliseconds
+            if _sqlite.checkpoint(self.engine):
+                return True
+            time.sleep(0.05 * (attempt + 1))
+        log.warning("hermes-cmms: a reader kept the WAL from being truncated after a forget; "
+                    "the next forget or checkpoint empties it")
+        return False
 
     def blank_snapshots(self, before: float) -> int:
         """Drop the content of audit snapshots taken before `before`; return how many."""
         with self._write_lock, self.write() as conn:
-            return conn.execute(update(AuditEvent).where(AuditEvent.snapshot.is_not(None), AuditEvent.at < before)
-                                .values(snapshot=None)).rowcount
+            blanked = conn.execute(update(AuditEvent).where(AuditEvent.snapshot.is_not(None), AuditEvent.at < before)
+                                   .values(snapshot=None)).rowcount
+        if blanked:  # the last copy of forgotten text: out of the files too
+            self.scrub()
+        return blanked
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -589,6 +624,19 @@ class Store(LifecycleRows):
         with self.read() as conn:
             rows = conn.execute(select(Outbox).order_by(Outbox.id).limit(limit))
             return [Outbox.model_validate(row._mapping) for row in rows]
+
+    def deletes_pending(self, scope: Optional[str] = None, after: int = 0) -> bool:
+        """Whether vector deletions are queued: of `scope`, or of any scope after outbox row `after`."""
+        query = select(Outbox.id).where(Outbox.op == "delete", Outbox.id > after)
+        if scope is not None:
+            query = query.where(Outbox.scope == scope)
+        with self.read() as conn:
+            return conn.execute(query.limit(1)).first() is not None
+
+    def has_memories(self, scope: str) -> bool:
+        """Whether any memory of `scope` is stored (raw: expired and superseded ones count)."""
+        with self.read() as conn:
+            return conn.execute(select(Memory.id).where(Memory.scope == scope).limit(1)).first() is not None
 
     def done(self, outbox_ids: Sequence[int]) -> None:
         """Forget finished outbox rows and bump the index generation other processes watch."""
