@@ -30,7 +30,7 @@ class ForgetAll:
         count. Batches of about TARGET_S each; in order: the mark, the snapshots, the belief and
         graph rows, the memories (with what they cascade to), the sessions, then one last
         transaction for anything written meanwhile, the event and the end of the mark. Then the
-        keyword index and the WAL are rewritten so the deleted text is gone from the files too.
+        files are scrubbed (_checkpoint) so the deleted text is gone from them too.
         Returns how many memories went (in this run and any interrupted one before it)."""
         self._mark_forgetting(scope, actor)
         snapshots, newest = self._snapshot_ids(scope)
@@ -42,9 +42,7 @@ class ForgetAll:
         in_batches(self, lambda conn, size: _delete_some(conn, ConversationSession, ConversationSession.session_id,
                                                          scope, size), batches)
         count = self._finish_forget(scope, actor, newest)
-        with self._write_lock, self.write() as conn:
-            self.keyword.purge(conn)
-        self._checkpoint()
+        self._checkpoint()  # the keyword index and the files scrubbed, in short steps of their own
         return count
 
     def unfinished_forgets(self, before: float) -> list[tuple[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import pluggy
 
@@ -35,6 +35,7 @@ MAX_FACT_PART_CHARS = 2_000
 MAX_TAGS = 32
 FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
 MAX_TTL_SECONDS = 10 * 365 * 86400
+FORGET_STALLED_S = 600  # a forget --all with no batch for this long was interrupted: the sweep finishes it
 TIERS = ("working", "episodic", "semantic")
 # Vector near-duplicates must also pass lifecycle.same_gist (same numbers, same content words but
 # one). Conversation messages that repeat older ones are folded by consolidation (consolidate.py).
@@ -229,11 +230,12 @@ class MemoryService:
             raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
         self._scrubbed(scope)
 
-    def forget_all(self, scope: str, actor: str = "") -> int:
+    def forget_all(self, scope: str, actor: str = "", progress: Optional[Callable[[int], None]] = None) -> int:
         """A user's right to be forgotten: delete every memory of `scope` from the store and
-        every index, its sessions, and the content of its earlier audit snapshots."""
+        every index, its sessions, and the content of its earlier audit snapshots, in short
+        batches (`progress(memories so far)` after each); see Store.forget_all."""
         scope = _scope(scope)
-        gone = self.store.forget_all(scope, actor)
+        gone = self.store.forget_all(scope, actor, progress)
         self._scrubbed(scope)
         return gone
 
@@ -246,9 +248,12 @@ class MemoryService:
     # -- lifecycle ------------------------------------------------------------------------
 
     def sweep(self, now: Optional[float] = None) -> int:
-        """Delete working memories past their expiry time; return how many. Also drop the
-        content of forget snapshots older than the `snapshot_days` setting."""
+        """Delete working memories past their expiry time; return how many. Also finish any
+        forget --all that stopped (its process died) and drop the content of forget snapshots
+        older than the `snapshot_days` setting."""
         now = time.time() if now is None else now
+        for scope, actor in self.store.unfinished_forgets(time.time() - FORGET_STALLED_S):
+            self.forget_all(scope, actor or "cmms:sweep")  # a forget --all that was interrupted
         self.store.blank_snapshots(now - self.settings.snapshot_days * 86400)
         gone = sum(len(self.store.delete_where(scope, ids=ids, now=now, action="expire", actor="cmms:sweep"))
                    for scope, ids in self.store.expired(now).items())

@@ -16,6 +16,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from . import _migrations, _postgres, _sqlite, graph, lifecycle
+from ._batches import WriteHolds, in_batches, slices
+from ._store_forget import ForgetAll, forgetting
 from ._store_knowledge import _drop_knowledge, _learned_only_from
 from ._store_lifecycle import LifecycleRows
 from ._store_rows import _by_ids, _event, _memory, _move, _record, _redact_item
@@ -123,11 +125,12 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
     return query
 
 
-class Store(LifecycleRows):
+class Store(LifecycleRows, ForgetAll):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
         self.url = url
+        self.holds = WriteHolds()  # how long write transactions held the writer lock
         try:
             self.engine = make_engine(url)
             self.keyword: KeywordIndex = keyword_index_for(self.engine.dialect.name)
@@ -140,8 +143,15 @@ class Store(LifecycleRows):
     @contextmanager
     def write(self) -> Iterator[Connection]:
         with self._reachable():
-            with self._connect().execution_options(cmms_write=True) as conn, conn.begin():
-                yield conn
+            with self._connect().execution_options(cmms_write=True) as conn:
+                began = None
+                try:
+                    with conn.begin():  # the writer lock is taken here (BEGIN IMMEDIATE, advisory lock)
+                        began = time.perf_counter()
+                        yield conn
+                finally:
+                    if began is not None:
+                        self.holds.observe(time.perf_counter() - began)
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -412,32 +422,36 @@ class Store(LifecycleRows):
         their ids. A forgotten memory is first written whole to the audit log (an expired one is
         not: it was meant to go); its facts go too, its vectors are queued for removal, a
         summary made from it goes with it, and memories it had superseded are current again.
-        With action 'expire' (the sweep) only memories past `now` are deleted."""
+        With action 'expire' (the sweep) only memories past `now` are deleted. The matching ids
+        are read first, then deleted in bounded batches (each memory with all it cascades to)."""
         if ids is None and tier is None and not tags:
             raise ValueError("delete_where needs a filter")
         now = now or time.time()
-        with self._write_lock, self.write() as conn:
-            if ids is not None:  # by id alone (see _by_ids), then the other filters here
-                rows = [m for m in _by_ids(conn, scope, ids).values()
-                        if (tier is None or m.tier == tier) and has_tags(m, tags)
-                        and (action != "expire" or (m.expires_at is not None and m.expires_at <= now))]
-            else:
-                rows = [_memory(row) for row in conn.execute(
-                    _filtered(select(Memory).where(Memory.scope == scope), tier, tags))]
-            for start in range(0, len(rows), 500):
-                self._delete_rows(conn, scope, rows[start:start + 500], action, actor, now,
-                                  snapshots=action == "forget")
-        if rows and action == "forget":
+        if ids is None:
+            with self.read() as conn:
+                ids = list(conn.execute(_filtered(select(Memory.id).where(Memory.scope == scope), tier, tags)).scalars())
+        gone: list[str] = []
+
+        def forget(conn: Connection, part: list[str]) -> None:
+            rows = [m for m in _by_ids(conn, scope, part).values()  # by id alone (see _by_ids), then the filters
+                    if (tier is None or m.tier == tier) and has_tags(m, tags)
+                    and (action != "expire" or (m.expires_at is not None and m.expires_at <= now))]
+            self._delete_rows(conn, scope, rows, action, actor, now, snapshots=action == "forget")
+            gone.extend(m.id for m in rows)
+        in_batches(self, slices(list(ids), forget))
+        if gone and action == "forget":
             self._checkpoint()
-        return [m.id for m in rows]
+        return gone
 
     def merge(self, scope: str, pairs: Sequence[tuple[str, str]], actor: str = "cmms:dedup") -> int:
-        """Fold near-duplicates into the memories they repeat, in one transaction: for each
+        """Fold near-duplicates into the memories they repeat, in bounded batches: for each
         (duplicate, into) pair the second is reinforced with the first's receipts and the first
         deleted (a 'merge' event records it, without a copy of the text). Returns how many."""
         now, folded = time.time(), 0
-        with self._write_lock, self.write() as conn:
-            for duplicate_id, into_id in pairs:
+
+        def fold(conn: Connection, part: list[tuple[str, str]]) -> None:
+            nonlocal folded
+            for duplicate_id, into_id in part:
                 rows = _by_ids(conn, scope, [duplicate_id, into_id])
                 if len(rows) != 2 or rows[into_id].superseded_by:
                     continue
@@ -445,6 +459,7 @@ class Store(LifecycleRows):
                 _record(conn, self._reinforce(conn, rows[into_id], duplicate.model_dump(), now))
                 self._delete_rows(conn, scope, [duplicate], "merge", actor, now, snapshots=False, into=into_id)
                 folded += 1
+        in_batches(self, slices(list(pairs), fold))
         return folded
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
@@ -517,26 +532,6 @@ class Store(LifecycleRows):
         with self.read() as conn:
             rows = conn.execute(query.order_by(AuditEvent.id.desc()).limit(limit).offset(offset))
             return [AuditEvent.model_construct(**row._mapping) for row in rows]
-
-    def forget_all(self, scope: str, actor: str = "") -> int:
-        """A scope's right to be forgotten, in one transaction: every memory (its vectors
-        queued for removal), its sessions, and the content of all its audit snapshots; one
-        'forget_all' event remains. Then the keyword index and the WAL are rewritten so the
-        deleted text is gone from the files too. Returns how many memories went."""
-        now = time.time()
-        with self._write_lock, self.write() as conn:
-            rows = [_memory(row) for row in conn.execute(select(Memory).where(Memory.scope == scope))]
-            for start in range(0, len(rows), 500):
-                self._delete_rows(conn, scope, rows[start:start + 500], "forget_all", actor, now,
-                                  snapshots=False, scrub_context=False)
-            conn.execute(update(AuditEvent).where(AuditEvent.scope == scope).values(snapshot=None))
-            conn.execute(delete(ConversationSession).where(ConversationSession.scope == scope))
-            for table in (Link, Belief, Evidence, Relation, Entity):  # whatever a cascade left behind
-                conn.execute(delete(table).where(table.scope == scope))
-            _record(conn, [_event(now, "forget_all", actor, scope, None, memories=len(rows))])
-            self.keyword.purge(conn)
-        self._checkpoint()
-        return len(rows)
 
     def _checkpoint(self) -> None:
         """After a forget has committed: scrub the database files (see scrub)."""
@@ -660,11 +655,14 @@ class Store(LifecycleRows):
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, ids: Sequence[str], scope: str) -> dict[str, Memory]:
-        """The memories among `ids` that belong to `scope` (never any other scope)."""
+        """The memories among `ids` that belong to `scope` (never any other scope). A scope being
+        forgotten (forget --all begun) reads as empty here and in every read below."""
         if not ids:
             return {}
         now = time.time()
         with self.read() as conn:
+            if forgetting(conn, scope):
+                return {}
             return {i: m for i, m in _by_ids(conn, scope, ids).items()
                     if m.expires_at is None or m.expires_at > now}
 
@@ -681,6 +679,8 @@ class Store(LifecycleRows):
         if current:
             live = live.where(Memory.superseded_by.is_(None))
         with self.read() as conn:
+            if forgetting(conn, scope):
+                return [], 0
             total = conn.execute(select(func.count()).select_from(live.subquery())).scalar_one()
             rows = conn.execute(live.order_by(Memory.seq.desc()).limit(limit).offset(offset))
             return [_memory(row) for row in rows], total
@@ -703,17 +703,21 @@ class Store(LifecycleRows):
             if value is not None:
                 query = query.where(column == _fold(value))
         with self.read() as conn:
+            if forgetting(conn, scope):
+                return []
             return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
 
     def keyword_search(self, scope: str, query: str, limit: int,
                        with_context: bool = False) -> list[tuple[str, float]]:
         with self.read() as conn:
-            return self.keyword.search(conn, scope, query, limit, with_context)
+            return [] if forgetting(conn, scope) else self.keyword.search(conn, scope, query, limit, with_context)
 
     def containing(self, scope: str, fragment: str, sources: Sequence[str], limit: int = 5) -> list[Memory]:
         """The scope's current memories from `sources` whose text contains `fragment`."""
         escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         with self.read() as conn:
+            if forgetting(conn, scope):
+                return []
             rows = conn.execute(select(Memory).where(
                 Memory.scope == scope, Memory.source.in_(list(sources)), Memory.superseded_by.is_(None),
                 Memory.content.like(f"%{escaped}%", escape="\\")).order_by(Memory.seq.desc()).limit(limit))
@@ -725,11 +729,15 @@ class Store(LifecycleRows):
         if not names:
             return set()
         with self.read() as conn:
+            if forgetting(conn, scope):
+                return set()
             return set(conn.execute(select(Memory.speaker).distinct()
                                     .where(Memory.scope == scope, Memory.speaker.in_(names))).scalars())
 
     def recent(self, scope: str, limit: int) -> list[Memory]:
         with self.read() as conn:
+            if forgetting(conn, scope):
+                return []
             rows = conn.execute(select(Memory).where(Memory.scope == scope, Memory.state == "active")
                                 .order_by(Memory.created_at.desc()).limit(limit))
             return [_memory(row) for row in rows]
