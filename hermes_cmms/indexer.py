@@ -97,13 +97,11 @@ class Indexer:
     def wait_deleted(self, scope: str, timeout: float) -> bool:
         """After a forget: wait until the scope's queued vector deletions are done and scrubbed
         from the index files (by this process or whichever one writes the index); False if
-        `timeout` passed first (they go on). A process without a vector index does not wait."""
+        `timeout` passed first (they go on). A process without a vector index does not wait;
+        one still loading its embedder waits, as another process may be the index writer."""
         deadline = time.monotonic() + timeout
-        self.notify()
-        if not self.ready.wait(timeout) or not self.active:
-            return False
         while self.store.deletes_pending(scope):
-            if time.monotonic() >= deadline:
+            if (self.ready.is_set() and not self.active) or time.monotonic() >= deadline:
                 return False
             self.notify()
             time.sleep(0.02)

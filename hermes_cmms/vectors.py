@@ -13,12 +13,12 @@ from urllib.parse import urlparse
 from .config import Settings
 
 SPACE = {"hnsw:space": "cosine"}
-# Chroma logs every write (embeddings_queue, vectors included) until its HNSW index is saved to
-# disk, by default every 1,000 writes. Saving after every write keeps only the last record in
-# the log, so a forgotten vector does not wait there for hundreds of other writes. (Measured:
-# ~20% on the indexing of 10,000 memories, see docs/lifecycle.md.)
-HNSW = {"hnsw": {"space": "cosine", "sync_threshold": 1, "batch_size": 1}}
-BLANK_ID = "cmms:scrub"  # deleted after a forget: the log's last record then names no memory
+# Chroma logs every write (embeddings_queue in chroma.sqlite3, vectors included) until its HNSW
+# index is next saved to disk, every `sync_threshold` (1,000) writes to the collection, and then
+# drops the log up to there. After a forget, deleting that many ids that were never stored
+# (BLANK_ID:n) makes it save and drop the log now; its last record, which it keeps, is one of them.
+BLANK_ID = "cmms:scrub"
+SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration does not say
 
 
 VIEWS = {"content": "cmms_", "context": "cmmsc_"}  # what was embedded: the text, or it in context
@@ -102,16 +102,15 @@ class VectorIndex:
         with self._lock:
             if name not in self._collections:
                 if create:
-                    collection = self.client.get_or_create_collection(
-                        name, embedding_function=None, metadata=SPACE, configuration=HNSW)
+                    self._collections[name] = self.client.get_or_create_collection(
+                        name, embedding_function=None, metadata=SPACE)
                 else:
                     try:
-                        collection = self.client.get_collection(name, embedding_function=None)
+                        self._collections[name] = self.client.get_collection(name, embedding_function=None)
                     except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
                         if _unreachable(exc):
                             raise
                         return None
-                self._collections[name] = _saving_every_write(collection)
             return self._collections[name]
 
     def _retrying(self, operation, write: bool = False):
@@ -172,9 +171,9 @@ class VectorIndex:
 
     def delete(self, scope: str, ids: Sequence[str]) -> None:
         """Remove the ids from every view of the scope, leaving no trace of their vectors in
-        Chroma's files: HNSW only marks a deleted element, its vector stays in data_level0.bin,
-        so each is first overwritten with a blank unit vector; then deleted; then a delete of
-        BLANK_ID makes the log's last record (which it keeps) name no memory."""
+        Chroma's files: HNSW only marks a deleted element (its vector stays in data_level0.bin),
+        so each is first overwritten with a blank unit vector, then deleted; then the index is
+        saved and the log dropped (see BLANK_ID)."""
         def delete():
             for view in VIEWS:
                 collection = self._collection(scope, create=False, view=view)
@@ -184,7 +183,7 @@ class VectorIndex:
                         blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
                         collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
                     collection.delete(ids=list(ids))
-                    collection.delete(ids=[BLANK_ID])
+                    collection.delete(ids=[f"{BLANK_ID}:{n}" for n in range(_sync_threshold(collection))])
         self._retrying(delete, write=True)
 
     def drop(self, scope: str) -> None:
@@ -271,14 +270,10 @@ class VectorIndex:
                                           if c.name.startswith("cmms_")))
 
 
-def _saving_every_write(collection):
-    """The collection, set to save its index after every write (HNSW). A collection made by an
-    earlier version is changed here; Chroma applies it from the next time the index is opened."""
+def _sync_threshold(collection) -> int:
+    """After how many writes Chroma saves the collection's HNSW index (and drops its log)."""
     hnsw = (collection.configuration or {}).get("hnsw") or {}
-    if hnsw and hnsw.get("sync_threshold") != HNSW["hnsw"]["sync_threshold"]:
-        collection.modify(configuration={"hnsw": {key: value for key, value in HNSW["hnsw"].items()
-                                                  if key != "space"}})
-    return collection
+    return int(hnsw.get("sync_threshold") or SYNC_THRESHOLD)
 
 
 def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
