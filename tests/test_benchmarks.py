@@ -107,3 +107,12 @@ def test_redaction_benchmark_reports_every_figure(tmp_path):
     _, figures = run_benchmark(tmp_path, "redaction.py", timeout=120)
     assert set(figures) == {"turn_500_chars_us", "turn_10kb_us", "short_word_us", "corpus_entry_us", "corpus_entries"}
     assert figures["corpus_entries"] >= 60 and all(v > 0 for v in figures.values())
+
+
+def test_forget_script_times_the_sql_and_the_vector_side(tmp_path):
+    _, results = run_benchmark(tmp_path, "forget.py", "--memories", "300", "--vectors", "--repeats", "2", timeout=240)
+
+    (result,) = results
+    assert result["memories"] == 300 and result["fts_merge_steps_median"] >= 1
+    assert 0 < result["forget_s_median"] <= result["forget_s_max"] and result["longest_lock_hold_s"] > 0
+    assert result["vector_delete_s_median"] > 0 and result["chroma_vacuum_s_median"] > 0
