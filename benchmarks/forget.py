@@ -12,6 +12,9 @@ the HNSW index that drops Chroma's log) and `VectorIndex.scrub` (VACUUM of chrom
 `repeats` times. This is what the index writer does before a forget returns.
 
     python benchmarks/forget.py --memories 10000 --vectors --json forget.json
+
+With CMMS_DATABASE_URL set (a fresh PostgreSQL database) the SQL part runs there: the forget
+then also waits for VACUUM, ANALYZE and REINDEX CONCURRENTLY of the word indexes.
 """
 from __future__ import annotations
 

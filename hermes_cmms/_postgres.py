@@ -45,7 +45,7 @@ SCRUBBED_TABLES = ("memories", "facts", "audit_log", "outbox", "links", "beliefs
 WORD_INDEXES = ("ix_memories_fts_content", "ix_memories_fts_all")
 
 
-def scrub(engine: Engine) -> None:
+def scrub(engine: Engine, tables: tuple[str, ...] = SCRUBBED_TABLES, indexes: tuple[str, ...] = WORD_INDEXES) -> None:
     """After a forget has committed: VACUUM the tables it touched, so the deleted rows' tuples
     are pruned from the heap and index pages (FREEZE makes VACUUM wait for a page another
     backend has pinned instead of skipping it); ANALYZE them, since the planner's statistics
@@ -54,8 +54,8 @@ def scrub(engine: Engine) -> None:
     no row holds it. REINDEX CONCURRENTLY lets reads and writes go on meanwhile. None of this
     can run in a transaction. What the server's WAL (pg_wal) holds stays until the server
     recycles it: out of this process's reach."""
-    tables = ", ".join(SCRUBBED_TABLES)
+    named = ", ".join(tables)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        for statement in (f"VACUUM (FREEZE) {tables}", f"ANALYZE {tables}", "VACUUM pg_statistic",
-                          *(f"REINDEX INDEX CONCURRENTLY {index}" for index in WORD_INDEXES)):
+        for statement in (f"VACUUM (FREEZE) {named}", f"ANALYZE {named}", "VACUUM pg_statistic",
+                          *(f"REINDEX INDEX CONCURRENTLY {index}" for index in indexes)):
             conn.exec_driver_sql(statement)

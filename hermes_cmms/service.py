@@ -243,7 +243,7 @@ class MemoryService:
         """After a forget: wait (FORGET_WAIT_S at most) for the index writer to delete the vectors
         and scrub them from Chroma's files, then empty the WAL of the outbox rows it deleted."""
         if self.indexer.wait_deleted(scope, FORGET_WAIT_S):
-            self.store.scrub()
+            self.store.scrub(outbox_only=True)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -537,17 +537,21 @@ class Store(LifecycleRows, ForgetAll):
         """After a forget has committed: scrub the database files (see scrub)."""
         self.scrub()
 
-    def scrub(self) -> bool:
+    def scrub(self, outbox_only: bool = False) -> bool:
         """Leave no trace of deleted rows in the database's files, once the delete has committed.
         The keyword index is merged in bounded steps, each a short write transaction of its own
         with a pause as long after it (so other writers, polling for SQLite's lock, get in),
         until no deleted word is left in it. Then SQLite's WAL is checkpointed and truncated
         (secure_delete has zeroed what the delete freed), or PostgreSQL vacuums the tables and
         rebuilds its word indexes (_postgres.scrub). Best effort: the forget stands either way;
-        False, with a warning, when a step failed or a reader kept the WAL from emptying."""
+        False, with a warning, when a step failed or a reader kept the WAL from emptying. With
+        `outbox_only` (once the index writer has deleted a forget's outbox rows), only those."""
         try:
-            self._purge_keywords()
-            if self.engine.dialect.name == "postgresql":
+            if not outbox_only:
+                self._purge_keywords()
+            if self.engine.dialect.name == "postgresql" and outbox_only:
+                _postgres.scrub(self.engine, tables=("outbox",), indexes=())
+            elif self.engine.dialect.name == "postgresql":
                 _postgres.scrub(self.engine)
             return self._truncate_wal() if self.engine.dialect.name == "sqlite" else True
         except Exception as exc:  # noqa: BLE001 - the delete itself is committed
