@@ -114,7 +114,8 @@ def writer(home: str, out: str) -> int:
         turn += 1
         started, error = time.time(), None
         try:
-            provider.sync_turn(f"Bystander note number {turn}: the lamp is on.", f"Noted {turn}.")
+            provider.sync_turn(f"Bystander note number {turn}: the lamp is on.", f"Noted {turn}.",
+                               session_id=f"bystander-{turn // SESSION_TURNS}")  # a conversation of 20 turns
         except Exception as exc:  # noqa: BLE001 - counted: a failure is what this measures
             error = f"{type(exc).__name__}: {str(exc)[:200]}"
         log.append((started, time.time() - started, error))
@@ -150,9 +151,25 @@ def _ms(values: list[float]) -> dict:
     return {"p50_ms": at(0.50), "p99_ms": at(0.99), "max_ms": round(1000 * values[-1], 1)}
 
 
+def _longest_from(holds) -> list:
+    """Make `holds` remember where its longest transaction came from: [(ms, call site)]."""
+    import traceback
+
+    longest, observe = [(0.0, "")], holds.observe
+
+    def observed(seconds: float) -> None:
+        if seconds > longest[0][0]:
+            frames = [f"{f.name}:{f.lineno}" for f in traceback.extract_stack()[-6:-2]]
+            longest[0] = (seconds, " < ".join(reversed(frames)))
+        observe(seconds)
+    holds.observe = observed
+    return longest
+
+
 def measured(service, home: Path, env: dict, name: str, run: Callable[[], object]) -> dict:
     """Run one maintenance operation while the writer writes; its figures."""
     writer_process = Writer(home, env)
+    longest = _longest_from(service.store.holds)
     time.sleep(0.5)  # the writer's own pace first
     service.store.holds.reset()
     started = time.time()
@@ -164,13 +181,13 @@ def measured(service, home: Path, env: dict, name: str, run: Callable[[], object
     errors = [error for _, _, error in log if error]
     figures = {"operation": name, "wall_s": round(ended - started, 2), "result": result,
                "write_transactions": holds["transactions"], "longest_hold_ms": round(1000 * holds["longest_s"], 1),
-               "held_s": round(holds["total_s"], 2), "sync_turns": len(log), "failures": len(errors),
+               "longest_at": longest[0][1], "held_s": round(holds["total_s"], 2), "sync_turns": len(log), "failures": len(errors),
                "errors": sorted(set(errors))[:3], **_ms([seconds for _, seconds, error in log if not error])}
     print(json.dumps(figures), flush=True)
     return figures
 
 
-def run(home: Path, env: dict, memories: int, consolidate: int) -> dict:
+def run(home: Path, env: dict, memories: int, consolidate: int, parts: str) -> dict:
     from hermes_cmms import MemoryService, Settings
     from hermes_cmms.transfer import export_scope, import_file
 
@@ -179,14 +196,17 @@ def run(home: Path, env: dict, memories: int, consolidate: int) -> dict:
     summary = {"memories": memories, "fill_s": round(fill(service, SCOPE, memories), 1), "operations": []}
     print(f"filled {memories:,} memories in {summary['fill_s']} s", file=sys.stderr, flush=True)
     export = home / "scope.jsonl"
-    with export.open("w", encoding="utf-8") as handle:
-        for record in export_scope(service, SCOPE):
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if "import" in parts:
+        with export.open("w", encoding="utf-8") as handle:
+            for record in export_scope(service, SCOPE):
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     operations = summary["operations"]
     operations.append(measured(service, home, env, "forget --all",
                                lambda: service.forget_all(SCOPE, "bench", progress=_progress("forget"))))
-    operations.append(measured(service, home, env, "import", lambda: _added(import_file(service, export))))
-    operations.append(measured(service, home, env, "decay", lambda: service.decay(time.time() + 400 * 86400)))
+    if "import" in parts:
+        operations.append(measured(service, home, env, "import", lambda: _added(import_file(service, export))))
+    if "decay" in parts:
+        operations.append(measured(service, home, env, "decay", lambda: service.decay(time.time() + 400 * 86400)))
     service.close()
     if consolidate:
         operations.append(consolidation(home, env, consolidate))
@@ -229,6 +249,7 @@ def consolidation(home: Path, env: dict, count: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=200_000)
+    parser.add_argument("--parts", default="import,decay", help="after the forget: import, decay (default both)")
     parser.add_argument("--consolidate", type=int, default=0, help="memories for the consolidation part (0: skip)")
     parser.add_argument("--backend", choices=["embedded", "server"], default="embedded")
     parser.add_argument("--pg-url", default=os.environ.get("CMMS_TEST_PG_URL",
@@ -248,9 +269,9 @@ def main(argv=None) -> int:
         if args.backend == "server":
             with server_databases(args.pg_url, args.chroma_url, prefix="maint") as (database_url, chroma_url):
                 env.update(CMMS_DATABASE_URL=database_url, CMMS_CHROMA_URL=chroma_url)
-                summary = run(home, env, args.memories, args.consolidate)
+                summary = run(home, env, args.memories, args.consolidate, args.parts)
         else:
-            summary = run(home, env, args.memories, args.consolidate)
+            summary = run(home, env, args.memories, args.consolidate, args.parts)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     summary.update(backend=args.backend, machine={"cpus": len(os.sched_getaffinity(0)),

@@ -11,7 +11,7 @@ from typing import Callable, Optional
 from sqlalchemy import Connection
 
 TARGET_S = 0.04  # one maintenance transaction holds the writer lock about this long
-FIRST_ROWS, LEAST_ROWS, MOST_ROWS = 100, 10, 2000
+FIRST_ROWS, LEAST_ROWS, MOST_ROWS = 100, 10, 500  # past ~500 ids PostgreSQL may plan a scan
 LEAST_PAUSE_S = 0.002  # enough for a thread of this process waiting on the write lock
 POLL_GAP_S = 0.025  # SQLite's busy handler polls at most this far apart in a wait's first 128 ms
 

@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from . import __version__, graph
+from ._batches import Batches
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
     record_of, row_of, stored_id
 from .errors import InvalidInput, StoreUnavailable
@@ -37,7 +38,7 @@ from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Lin
 from .plugins import run_redactors
 from .text import clean_key
 
-CHUNK = 500  # records per write transaction (and ids per lookup)
+CHUNK = 500  # records per lookup (and at most per write transaction)
 Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
 
 __all__ = ["export_scope", "external_paths", "import_file", "import_records", "FORMAT", "VERSION"]
@@ -230,19 +231,23 @@ def _shown(key: tuple) -> str:
 
 
 def _write(service, lines, plan: _Plan, scope: str, progress: Progress) -> dict:
-    """The writing pass, CHUNK records a transaction; what was added and skipped."""
+    """The writing pass, in bounded write transactions (see _batches: each about TARGET_S of
+    writer lock, then a pause); what was added and skipped."""
     tally = {kind.plural: {"added": 0, "skipped": 0} for kind in KINDS.values()}
-    writer = _Writer(service, scope, tally)
+    writer, batches = _Writer(service, scope, tally), Batches(service.store.engine.dialect.name, most=CHUNK)
     chunk: list[tuple[int, dict]] = []
     done = 0
     for number, text in lines():
         if number == 1:
             continue  # the header
         chunk.append((number, parse(text, number)))
-        if len(chunk) == CHUNK:
+        if len(chunk) >= batches.size:
+            started = time.perf_counter()
             done += writer.write(chunk)
+            batches.done(len(chunk), time.perf_counter() - started)
             progress("importing", done, plan.total)
             chunk = []
+            batches.pause()
     done += writer.write(chunk)
     progress("importing", done, plan.total)
     return {**tally, "redacted": writer.redacted, "queued_for_indexing": tally["memories"]["added"]}
