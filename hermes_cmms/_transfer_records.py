@@ -198,16 +198,16 @@ def record_of(kind: Kind, mapping) -> dict:
     return record
 
 
-def prepared(kind: Kind, row: dict, scope: str, redact: Callable[[str], str]) -> tuple[dict, bool]:
-    """The row ready to insert into `scope`: every string (role, kind, speaker, ids too) cleaned
-    and passed through the redactor again, JSON columns written as the store writes them,
-    derived columns computed; and whether the redactor changed anything."""
 def stored_id(value: str) -> str:
     """An id (memory id, session id, ...) of a file as stored: cleaned, and a secret in it masked
     with a digest (redact_key), so equal ids stay equal and distinct ones distinct."""
     return redact_key(clean_key(value))
 
 
+def prepared(kind: Kind, row: dict, scope: str, redact: Callable[[str], str]) -> tuple[dict, bool]:
+    """The row ready to insert into `scope`: every string (role, kind, speaker, ids too) cleaned
+    and passed through the redactor again, JSON columns written as the store writes them,
+    derived columns computed; and whether the redactor changed anything."""
     out, changed = dict(row, scope=scope), False
     for name, value in row.items():
         if name in ID_FIELDS and isinstance(value, str):

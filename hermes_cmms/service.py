@@ -163,9 +163,9 @@ class MemoryService:
             item.source = run_redactors(self.pm, clean(item.source), scope)  # receipts can carry secrets too
             if item.detail:
                 item.detail = self._redacted(item.detail, scope)
+            item.redacted = self.pm.has_plugin("hermes_cmms.redact")  # else the store runs it
             if item.kind == "note":
                 item.kind = lifecycle.classify(item.content)
-            item.redacted = self.pm.has_plugin("hermes_cmms.redact")  # else the store runs it
         kept = [item for item in items if not lifecycle.only_secrets(item.content)]
         if not kept:
             if turn_of is None:
@@ -253,7 +253,7 @@ class MemoryService:
         older than the `snapshot_days` setting."""
         now = time.time() if now is None else now
         for scope, actor in self.store.unfinished_forgets(time.time() - FORGET_STALLED_S):
-            self.forget_all(scope, actor or "cmms:sweep")  # a forget --all that was interrupted
+            self.forget_all(Key(scope), actor or "cmms:sweep")  # a forget --all that was interrupted
         self.store.blank_snapshots(now - self.settings.snapshot_days * 86400)
         gone = sum(len(self.store.delete_where(scope, ids=ids, now=now, action="expire", actor="cmms:sweep"))
                    for scope, ids in self.store.expired(now).items())
@@ -527,6 +527,12 @@ class MemoryService:
         self.store.close()
 
 
+def _error_text(error: str) -> str:
+    """A tool error as audited: redacted before it is cut to 300 characters, so no cut can
+    leave a secret's head that the redactor no longer recognises."""
+    return redact_text(clean(error[:2000]))[:300]
+
+
 def _without(query: str, words: set[str]) -> str:
     """The query less the given (lower-case) words, matched as whole words in any case."""
     for word in words:
@@ -543,12 +549,6 @@ def _tags(tags) -> tuple[str, ...]:
         raise InvalidInput("Tags must be a list of non-empty strings.")
     if len(tags) > MAX_TAGS:
         raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")
-def _error_text(error: str) -> str:
-    """A tool error as audited: redacted before it is cut to 300 characters, so no cut can
-    leave a secret's head that the redactor no longer recognises."""
-    return redact_text(clean(error[:2000]))[:300]
-
-
     return tuple(clean(t).strip() for t in tags)
 
 

@@ -68,9 +68,9 @@ class NewMemory:
     # set by Store.add: what happened to it
     id: Optional[str] = None
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
-
-
     redacted: bool = False  # admission ran the built-in redactor on its text; else Store.add runs it
+
+
 def safe_url(url: str) -> str:
     """The database URL without its password."""
     try:
@@ -365,6 +365,7 @@ class Store(LifecycleRows, ForgetAll):
 
     @staticmethod
     def _row(item: NewMemory, now: float) -> dict:
+        _redact_item(item)
         return {
             "id": uuid.uuid4().hex, "scope": item.scope, "tier": item.tier, "kind": item.kind,
             "role": item.role, "content": item.content, "content_hash": content_hash(item.content),
@@ -378,7 +379,6 @@ class Store(LifecycleRows, ForgetAll):
             "detail": json.dumps(item.detail, ensure_ascii=False) if item.detail else None,
         }
 
-        _redact_item(item)
     @staticmethod
     def _next_turn(conn: Connection, scope: str, session_id: str, now: float) -> int:
         key = {"scope": scope, "session_id": session_id}
