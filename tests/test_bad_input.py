@@ -205,7 +205,7 @@ def test_good_tool_calls_round_trip(provider, home):
 def test_uninitialised_provider_answers_with_an_error():
     provider = CmmsMemoryProvider()
     assert json.loads(provider.handle_tool_call("cmms_recall", {"query": "x"})) == {
-        "error": "cmms memory is not initialised."}
+        "error": "cmms memory is not open."}
     assert provider.prefetch("x") == ""
     provider.sync_turn("x", "y")
     provider.on_session_end([])
