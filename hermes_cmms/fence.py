@@ -20,7 +20,9 @@ from urllib.parse import unquote
 
 TAG_REMOVED = "[tag removed]"
 LINE_SEPARATOR = " / "
-MAX_LABEL_CHARS = 20
+# The roles and kinds hermes-cmms writes; a line's label is one of them (see label()).
+LABELS = frozenset({"user", "assistant", "message", "note", "observation", "summary", "fact",
+                    "preference", "decision", "status", "skill", "belief"})
 MAX_RECEIPT_CHARS = 48
 
 # Characters folded onto the ASCII ones a tag is made of (beyond what NFKD already maps).
@@ -93,9 +95,10 @@ def fence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def label(text: str | None, default: str = "note") -> str:
-    """A line label (role, kind): lower-case ASCII letters, digits, '_' and '-', kept short."""
-    text = _LABEL_DROP.sub("-", unicodedata.normalize("NFKC", text or "").lower())
-    return text.strip("-")[:MAX_LABEL_CHARS].strip("-") or default
+    """A line label (role, kind), one of LABELS: a stored role or kind we never write (an
+    imported "system", say) is shown as `default`, so no label reads as an instruction's speaker."""
+    text = _LABEL_DROP.sub("-", unicodedata.normalize("NFKC", text or "").lower()).strip("-")
+    return text if text in LABELS else default
 
 
 def receipt(text: str) -> str:
