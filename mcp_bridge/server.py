@@ -51,8 +51,9 @@ def local_scope(home: Path) -> str:
             os.environ["HERMES_HOME"] = previous
 
 
-def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765):
-    """The MCP server object with the whole catalogue registered."""
+def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confined: bool = False):
+    """The MCP server object with the whole catalogue registered; `confined` (--scope given)
+    keeps the memser tools, which name their scope, to `scope` as well."""
     server_cls, tool_error, major = sdk()
     options = {} if major >= 2 else {"host": host, "port": port}
     server = server_cls("hermes-cmms", instructions=INSTRUCTIONS, log_level="WARNING", **options)
@@ -61,7 +62,7 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765):
         service.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)
 
     for fn in catalogue(service, scope):
-        tool = guarded(fn, tool_error, audit, service.metrics)
+        tool = guarded(fn, tool_error, audit, service.metrics, scope if confined else None)
         server.add_tool(tool, name=fn.__name__, description=(fn.__doc__ or "").strip().splitlines()[0])
         schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
         schema["required"] = tool.required
@@ -156,7 +157,7 @@ def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127
     settings = Settings.load(home)
     service = MemoryService(settings)
     try:
-        server = build(service, scope or local_scope(hermes_home(home)), host, port)
+        server = build(service, scope or local_scope(hermes_home(home)), host, port, confined=scope is not None)
         if transport == "stdio":
             run_stdio(server)
             return

@@ -337,12 +337,13 @@ def _json_safe(value):
 
 def guarded(fn: Callable[..., dict], tool_error: type[Exception],
             audit: Optional[Callable[[str, dict, bool, str], None]] = None,
-            metrics: Any = None) -> Callable[..., dict]:
+            metrics: Any = None, confined: Optional[str] = None) -> Callable[..., dict]:
     """`fn` as the SDK should see it: the same typed JSON schema, but arguments are checked
     here so a wrong one gets one sentence ("Argument 'limit' must be a whole number, not a
     string.") instead of a validation dump, and engine errors become the SDK's tool error.
     With `metrics` (the service's hermes_cmms.metrics.Metrics) each call is counted, timed
-    and traced."""
+    and traced. With `confined` (a bridge started with --scope) a `scope` argument naming any
+    other scope is refused."""
     hints = typing.get_type_hints(fn, include_extras=True)
     signature = inspect.signature(fn)
     adapters = {name: TypeAdapter(hints[name]) for name in signature.parameters}
@@ -378,6 +379,9 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
                 kwargs[name] = adapters[name].validate_python(value, strict=True)
             except ValidationError:
                 raise tool_error(f"Argument {name!r} must be {_kind(schemas[name])}, not {_given(value)}.") from None
+        if confined is not None and "scope" in kwargs and kwargs["scope"] != confined:
+            raise tool_error(f"This bridge serves only the scope {brief(confined, 120)!r} (--scope); "
+                             "it cannot reach another scope.")
         try:
             return _json_safe(fn(**kwargs))
         except CmmsError as exc:

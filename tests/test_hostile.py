@@ -426,6 +426,8 @@ def _schema(tool) -> dict:
     return input_schema(tool)
 
 
+HOSTILE_SCOPE = "local:hostile\udcff\u202e"  # a lone surrogate and a bidi override
+
 def test_mcp_over_streamable_http_answers_hostile_calls_without_a_500(home, tmp_path):
     import socket
 
@@ -436,7 +438,7 @@ def test_mcp_over_streamable_http_answers_hostile_calls_without_a_500(home, tmp_
         port = sock.getsockname()[1]
     log = open(tmp_path / "bridge.log", "w")
     process = subprocess.Popen(bridge_command(home, "--transport", "http", "--port", str(port),
-                                              "--scope", "local:hostile\udcff\u202e"),
+                                              "--scope", HOSTILE_SCOPE),
                                env={**os.environ, "CMMS_EMBEDDER": "none", "CMMS_MCP_TOKEN": ""},
                                stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -460,13 +462,20 @@ def test_mcp_over_streamable_http_answers_hostile_calls_without_a_500(home, tmp_
                 name, args = name_args or data.draw(_calls(session.tools, ids, data.draw(
                     st.sampled_from(sorted(session.tools))), objects_only=True))
                 args = _wire(args)
-                result = session.call(name, args)  # raises on an HTTP error such as a 500
+                try:
+                    result = session.call(name, args)  # raises on an HTTP error such as a 500
+                except Exception as exc:  # a JSON-RPC error: a request refused before parsing
+                    if type(exc).__name__ not in ("MCPError", "McpError"):
+                        raise
+                    clear_sentence(str(exc))
+                    calls[0] += 1
+                    return
                 calls[0] += 1
                 if result.error:
                     message = result.text.removeprefix(f"Error executing tool {name}: ")
                     clear_sentence(message)
                     return
-                default = json.loads(session.call("ping", {}).text)["scope"] if name in ("remember",) else None
+                default = HOSTILE_SCOPE if name in ("remember",) else None  # ping shows it escaped
                 _mcp_ledger(ledger, ids, default, name, args, result.data)
 
             call()

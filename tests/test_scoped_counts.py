@@ -72,3 +72,34 @@ def test_vectors_and_index_lag_are_counted_per_scope(service):
     assert service.status(MINE)["memories"] == 3 and service.status()["memories"] == 8
     assert service.store.counts(OTHERS) == {"memories": 5, "scopes": 1, "sessions": 0, "outbox": 0}
     assert not any(name.startswith("cmms_hook_latency") for name, _ in mine)  # every scope's work
+
+
+def test_a_scoped_bridge_cannot_name_another_scope(home):
+    """--scope confines the memser tools too: naming another user's scope reads, writes and
+    forgets nothing there; the bridge's own scope still works by name."""
+    owner = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        theirs = owner.remember(OTHERS, "The other user's locker code is in the blue notebook.")
+    finally:
+        owner.close()
+
+    async def main():
+        async with stdio_bridge(home, "--scope", MINE, env=QUIET) as bridge:
+            refused = [await bridge.call("recall_memory", query="locker code", scope=OTHERS),
+                       await bridge.call("list_memories", scope=OTHERS),
+                       await bridge.call("store_memory", content="planted", scope=OTHERS),
+                       await bridge.call("forget_memory", scope=OTHERS, memory_id=theirs),
+                       await bridge.call("audit_log", scope=OTHERS)]
+            mine = await bridge.ok("store_memory", content="My locker is number 12.", scope=MINE)
+            return refused, mine
+
+    refused, mine = run(main())
+    for result in refused:
+        assert result.error and "serves only the scope 'user:telegram:111'" in result.text, result.text
+    assert mine["stored"] is True
+    owner = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        memories, total = owner.page(OTHERS)
+        assert total == 1 and memories[0].id == theirs  # nothing planted, nothing forgotten
+    finally:
+        owner.close()
