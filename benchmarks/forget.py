@@ -55,9 +55,9 @@ def time_sql_forgets(service: MemoryService, ids: list[str], repeats: int) -> di
     index, steps = service.store.keyword, []
     purge = index.purge
 
-    def counted(conn):
+    def counted(conn, first=True):
         steps[-1] += 1
-        return purge(conn)
+        return purge(conn, first)
     index.purge = counted
     seconds, holds = [], []
     for memory_id in ids[:repeats]:

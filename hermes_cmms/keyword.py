@@ -20,9 +20,10 @@ class KeywordIndex(Protocol):
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
 
-    def purge(self, conn: Connection) -> bool:
+    def purge(self, conn: Connection, first: bool = True) -> bool:
         """One bounded step of rewriting the index so no trace of deleted rows is left in its
-        files; True while more steps are needed (each step in a write transaction of its own)."""
+        files; True while more steps are needed (each step in a write transaction of its own,
+        `first` only for the first step of a purge)."""
 
 
 
@@ -127,16 +128,27 @@ class SqliteKeywordIndex:
                   "WHERE memories_fts MATCH :match LIMIT :cap)")
 
     MERGE_PAGES = 64  # leaf pages one purge step writes: ~40 ms at 100k memories on 2 cores
+    LEVELS_MOST = 1000  # SQLite before 3.4x never drops an FTS5 level and calls >2000 corrupt
 
-    def purge(self, conn: Connection) -> bool:
+    def purge(self, conn: Connection, first: bool = True) -> bool:
         """FTS5 records a delete as a tombstone: the deleted words stay in the older segments
-        until they are merged (SQLite 3.40 has no 'secure-delete' option). A 'merge' with a
-        negative page count merges segments of every level, MERGE_PAGES leaf pages at a time;
-        repeated until it does no work, it leaves one segment without deleted entries, as
-        'optimize' does, but in steps that hold the writer lock briefly."""
+        until they are merged (SQLite 3.40 has no 'secure-delete' option). The first step is a
+        'merge' with a negative page count: it gathers every segment into one new level and
+        starts merging them, MERGE_PAGES leaf pages at a time; the next steps are positive
+        'merge's, which carry an unfinished merge on first, until one finds nothing to do: the
+        index is then one segment without deleted entries, as after 'optimize', but in steps
+        that hold the writer lock briefly. Only the first step may be negative: each negative
+        one starts over in a new level, and SQLite 3.40 never drops a level, so with another
+        writer adding a segment between every two steps, each step added two levels until, past
+        2000, every use of the index failed as "database disk image is malformed". A purge
+        still adds two; once the index has LEVELS_MOST, the first step rebuilds it instead
+        (one transaction, as long as the table is large), which starts it at one level again."""
+        if first and _fts5_levels(conn) >= self.LEVELS_MOST:
+            conn.execute(text("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')"))
+            return False
         before = conn.execute(text("SELECT total_changes()")).scalar_one()
         conn.execute(text("INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', :pages)"),
-                     {"pages": -self.MERGE_PAGES})
+                     {"pages": -self.MERGE_PAGES if first else self.MERGE_PAGES})
         return conn.execute(text("SELECT total_changes()")).scalar_one() - before >= 2  # FTS5's "did work"
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
@@ -203,6 +215,20 @@ def _topped_up(found: list[tuple[str, float]], more: list[tuple[str, float]],
 def _scope_token(scope: str) -> str:
     """The scope column's one token for `scope` (what the triggers store: 's' || hex(scope))."""
     return "s" + scope.encode("utf-8").hex()
+
+
+def _fts5_levels(conn: Connection) -> int:
+    """How many levels the FTS5 index has: read from its structure record (row 10 of
+    memories_fts_data: a 4-byte cookie, a 4-byte mark in SQLite 3.45+, then the level count
+    as a varint); 0 when there is none yet."""
+    block = conn.execute(text("SELECT block FROM memories_fts_data WHERE id = 10")).scalar()
+    at = 8 if block and block[4:8] == b"\xff\x00\x00\x01" else 4
+    levels = 0
+    for byte in (block or b"")[at:at + 4]:  # big-endian, 7 bits a byte, high bit: more follow
+        levels = levels << 7 | byte & 0x7F
+        if byte < 0x80:
+            return levels
+    return 0
 
 
 # PostgreSQL: tsvector columns computed by the database itself, a GIN index on each. A

@@ -559,11 +559,11 @@ class Store(LifecycleRows, ForgetAll):
             return False
 
     def _purge_keywords(self) -> None:
-        more = True
+        more, first = True, True
         while more:
             started = time.perf_counter()
             with self._write_lock, self.write() as conn:
-                more = self.keyword.purge(conn)
+                more, first = self.keyword.purge(conn, first), False
             if more:
                 time.sleep(time.perf_counter() - started)
 
