@@ -80,14 +80,18 @@ def in_batches(store, step: Callable[[Connection, int], int], batches: Optional[
     step does fewer rows than it was asked for (`after()` is called after each commit); return
     the batches (their sizes, for tests)."""
     batches = batches or Batches(store.engine.dialect.name)
-    while True:
-        size = batches.size
-        with store._write_lock, store.write() as conn:
-            started = time.perf_counter()
-            rows = step(conn, size)
-        batches.done(rows, time.perf_counter() - started)
-        if after is not None:
-            after()
-        if rows < size:
-            return batches
-        batches.pause()
+    store.maintaining += 1  # this process's indexer waits meanwhile (see Indexer._run)
+    try:
+        while True:
+            size = batches.size
+            with store._write_lock, store.write() as conn:
+                started = time.perf_counter()
+                rows = step(conn, size)
+            batches.done(rows, time.perf_counter() - started)
+            if after is not None:
+                after()
+            if rows < size:
+                return batches
+            batches.pause()
+    finally:
+        store.maintaining -= 1

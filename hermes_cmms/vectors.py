@@ -169,11 +169,12 @@ class VectorIndex:
             return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
         return self._retrying(get)
 
-    def delete(self, scope: str, ids: Sequence[str]) -> None:
+    def delete(self, scope: str, ids: Sequence[str], save: bool = True) -> None:
         """Remove the ids from every view of the scope, leaving no trace of their vectors in
         Chroma's files: HNSW only marks a deleted element (its vector stays in data_level0.bin),
-        so each is first overwritten with a blank unit vector, then deleted; then the index is
-        saved and the log dropped (see BLANK_ID)."""
+        so each is first overwritten with a blank unit vector, then deleted; then (unless
+        `save` is false: the caller calls `save` once after a run of deletes) the index is saved
+        and the log dropped."""
         def delete():
             for view in VIEWS:
                 collection = self._collection(scope, create=False, view=view)
@@ -183,8 +184,19 @@ class VectorIndex:
                         blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
                         collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
                     collection.delete(ids=list(ids))
-                    collection.delete(ids=[f"{BLANK_ID}:{n}" for n in range(_sync_threshold(collection))])
         self._retrying(delete, write=True)
+        if save:
+            self.save(scope)
+
+    def save(self, scope: str) -> None:
+        """Make Chroma save the scope's HNSW index and drop its log now (see BLANK_ID): deleting
+        as many never-stored ids as its save interval is what triggers it."""
+        def save():
+            for view in VIEWS:
+                collection = self._collection(scope, create=False, view=view)
+                if collection is not None:
+                    collection.delete(ids=[f"{BLANK_ID}:{n}" for n in range(_sync_threshold(collection))])
+        self._retrying(save, write=True)
 
     def drop(self, scope: str) -> None:
         """Delete every view of the scope whole (forget --all), with its index files."""
