@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 
 from hermes_cmms import _migrations
 from hermes_cmms.keyword import PostgresKeywordIndex, SqliteKeywordIndex
-from hermes_cmms.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState,
+from hermes_cmms.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState,
                                 Job, Link, Memory, Outbox, Relation,
                                 SchemaMigration)
 from hermes_cmms.store import NewMemory, Store
@@ -18,9 +18,10 @@ from conftest import SERVER, embedded_only, server_databases
 from db import keyword_rows, on_postgres, scalar, sql
 
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job,
-          Link, Belief, Evidence, Entity, Relation)
+          Link, Belief, Evidence, Entity, Relation, Forgetting)
 CORE_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
-                   "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge"]
+                   "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge",
+                   "0009_forgetting"]
 EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 PG_EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_pg_fts_memories"]
 PG_FTS_COLUMNS = {"fts_content", "fts_all"}  # memories' generated tsvector columns on PostgreSQL
