@@ -26,16 +26,16 @@ class ForgetAll:
 
     def forget_all(self, scope: str, actor: str = "", progress: Optional[Progress] = None) -> int:
         """Forget every memory of `scope` (its vectors queued for removal), its sessions, beliefs
-        and graph, and the content of all its audit snapshots; one 'forget_all' event carries the
-        count. Batches of about TARGET_S each; in order: the mark, the snapshots, the belief and
+        and graph, and the scope's own words on its audit trail (every event's snapshot and detail
+        blanked, its actor cut to its door, see door_of); one 'forget_all' event carries the
+        count. Batches of about TARGET_S each; in order: the mark, the events, the belief and
         graph rows, the memories (with what they cascade to), the sessions, then one last
         transaction for anything written meanwhile, the event and the end of the mark. Then the
         files are scrubbed (_checkpoint) so the deleted text is gone from them too.
         Returns how many memories went (in this run and any interrupted one before it)."""
         self._mark_forgetting(scope, actor)
-        snapshots, newest = self._snapshot_ids(scope)
-        batches = in_batches(self, slices(snapshots, lambda conn, part: conn.execute(
-            update(AuditEvent).where(AuditEvent.id.in_(part)).values(snapshot=None))))
+        events, newest = self._event_rows(scope)
+        batches = in_batches(self, slices(events, _blank_events))
         for table, key in ((Belief, Belief.memory_id), (Entity, Entity.id)):  # what the belief and graph doors read
             in_batches(self, lambda conn, size: _delete_some(conn, table, key, scope, size), batches)
         self._forget_memories(scope, actor, batches, progress or (lambda done: None))
@@ -57,13 +57,13 @@ class ForgetAll:
             if not forgetting(conn, scope):
                 conn.execute(insert(Forgetting).values(scope=scope, actor=actor, started_at=now, updated_at=now))
 
-    def _snapshot_ids(self, scope: str) -> tuple[list[int], int]:
-        """Ids of the scope's audit events with a snapshot, and the newest event id of all then
-        (read without the lock: finding them scans the scope's events)."""
+    def _event_rows(self, scope: str) -> tuple[list[tuple[int, str]], int]:
+        """(id, actor) of the scope's audit events but those of a forget --all, and the newest
+        event id of all then (read without the lock: finding them scans the scope's events)."""
         with self.read() as conn:
-            ids = list(conn.execute(select(AuditEvent.id).where(AuditEvent.scope == scope,
-                                                                AuditEvent.snapshot.is_not(None))).scalars())
-            return ids, conn.execute(select(func.coalesce(func.max(AuditEvent.id), 0))).scalar_one()
+            rows = [tuple(row) for row in conn.execute(select(AuditEvent.id, AuditEvent.actor).where(
+                AuditEvent.scope == scope, AuditEvent.action != "forget_all"))]
+            return rows, conn.execute(select(func.coalesce(func.max(AuditEvent.id), 0))).scalar_one()
 
     def _forget_memories(self, scope: str, actor: str, batches, progress: Progress) -> None:
         """Every memory of the scope, read first (without the lock), then deleted by id; again
@@ -91,7 +91,7 @@ class ForgetAll:
 
     def _finish_forget(self, scope: str, actor: str, newest: int) -> int:
         """The last transaction: what was written into the scope since its pass (memories, and
-        snapshots in events after `newest`), whatever a cascade left behind, the 'forget_all'
+        events after `newest`), whatever a cascade left behind, the 'forget_all'
         event and the end of the mark. 0 when another process finished the same forget meanwhile."""
         now = time.time()
         with self._write_lock, self.write() as conn:
@@ -101,8 +101,8 @@ class ForgetAll:
             late = [_memory(row) for row in conn.execute(select(Memory).where(Memory.scope == scope))]
             if late:
                 self._delete_rows(conn, scope, late, "forget_all", actor, now, snapshots=False, scrub_context=False)
-            conn.execute(update(AuditEvent).where(AuditEvent.id > newest, AuditEvent.scope == scope,
-                                                  AuditEvent.snapshot.is_not(None)).values(snapshot=None))
+            _blank_events(conn, [tuple(row) for row in conn.execute(select(AuditEvent.id, AuditEvent.actor).where(
+                AuditEvent.id > newest, AuditEvent.scope == scope, AuditEvent.action != "forget_all"))])
             for table in (Link, Belief, Evidence, Relation, Entity, ConversationSession):
                 conn.execute(delete(table).where(table.scope == scope))
             count = mark.memories + len(late)
@@ -119,3 +119,24 @@ def _delete_some(conn: Connection, table, key, scope: str, size: int) -> int:
     if keys:
         conn.execute(delete(table).where(table.scope == scope, key.in_(keys)))
     return len(keys)
+
+
+DOORS = ("cli", "mcp", "hermes", "cmms")  # what an actor or receipt starts with, before its ':'
+
+
+def door_of(actor: str) -> str:
+    """What a forgotten scope's event keeps of its actor: the door it came through ('mcp' of
+    'mcp:Dana'), or 'forgotten' (a memory's source is the user's own text)."""
+    door = actor.split(":", 1)[0]
+    return door if door in DOORS else "forgotten"
+
+
+def _blank_events(conn: Connection, rows: list[tuple[int, str]]) -> None:
+    """Audit events of a forgotten scope without its words: no snapshot, an empty detail (a
+    tool error may repeat an argument), the actor's door only. Action, time, scope and memory
+    id stay."""
+    by_door: dict[str, list[int]] = {}
+    for event_id, actor in rows:
+        by_door.setdefault(door_of(actor or ""), []).append(event_id)
+    for door, ids in by_door.items():
+        conn.execute(update(AuditEvent).where(AuditEvent.id.in_(ids)).values(snapshot=None, detail="{}", actor=door))

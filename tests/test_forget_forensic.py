@@ -8,7 +8,9 @@ row within 1e-5 of the embedder's output, at every byte alignment, so HNSW's ren
 counts). An unforgotten memory's words and vector are found by the same search, so the search
 can see. The audit trail keeps, by design, each forgotten memory's id on its 'forget' event and,
 for `snapshot_days`, a single forget's snapshot: in cmms.db those are allowed on the pages of
-the audit_log table and its indexes only (SQLite's dbstat says which pages those are).
+the audit_log table and its indexes only (SQLite's dbstat says which pages those are). After a
+forget --all the audit trail's pages are searched too: only the ids may be left there, not the
+words a client put in an MCP actor or source, or in a failing tool call's arguments.
 """
 from __future__ import annotations
 
@@ -22,11 +24,13 @@ import numpy as np
 import pytest
 from conftest import SERVER, embedded_only, server_only, subprocess_env
 from db import sql
+from mcp_client import run, stdio_bridge
 
 SCOPE, OTHER = "local:forensic", "local:bystander"
 GONE = "Zanzibarquux telephoriscent marmaladewombat crystallofidget parliamentquiver"
 KEPT = "Quetzalborrow figmentalune scrimshawdelta oxbowtinsel"
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+DOOR_WORDS = ("Yarrowquibble", "Snickerfrond", "Moltenwhisk")  # an MCP actor, a source, a tool argument
 FILLER = [f"Filler note number {i} about the {('garden', 'kitchen', 'garage')[i % 3]} on day {i}" for i in range(24)]
 
 
@@ -138,18 +142,38 @@ def test_a_single_forget_leaves_no_trace_in_any_file(remembered):
     assert _all_kinds(traces(root, GONE, gone, gone_vector)) == {"id"}
 
 
+async def _through_mcp(home: Path) -> None:
+    """A memory stored with the client's words as its actor and source, and a failing call
+    whose error repeats its argument: all of it on the scope's audit trail."""
+    actor, source, argument = DOOR_WORDS
+    async with stdio_bridge(home, "--scope", SCOPE) as bridge:
+        await bridge.ok("store_memory", scope=SCOPE, content="A note through the bridge",
+                        source=f"clinic {source}", actor=f"Dana {actor}")
+        failed = await bridge.call("forget_memory", scope=SCOPE, tier=f"my {argument} diary")
+        assert failed.error and argument in failed.text
+
+
+def _door_words(root: Path) -> set[str]:
+    """Which of DOOR_WORDS any file under `root` holds (audit trail included)."""
+    data = b"".join(path.read_bytes() for path in root.rglob("*") if path.is_file())
+    return {word for word in DOOR_WORDS if word.lower()[2:-2].encode() in data.lower()}
+
+
 @embedded_only
 def test_forget_all_through_the_cli_leaves_no_trace_in_any_file(remembered):
     service, root, (gone, gone_vector), (kept, kept_vector) = remembered
     service.forget(SCOPE, service.remember(SCOPE, "A note forgotten first"))  # Chroma saves its HNSW files
     assert any(path.endswith("data_level0.bin") for path in traces(root, GONE, gone, gone_vector))
     service.close()  # the CLI's process writes the vector index
+    run(_through_mcp(root.parent))
+    assert _door_words(root) == set(DOOR_WORDS)  # the search sees them
 
     done = subprocess.run([CLI, "forget", "--scope", SCOPE, "--all"], capture_output=True, text=True,
                           env=subprocess_env(root.parent), timeout=120)
 
     assert done.returncode == 0, done.stderr
-    assert traces(root, GONE, gone, gone_vector, audit_allowed=True) == {}
+    assert _all_kinds(traces(root, GONE, gone, gone_vector)) <= {"id"}  # the audit trail searched too
+    assert _door_words(root) == set()
     kept_found = _all_kinds(traces(root, KEPT, kept, kept_vector))
     assert {"vector", "id", *(f"word {w}" for w in _words(KEPT))} <= kept_found
 
@@ -203,6 +227,13 @@ def dump_without_audit(service) -> str:
     return repr({name: sql(service, f'SELECT * FROM "{name}"') for name in tables(service) if name != "audit_log"})
 
 
+def _dump(service) -> str:
+    """Every row of every table, the audit trail's too, as one lower-case string."""
+    from db import tables
+
+    return repr({name: sql(service, f'SELECT * FROM "{name}"') for name in tables(service)}).lower()
+
+
 def _chroma_shows(service, scope: str, memory_id: str, vector: np.ndarray) -> bool:
     vectors = service.indexer.vectors
     near = {i for i, _ in vectors.query(scope, vector.tolist(), 50)}
@@ -236,11 +267,14 @@ def test_forget_on_the_server_backend_leaves_no_trace_the_servers_show(remembere
 def test_forget_all_through_the_cli_on_the_server_backend_leaves_no_trace_the_servers_show(remembered):
     service, root, (gone, gone_vector), (kept, kept_vector) = remembered
     sql(service, "ANALYZE")
+    run(_through_mcp(root.parent))
+    assert all(word.lower() in _dump(service) for word in DOOR_WORDS)
 
     done = subprocess.run([CLI, "forget", "--scope", SCOPE, "--all"], capture_output=True, text=True,
                           env=subprocess_env(root.parent), timeout=120)
 
     assert done.returncode == 0, done.stderr
+    assert not any(word.lower() in _dump(service) for word in DOOR_WORDS)  # the audit trail too
     _server_has_no_trace(service, gone, gone_vector)
     assert "filler note number 3 " not in dump_without_audit(service).lower()
     assert postgres_tuples(service, KEPT, kept) == {"memories"}
