@@ -27,7 +27,8 @@ MAX_RECEIPT_CHARS = 48
 
 # Characters folded onto the ASCII ones a tag is made of (beyond what NFKD already maps).
 _BRACKETS = {**dict.fromkeys("‹〈⟨˂ᐸ❮❬❰⧼⦑⦉", "<"), **dict.fromkeys("›〉⟩˃ᐳ❯❭❱⧽⦒⦊", ">"),
-             **dict.fromkeys("∕⁄⧸╱⟋\\", "/"), **dict.fromkeys("ǀ∣│￨", "|")}
+             **dict.fromkeys("∕⁄⧸╱⟋\\", "/"), **dict.fromkeys("ǀ∣│￨", "|"),
+             **dict.fromkeys("【〔〖〘〚⟦⁅", "["), **dict.fromkeys("】〕〗〙〛⟧⁆", "]")}
 _LOOKALIKES = str.maketrans({
     **_BRACKETS,
     # Cyrillic, Greek, Armenian and small-capital letters that look like Latin ones
@@ -38,17 +39,19 @@ _LOOKALIKES = str.maketrans({
     **dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢıɩ", "abcdefghijklmnoprstuvwyzii")),
 })
 _BRACKET_TABLE = str.maketrans(_BRACKETS)
-_KEPT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789<>/|[]")
+_KEPT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789<>/|[](")
 # An encoded character: an HTML entity (also &amp;-nested), %XX, \\uXXXX or \\xXX.
 _ENCODED = re.compile(r"&(?:amp;)*(?:#\d{1,7}|#x[0-9a-f]{1,6}|[a-z][a-z0-9]{1,31});?"
                       r"|%(?:25)*[0-9a-f]{2}|\\u[0-9a-f]{4}|\\x[0-9a-f]{2}", re.I)
-_TRIGGERS = re.compile(r"[<>\[&%\\]")
-_NAME = r"memory[a-z0-9/]{0,16}context"
+_TRIGGERS = re.compile(r"[<>\[(&%\\]")
+_NAME = r"memor(?:y|ies)[a-z0-9/]{0,16}context"
 _FENCE = re.compile(
     rf"</?[a-z0-9|]{{0,16}}{_NAME}(?:[a-z0-9|]{{0,16}}>)?|/?{_NAME}[a-z0-9|]{{0,16}}>"  # </memory-context
     r"|</?(?:system|developer|assistant|user|human|instructions?)[a-z0-9]{0,16}>"  # <system>
     r"|<\|[a-z0-9/]{0,32}\|?>"  # chat-template tokens: <|im_start|>, <|eot_id|>
-    r"|\[systemnote|\[(?:system|developer|assistant|user)[a-z0-9]{0,16}\]")  # [System note: ...]
+    r"|</?(?:memory|memories|context|functionresults|functioncalls|toolresults?|endofturn|startofturn)>"
+    r"|</s>|<</?sys>>|\[/?inst\]"  # </memory>, Gemma's <end_of_turn>, Llama's </s>[INST] <<SYS>>
+    r"|[\[(]systemnote|\[(?:system|developer|assistant|user)[a-z0-9]{0,16}\]")  # [System note: ...], (System note
 _LABEL_DROP = re.compile(r"[^a-z0-9_-]+")
 _RECEIPT_DROP = re.compile(r"[^\w .:@/+#=-]+")
 _SPACES = re.compile(r"\s+")
