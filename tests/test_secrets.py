@@ -59,6 +59,12 @@ def test_a_redacted_key_is_stable_and_keeps_distinct_secrets_distinct():
     assert redact_key("session-2026-12-01") == "session-2026-12-01"
 
 
+def test_redacting_a_redacted_key_changes_nothing():
+    key = redact_key("sess-ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98")
+    assert key.count("[REDACTED:") == 1 and key.startswith("sess-[REDACTED:github-token:")
+    assert redact_key(key) == redact_text(key) == key  # the marker's "token:<digest>" is no pair
+
+
 def test_log_records_of_every_hermes_cmms_logger_are_redacted(caplog):
     make_plugin_manager(load_entry_points=False)
     secret = SECRETS[0]["secrets"][0]

@@ -18,7 +18,9 @@ KEY_KINDS = frozenset({
     "webhook", "consumer", "subscription", "storage", "sendgrid", "stripe", "mailgun", "hmac",
     "jwt", "ssh", "gpg", "pgp", "sentry", "twilio", "datadog", "dd", "x"})
 TAILS = frozenset({"privatekeyid", "connectionstring", "connstring", "connstr", "webhookurl",
-                   "secretaccesskey", "sharedaccesskey", "accesskeysecret"})
+                   "secretaccesskey", "sharedaccesskey", "accesskeysecret", "clientkeydata", "rediscliauth"})
+# A last part with a secret word fused on (PGPASSWORD, DBPASSWD, SSHPASSPHRASE).
+FUSED = ("password", "passwd", "passphrase")
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Values after "key:" that are talk, not a secret ("Token: see the docs", "password: none").
 NOT_SECRETS = frozenset({
@@ -34,7 +36,7 @@ def secret_key(name: str) -> bool:
     parts = [p.lower() for p in _PARTS.findall(name)]
     if not parts:
         return False
-    if parts[-1] in SECRET_WORDS or "".join(parts[-3:]) in TAILS or "".join(parts[-2:]) in TAILS:
+    if parts[-1] in SECRET_WORDS or parts[-1].endswith(FUSED) or "".join(parts[-3:]) in TAILS or "".join(parts[-2:]) in TAILS:
         return True
     return len(parts) >= 2 and parts[-1] == "key" and parts[-2] in KEY_KINDS
 
@@ -43,6 +45,33 @@ def talk(value: str) -> bool:
     """Whether a value after "key:" starts like a sentence about the key rather than a secret."""
     first = value.split(None, 1)[0].strip(".,;:!?)(").lower() if value.strip() else ""
     return first in NOT_SECRETS
+
+
+# Values that are code or a placeholder, not a secret: `secret = None`, `def f(password: str)`.
+CODE_WORDS = frozenset({
+    "none", "null", "nil", "true", "false", "undefined", "return", "self", "await", "yield", "lambda",
+    "str", "string", "int", "float", "bool", "bytes", "dict", "list", "any", "optional", "number"})
+_PLACEHOLDER = re.compile(r"\$\{|\{\{|\$[A-Z_][A-Z0-9_]*(?![A-Za-z0-9_])|%\(\w+\)s|<[\w\- ]+>")
+_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def code(text: str, start: int, end: int) -> bool:
+    """Whether the value at text[start:end] is code or a placeholder rather than a secret: a
+    literal or type name, `${VAR}` / `{{ x }}` / `$VAR` / `<your-token>`, a dotted name
+    (`settings.API_KEY`), or a call or subscript (`getpass.getpass()`, `os.environ[...]`)."""
+    value = text[start:end]
+    if value.lower() in CODE_WORDS or _PLACEHOLDER.match(text, start):
+        return True
+    found = _NAME.match(text, start)
+    if found is None:
+        return False
+    after = found.end()
+    return (after >= end and "." in found.group()) or (after < len(text) and text[after] in "([")
+
+
+def bare_word(value: str) -> bool:
+    """A whole value that is one word of talk (`?token=expired`, `secret=none`)."""
+    return value.strip(".,;:!?)(").lower() in NOT_SECRETS
 
 
 def entropy(text: str) -> float:
@@ -70,10 +99,24 @@ def luhn(digits: str) -> bool:
 _CARD_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|2)|35")
 
 
+_CARD_GROUPS = re.compile(r"\d{4}(?:([ \-])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?|([ \-])\d{6}\2\d{4,5})\Z")
+_CARD_WORDS = re.compile(r"(?i)(?<![a-z])(?:card|cc|visa|master ?card|amex|american express|discover|diners|jcb"
+                         r"|credit|debit|pan|karte|carte|tarjeta|cart[aã]o|cvv|cvc|exp)")
+
+
 def card_number(text: str) -> bool:
     """A payment card number: 13-19 digits with a card network's prefix and a valid Luhn sum."""
     digits = re.sub(r"[ -]", "", text)
     return 13 <= len(digits) <= 19 and bool(_CARD_PREFIX.match(digits)) and luhn(digits)
+
+
+def card_context(text: str, start: int, end: int) -> bool:
+    """A card number written as cards are (4-4-4-4, 4-6-5) or with a card word near it: a bare
+    Luhn-valid run of digits after "order" or in arithmetic is an id or an amount."""
+    if _CARD_GROUPS.match(text[start:end]):
+        return True
+    return _CARD_WORDS.search(text, max(0, start - 40), start) is not None or \
+        _CARD_WORDS.search(text, end, end + 24) is not None
 
 
 def basic_credentials(text: str) -> bool:

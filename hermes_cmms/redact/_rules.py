@@ -73,13 +73,31 @@ def key_of(match: re.Match) -> Optional[str]:
 
 
 def _keyed(match: re.Match) -> bool:
-    """A key-value pair whose key names a secret, unless the value after a colon is talk."""
+    """A key-value pair whose key names a secret, unless the value is code, a placeholder or one
+    word of talk (after a colon: starts with talk), or a PIN that is no 4-12 digits."""
     key = key_of(match)
-    if key is None or not _checks.secret_key(key):
+    if key is None or not _checks.secret_key(key) or _compared(match):
         return False
-    quoted = "secretq" in match.re.groupindex and match.group("secretq")
+    group = "secretq" if "secretq" in match.re.groupindex and match.group("secretq") else "secret"
+    value, (start, end) = match.group(group), match.span(group)
+    if _checks.code(match.string, start, end) or _checks.bare_word(value) or not _pin(key, value):
+        return False
     sep = match.group("sep") if "sep" in match.re.groupindex else "="
-    return quoted or sep != ":" or not _checks.talk(_secret(match))
+    return group == "secretq" or sep != ":" or not _checks.talk(value)
+
+
+def _compared(match: re.Match) -> bool:
+    """`token == expected`, `password != other`, `n <= limit`: a comparison, not a value."""
+    at = match.start("sep") if "sep" in match.re.groupindex else match.start()
+    return at > 0 and match.string[at - 1] in "=!<>"
+
+
+_PIN = re.compile(r"\d{4,12}(?!\S)")
+
+
+def _pin(key: str, value: str) -> bool:
+    """A PIN is 4-12 digits ("pin: 3 on the GPIO header" is a pin number, not a PIN)."""
+    return not key.lower().endswith("pin") or bool(_PIN.match(value))
 
 
 def _word_start(match: re.Match) -> bool:
@@ -154,6 +172,7 @@ _VENDOR = [
     _rule("gitlab-token", r"gl(?:pat|dt|rt|ptt|ft|imt|agent|oas|soat|cbt|ffct|wt)-[A-Za-z0-9_\-.]{19,}[A-Za-z0-9_\-]",
           check=_T),
     _rule("gitlab-token", r"GR1348941[A-Za-z0-9_\-]{20,}", check=_T),
+    _rule("docker-token", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}", check=_T),
     _rule("npm-token", r"npm_[A-Za-z0-9]{36}" + _E, check=_T),
     _rule("pypi-token", r"pypi-AgE[A-Za-z0-9_\-]{50,}", check=_T),
     _rule("huggingface-token", r"hf_[A-Za-z0-9]{30,}", check=_T),
@@ -195,6 +214,15 @@ _VENDOR = [
     _rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", check=_T),
 ]
 
+_VALUE = r"(?:(?P<q>[\"'])(?P<secretq>[^\"'\n]+)(?P=q)|(?P<secret>[^\s\"']+))"
+
+
+def _slashed(match: re.Match) -> bool:
+    """A URL password with a slash in it, unless it is a port and a path (host:8080/a@b)."""
+    secret = match.group("secret")
+    return not secret.split("/", 1)[0].isdigit() and _checks.random_looking(secret)
+
+
 _WEB = [
     _rule("bearer-token", r"[Bb](?i:earer)\s+(?P<secret>[A-Za-z0-9_\-.=~+/]{16,})", ["bearer"], _W),
     _rule("basic-auth", r"[Bb](?i:asic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", ["basic"],
@@ -206,17 +234,31 @@ _WEB = [
     _rule("cli-password", r"--(?:password|passwd|pass|token|secret|api-key)[\s=]+[\"']?(?P<secret>[^\s\"']+)",
           check=_flag),
     _rule("url-password", r"://(?<=[A-Za-z0-9+.\-]://)[^\s/:@]*:(?P<secret>[^\s/@]+(?:@[^\s/@]+)*)@"),
+    _rule("url-password", r"://(?<=[A-Za-z0-9+.\-]://)[^\s/:@]*:(?P<secret>[^\s/:@]*/[^\s@]*?)@[\w.\-]+(?=[:/?#\s]|\Z)",
+          check=_slashed),
+    _rule("cli-password", r"(?:sshpass|docker[ \t]+login|podman[ \t]+login|helm[ \t]+registry[ \t]+login)"
+                          r"[^\n]*?[ \t]-p[ \t]*" + _VALUE, ["sshpass", "docker", "podman", "helm"]),
+    _rule("cli-password", r"(?:mysql|mariadb|mysqldump|mysqladmin)[^\n]*?[ \t]-p" + _VALUE, ["mysql", "mariadb"]),
+    _rule("password", r"machine[ \t\n]+\S+[ \t\n]+(?:(?:login|account)[ \t\n]+\S+[ \t\n]+)*password[ \t\n]+"
+                      r"(?P<secret>\S+)", ["machine"]),
     _rule("url-token", r"://(?<=[A-Za-z0-9+.\-]://)(?P<secret>[A-Za-z0-9_\-.~%]{16,})@", check=_random),
     _rule("secret", r"[?&;]" + _KEY + r"(?P<sep>=)(?P<secret>[^\s&#\"'<>]+)", check=_keyed),
 ]
 
-_LINE = (r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?" + _KEY + r"[\"']?[ \t]*(?P<sep>:=|=>|=|:)[ \t]*"
+_LINE = (r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?" + _KEY + r"[\"']?[ \t]*(?P<sep>:=|=>|=|:)(?!=)[ \t]*"
          r"(?P<secret>[^\s\"'`#][^\n]*?)(?=[ \t]+#|[ \t]*(?:\n|\Z))")
 _CONFIG = [  # a key at the start of a line (.env, YAML, INI) owns the rest of the line; elsewhere one value
     _rule("secret", r"\A" + _LINE, check=_keyed),
     _rule("secret", r"\n" + _LINE, check=_keyed),
-    _rule("secret", r"(?P<sep>:=|=>|=|:)[ \t]*(?:(?P<q>[\"'`])(?P<secretq>[^\"'`\n]+)(?P=q)"
+    _rule("secret", r"(?P<sep>:=|=>|=|:)(?!=)[ \t]*(?:(?P<q>[\"'`])(?P<secretq>[^\"'`\n]+)(?P=q)"
                     r"|(?P<secret>[^\s,;\"'`<>()\[\]{}]+))", check=_keyed, overlapping=True),
+    _rule("secret", _KEY + r"(?P<sep>(?:\t|\\t)+)(?P<secret>[^\s\"'`\\]+)", ["\t", "\\t"],  # also JSON's "\t"
+          _all(_W, _keyed, _random)),
+    _rule("password", r"(?i:passwort|kennwort|mot de passe|contrase(?:ñ|n)a|senha|wachtwoord|has(?:ł|l)o|l(?:ö|o)senord"
+                      r"|passord|adgangskode|salasana|пароль)[ \t]*[:=][ \t]*(?P<secret>[^\s\"'`]+)",
+          check=lambda m: not _checks.talk(m.group("secret")),
+          anchors=("passwort", "kennwort", "mot de passe", "contrase", "senha", "wachtwoord", "hasło", "haslo",
+                   "lösenord", "losenord", "passord", "adgangskode", "salasana", "пароль")),
     _rule("secret", r"(?i)\b(?:key|name)\s*=\s*[\"']" + _KEY + r"[\"']\s+value\s*=\s*[\"'](?P<secretq>[^\"'\n]+)",
           ["value"], _keyed),
 ]
@@ -233,15 +275,18 @@ NOT_A_PASSWORD = (
     "it", "what", "which", "there", "here", "below", "above")
 
 _SAID = [
-    _rule("password", r"[Pp](?i:ass(?:word|phrase|code)|in)\s+(?i:is|was)\s*:?\s+"
-                      rf"(?!(?:{'|'.join(NOT_A_PASSWORD)})[.!?:)]*(?:[\s,;]|$))(?P<secret>[^\s,;]+)",
+    _rule("password", r"[Pp](?i:ass(?:word|phrase|code)|in)(?:\s+(?i:for|of|to|on)(?:\s+[\w.\-@']+){1,4}?)?"
+                      r"\s+(?i:is|was)\s*:?\s+"
+                      rf"(?!(?:{'|'.join(NOT_A_PASSWORD)})[.!?:)]*(?:[\s,;]|$))"
+                      r"(?!\d+\s+(?:char|digit|letter|symbol|word|byte|long)|\d+-(?:char|digit))(?P<secret>[^\s,;]+)",
           check=_word_start, anchors=("pass", "pin")),
     _rule("secret", r"(?P<word>[AaSsTtCcPp](?i:pi[ _-]?key|ccess[ _-]?key|ecret(?:[ _-]?key)?|oken|redential"
                     r"|rivate[ _-]?key|uth[ _-]?token|lient[ _-]?secret)(?i:s)?)"
-                    r"[ \t]*(?:is|was|:|=|-|,)?[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]{16,}={0,2})",
+                    r"[ \t]*(?:is|was|:|=|-|,)?[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]{12,}={0,2})",
           check=_said, anchors=("api", "access", "secret", "token", "credential", "private", "auth", "client")),
     _rule("card-number", r"\d(?<![\w.\-]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
-          lambda m: _checks.card_number(m.group(0)), precheck=_digits),
+          lambda m: _checks.card_number(m.group(0)) and _checks.card_context(m.string, m.start(), m.end()),
+          precheck=_digits),
 ]
 
 RULES: list[Rule] = [*_VENDOR, *_WEB, *_CONFIG, *_SAID]
