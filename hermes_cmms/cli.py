@@ -89,12 +89,15 @@ def cmd_forget(args) -> int:
     return 0
 
 
+MAX_AUDIT_LIST = 1_000_000  # most events `audit-log --limit` lists
+
+
 def cmd_audit_log(args) -> int:
-    if args.limit < 1:
-        raise InvalidInput(f"--limit must be a positive whole number, not {args.limit}.")
+    if not 1 <= args.limit <= MAX_AUDIT_LIST:
+        raise InvalidInput(f"--limit must be a whole number from 1 to {MAX_AUDIT_LIST:,}, not {args.limit}.")
     service = _service(args)
     try:
-        events = service.audit_log(args.scope, memory_id=args.memory_id, action=args.action, limit=args.limit)
+        events = _audit_pages(service, args)
     finally:
         service.close(drain_timeout=0)
     rows = [{"at": e.at, "action": e.action, "actor": e.actor, "scope": e.scope, "memory_id": e.memory_id,
@@ -115,6 +118,21 @@ def cmd_audit_log(args) -> int:
     if not rows:
         print("No audit events match.")
     return 0
+
+
+def _audit_pages(service, args) -> list:
+    """Up to --limit events, newest first, fetched a service page (MAX_AUDIT_PAGE) at a time."""
+    from .service import MAX_AUDIT_PAGE
+
+    events: list = []
+    while len(events) < args.limit:
+        wanted = min(MAX_AUDIT_PAGE, args.limit - len(events))
+        page = service.audit_log(args.scope, memory_id=args.memory_id, action=args.action, limit=wanted,
+                                 offset=len(events))
+        events += page
+        if len(page) < wanted:
+            break
+    return events
 
 
 def cmd_consolidate(args) -> int:
@@ -154,6 +172,12 @@ def cmd_doctor(args) -> int:
         print(f"{level:<4} {name}: {detail}")
         failed = failed or level == "FAIL"
     return 1 if failed else 0
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 65535, not {text!r}")
+    return int(text)
 
 
 def cmd_mcp(args) -> int:
@@ -224,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1",
                    help="HTTP address (default 127.0.0.1; any other needs CMMS_MCP_TOKEN)")
-    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--port", type=_port, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--scope", help="Scope of the CMMS-style tools (default: the Hermes CLI user's, "
                                    "local:<profile>)")
     p = add("forget", cmd_forget, "Forget memories of one scope: by id, tier or tag, or all of them.")

@@ -43,6 +43,9 @@ DUPLICATE_SIMILARITY = 0.95  # an explicit note this close to a current one rein
 SUPERSEDE_SIMILARITY = 0.80  # a semantic note this close (but not a duplicate) replaces it
 
 
+MAX_AUDIT_PAGE, MAX_AUDIT_OFFSET = 500, 10**9  # one audit_log call, at any door
+
+
 class MemoryService:
     """Retain, recall, forget and flush, for any number of scopes in one store."""
 
@@ -169,7 +172,7 @@ class MemoryService:
         kept = [item for item in items if not lifecycle.only_secrets(item.content)]
         if not kept:
             if turn_of is None:
-                raise InvalidInput("Nothing is left to remember once secrets are removed; nothing was stored.")
+                raise InvalidInput(_nothing_left(items))
             return []
         items = kept
         if judge and items[0].tier == "semantic" and not items[0].fact and not items[0].duplicate_of:
@@ -292,7 +295,10 @@ class MemoryService:
 
     def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
                   action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
-        """Audit events, newest first."""
+        """Audit events, newest first: `limit` 1 to MAX_AUDIT_PAGE from `offset` 0 to MAX_AUDIT_OFFSET."""
+        if not (1 <= limit <= MAX_AUDIT_PAGE and 0 <= offset <= MAX_AUDIT_OFFSET):
+            raise InvalidInput(f"An audit page is 1 to {MAX_AUDIT_PAGE} events from an offset of 0 to "
+                               f"{MAX_AUDIT_OFFSET:,}, not {limit} from {offset}.")
         return self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
                                        action=clean_key(action), limit=limit, offset=offset)
 
@@ -557,6 +563,13 @@ def _tier(tier: Optional[str]) -> Optional[str]:
     if tier is not None and tier not in TIERS:
         raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
     return tier
+
+
+def _nothing_left(items) -> str:
+    """Why none of `items` is stored: secrets were all there was, or nothing printable was."""
+    if any(lifecycle.REDACTED.search(item.content) for item in items):
+        return "Nothing is left to remember once secrets are removed; nothing was stored."
+    return "The text is empty once unprintable characters and punctuation are removed; nothing was stored."
 
 
 def _truncated(text: str, scope: str) -> str:

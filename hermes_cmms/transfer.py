@@ -46,6 +46,9 @@ __all__ = ["export_scope", "external_paths", "import_file", "import_records", "F
 
 # -- export ---------------------------------------------------------------------------------
 
+MAX_LINE_BYTES = 16 * 2**20  # one line (record) of an import at most
+
+
 def export_scope(service, scope: str, actor: str = "") -> Iterator[dict]:
     """The header, then every record of `scope`, read in one transaction (one consistent
     snapshot, also on PostgreSQL). When the last record has been read, an 'export' event
@@ -108,6 +111,8 @@ def import_records(service, records: Iterable[Union[str, bytes, dict]], *, scope
                    progress: Optional[Progress] = None, actor: str = "") -> dict:
     """`import_file` for lines (or records) from anywhere, e.g. standard input: they are
     spooled to a temporary file first, because the import reads them twice."""
+    if hasattr(records, "readline"):  # a stream, e.g. standard input
+        records = bounded_lines(records)
     with tempfile.TemporaryFile() as spool:
         for record in records:
             if isinstance(record, dict):
@@ -128,8 +133,19 @@ def _lines_of(source: Union[Path, IO[bytes]]) -> Iterator[tuple[int, str]]:
         yield from _decoded(source)
 
 
+def bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The handle's lines, one refused once past MAX_LINE_BYTES instead of read whole (a
+    stream without a line end, such as /dev/zero, would never end)."""
+    number = 0
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise bad(number, f"longer than {MAX_LINE_BYTES // 2**20} MiB")
+        yield raw
+
+
 def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str]]:
-    for number, raw in enumerate(handle, 1):
+    for number, raw in enumerate(bounded_lines(handle), 1):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
@@ -143,6 +144,19 @@ def claimed_stdio() -> Iterator[tuple]:
         os.dup2(private[1], 1)
 
 
+def check_bind(host: str, port: int) -> None:
+    """Refuse, in one sentence, an address the HTTP server could not listen on (uvicorn would
+    log it and exit, or wait on a port out of range)."""
+    if not 1 <= port <= 65535:
+        raise InvalidInput(f"The HTTP port must be from 1 to 65535, not {port}.")
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise InvalidInput(f"Cannot serve MCP over HTTP on {host}:{port}: {reason}.") from None
+
+
 def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127.0.0.1",
           port: int = 8765, scope: Optional[str] = None) -> None:
     """Run the bridge until the client disconnects (stdio) or the process is stopped (HTTP)."""
@@ -163,6 +177,7 @@ def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127
             return
         import uvicorn
 
+        check_bind(host, port)
         app = http_app(server, host)
         if token:
             app = BearerToken(app, token)

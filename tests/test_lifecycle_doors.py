@@ -124,4 +124,6 @@ def test_cli_forget_all_audit_log_and_maintain(home):
     maintained = json.loads(_cli(home, "maintain").stdout)
     assert maintained["sweep"] == {"expired": 0} and maintained["decay"]["transitions"] == 0
     assert _cli(home, "audit-log", "--limit", "0").stderr.strip() == \
-        "error: --limit must be a positive whole number, not 0."
+        "error: --limit must be a whole number from 1 to 1,000,000, not 0."
+    assert _cli(home, "audit-log", "--limit", "99999999999999999999").stderr.strip() == \
+        "error: --limit must be a whole number from 1 to 1,000,000, not 99999999999999999999."
