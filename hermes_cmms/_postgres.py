@@ -1,7 +1,7 @@
 """PostgreSQL specifics: a connection pool, one writer at a time (as SQLite has), the scrub after a forget."""
 from __future__ import annotations
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine
 
 POOL_SIZE = 5  # connections kept open per process
@@ -43,6 +43,14 @@ def make_engine(url: str) -> Engine:
 SCRUBBED_TABLES = ("memories", "facts", "audit_log", "outbox", "links", "beliefs", "evidence", "entities",
                    "relations", "sessions")
 WORD_INDEXES = ("ix_memories_fts_content", "ix_memories_fts_all")
+
+
+def outbox_without_statistics(conn: Connection) -> None:
+    """Migration: ANALYZE never samples the outbox's ids, scopes and errors. The outbox empties
+    as the index writer works, and ANALYZE of an empty table keeps the sample values it had
+    (pg_statistic), so a forgotten memory's id would stay there after every scrub."""
+    for column in ("memory_id", "scope", "last_error"):
+        conn.exec_driver_sql(f"ALTER TABLE outbox ALTER COLUMN {column} SET STATISTICS 0")
 
 
 def scrub(engine: Engine, tables: tuple[str, ...] = SCRUBBED_TABLES, indexes: tuple[str, ...] = WORD_INDEXES) -> None:

@@ -7,6 +7,7 @@ from typing import Protocol
 from sqlalchemy import Connection, text
 
 from ._migrations import Migration
+from ._postgres import outbox_without_statistics
 from .text import terms
 
 
@@ -280,7 +281,8 @@ class PostgresKeywordIndex:
     COMMON = 2000
     SIZE_CAP = 10 * COMMON  # a scope counts as at most this many rows in a word's IDF
     K1, B = 1.2, 0.75
-    migrations: list[Migration] = [("0001_pg_fts_memories", _pg_fts_create)]
+    migrations: list[Migration] = [("0001_pg_fts_memories", _pg_fts_create),
+                                   ("0002_pg_outbox_statistics", outbox_without_statistics)]
 
     _LEXEMES = text("SELECT t.lexeme FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n), "
                     "unnest(to_tsvector('english'::regconfig, w.word)) AS t GROUP BY t.lexeme ORDER BY min(w.n)")
@@ -300,7 +302,7 @@ class PostgresKeywordIndex:
               "JOIN words AS w ON w.lexeme = t.lexeme GROUP BY c.id, c.seq ORDER BY score DESC, c.seq DESC "
               "LIMIT :limit")
 
-    def purge(self, conn: Connection) -> bool:
+    def purge(self, conn: Connection, first: bool = True) -> bool:
         """Nothing to do in a transaction: a deleted row's tsvector goes with the row; the
         store's scrub vacuums the table and rebuilds the GIN indexes (_postgres.scrub)."""
         return False
