@@ -6,6 +6,7 @@ import json
 import pytest
 
 from hermes_cmms import InvalidInput
+from hermes_cmms.errors import StoreUnavailable
 from hermes_cmms.provider import CmmsMemoryProvider
 from hermes_cmms.text import clean_key
 
@@ -207,7 +208,8 @@ def test_uninitialised_provider_answers_with_an_error():
     assert json.loads(provider.handle_tool_call("cmms_recall", {"query": "x"})) == {
         "error": "cmms memory is not open."}
     assert provider.prefetch("x") == ""
-    provider.sync_turn("x", "y")
+    with pytest.raises(StoreUnavailable, match="did not store this turn"):  # loudly, never "stored nothing"
+        provider.sync_turn("x", "y")
     provider.on_session_end([])
 
 
