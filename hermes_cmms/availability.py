@@ -2,6 +2,8 @@
 `hermes memory status` and `hermes-cmms doctor`."""
 from __future__ import annotations
 
+import errno
+import os
 import tempfile
 from pathlib import Path
 
@@ -33,16 +35,19 @@ def store_problem(settings: Settings) -> str:
 
 def _unwritable(database: Path) -> str:
     """'' when the directory of `database` can be made and written, and the file (and its
-    WAL) written; else the reason. Writing a file is the test: permission bits alone do not
-    tell whether root, a read-only mount or a file in the way would refuse."""
+    WAL) writable; else the reason. Writing a file in the directory is the test: permission
+    bits alone do not tell whether root, a read-only mount or a file in the way would refuse.
+    The database files themselves are only asked about (access(2) knows root and read-only
+    mounts), never opened: closing any descriptor of a SQLite file drops the locks every
+    connection of this process holds on it, which can corrupt the store."""
     where = database.parent
     try:
         where.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=where):
             pass
         for path in (database, database.with_name(database.name + "-wal")):
-            if path.exists():
-                path.open("r+b").close()
+            if path.exists() and not os.access(path, os.W_OK):
+                raise PermissionError(errno.EACCES, "permission denied", str(path))
     except OSError as exc:
         return f"The memory store cannot be written at {exc.filename or where}: {exc.strerror or exc}."
     return ""
