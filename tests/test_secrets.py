@@ -6,6 +6,7 @@ around it (a password alone, 32 hex digits alone) looks like any other word or h
 redactor can tell, so that is not what these tests send."""
 import json
 import logging
+import re
 import uuid
 from pathlib import Path
 
@@ -137,10 +138,16 @@ def _import_file(path: Path) -> Path:
     return path
 
 
+SHORT = 8  # a secret this short (a PIN) also turns up by chance inside ids and timestamps
+
+
 def _leaks(text: str) -> list[str]:
-    """The corpus secrets found in `text`, in any case (the keyword index lower-cases words)."""
+    """The corpus secrets found in `text`, in any case (the keyword index lower-cases words);
+    a short one only as a word of its own."""
     lowered = text.lower()
-    return [secret for secret in ALL_SECRETS if secret in text or secret.lower() in lowered]
+    return [secret for secret in ALL_SECRETS
+            if (re.search(rf"(?<![0-9a-z]){re.escape(secret.lower())}(?![0-9a-z])", lowered)
+                if len(secret) < SHORT else secret in text or secret.lower() in lowered)]
 
 
 def _stored(home) -> str:
