@@ -152,6 +152,7 @@ def test_a_repeated_conversation_message_is_folded_into_the_first(service):
     [merge] = _events(service, "merge", again[0])
     assert merge["detail"]["into"] == first[0]
     assert merge["snapshot"] is None  # folded, not forgotten: the text lives on in the memory it joined
+    assert service.indexer.drain(60)  # the fold's vector delete is queued like any other
     assert service.indexer.vectors.get(SCOPE, [again[0], first[0]]).keys() == {first[0]}
 
 
