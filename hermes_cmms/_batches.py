@@ -80,7 +80,8 @@ def in_batches(store, step: Callable[[Connection, int], int], batches: Optional[
     step does fewer rows than it was asked for (`after()` is called after each commit); return
     the batches (their sizes, for tests)."""
     batches = batches or Batches(store.engine.dialect.name)
-    store.maintaining += 1  # this process's indexer waits meanwhile (see Indexer._run)
+    with store.maintaining_lock:  # `+=` is no atomic step: a lost count would stop the indexer
+        store.maintaining += 1  # this process's indexer waits meanwhile (see Indexer._run)
     try:
         while True:
             size = batches.size
@@ -94,4 +95,5 @@ def in_batches(store, step: Callable[[Connection, int], int], batches: Optional[
                 return batches
             batches.pause()
     finally:
-        store.maintaining -= 1
+        with store.maintaining_lock:
+            store.maintaining -= 1

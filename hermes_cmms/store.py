@@ -140,6 +140,7 @@ class Store(LifecycleRows, ForgetAll):
             raise StoreUnavailable(f"Cannot open the memory store at {safe_url(url)}: {exc}") from exc
         self._write_lock = threading.Lock()  # one writer per process; others wait on busy_timeout
         self.maintaining = 0  # batched maintenance runs in this process (see _batches.in_batches)
+        self.maintaining_lock = threading.Lock()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
