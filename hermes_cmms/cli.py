@@ -200,7 +200,7 @@ def cmd_bench(args) -> int:
 
     result = bench.run(args.suite, args.file, budget=args.budget, json_out=args.json,
                        convs=getattr(args, "convs", ""), ks=getattr(args, "k", ""),
-                       limit=getattr(args, "limit", None))
+                       limit=getattr(args, "limit", None), dated=not getattr(args, "undated", False))
     bench.report(result)
     return 0
 
@@ -217,7 +217,10 @@ def _add_bench(sub) -> None:
         p.add_argument("--budget", type=int, help="Recall token budget (default: the cmms setting, 600).")
         p.add_argument("--json", metavar="OUT", help="Also write every figure to this JSON file.")
         p.set_defaults(func=cmd_bench)
-    suites.choices["locomo"].add_argument("--convs", default="", help="Only these sample ids, comma-separated.")
+    locomo = suites.choices["locomo"]
+    locomo.add_argument("--convs", default="", help="Only these sample ids, comma-separated.")
+    locomo.add_argument("--undated", action="store_true",
+                        help="Ingest every session now (default: each at its own LoCoMo date).")
     lme = suites.choices["longmemeval"]
     lme.add_argument("--k", default="1,3,5,10", help="Cut-offs for recall@k (default: 1,3,5,10).")
     lme.add_argument("--limit", type=int, help="Only the first N answerable questions.")

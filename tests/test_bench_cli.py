@@ -11,11 +11,14 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from conftest import SHARED
+from db import sql
+from hermes_cmms.bench import locomo
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 DATA = Path(__file__).parent / "data"
@@ -102,42 +105,145 @@ def test_longmemeval_with_the_default_embedder(tmp_path):
     assert rows["lme_q1"]["session"]["recall_all@1"] == 1.0
 
 
+FIGURES = ("ev_key", "ev_words", "ev_cover", "ev_recall", "all_key", "all_words", "all_hit")
+
+
+def figures(*values) -> dict:
+    return dict(zip(FIGURES, values, strict=True))
+
+
 def test_locomo_scores_the_fixture_exactly(tmp_path):
     result = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))
 
     total = result["total"]
-    # chew (found) / half marathon (found) / ceramics (not found) / Biscuit (one of two found)
-    assert (total["questions"], total["evidence"], total["ev_recall"], total["all_hit"]) == (4, 5, 0.6, 0.5)
-    assert total["by_category"] == {
-        "1": {"questions": 1, "evidence": 2, "ev_recall": 0.5, "all_hit": 0.0},
-        "2": {"questions": 1, "evidence": 1, "ev_recall": 1.0, "all_hit": 1.0},
-        "3": {"questions": 1, "evidence": 1, "ev_recall": 0.0, "all_hit": 0.0},
-        "4": {"questions": 1, "evidence": 1, "ev_recall": 1.0, "all_hit": 1.0}}
-    assert [r["conv"] for r in result["rows"]] == ["tiny-1"] and total["tokens"] > 0
+    # Keyword search finds whole messages, each one short line (about 70 tokens of 600 in all).
+    # chew (cat 4): found / half marathon (cat 2): found / ceramics (cat 3): no word in common,
+    # not found / Biscuit (cat 1): the park turn found, the sneakers turn not, no line shares
+    # its words / best view (cat 4): only Bob's "From your balcony facing the river you get the
+    # best view in town." matches. Alice's evidence turn is not found, but its answer-bearing
+    # sentence "It has a balcony facing the river." is on that line (key 3/3), the whole turn is
+    # not (cover 3/7: moved porto last month balcony facing river); Bob's evidence turn "What a
+    # balcony, facing the river!" has all its content words on it (cover 1, words and key
+    # pass) though its opening is not there (lenient fails).
+    assert (result["dated"], total["questions"], total["evidence"]) == (True, 5, 7)
+    # ev_key ev_words ev_cover ev_recall (of 7 turns), all_key all_words all_hit (of 5 questions)
+    assert {k: total[k] for k in FIGURES} == pytest.approx(
+        figures(5 / 7, 4 / 7, (4 + 3 / 7) / 7, 3 / 7, 3 / 5, 2 / 5, 2 / 5))
+    cats = {c: {k: v[k] for k in ("questions", "evidence", *FIGURES)}
+            for c, v in total["by_category"].items()}
+    assert cats == {
+        "1": {"questions": 1, "evidence": 2, **figures(0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0)},
+        "2": {"questions": 1, "evidence": 1, **figures(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)},
+        "3": {"questions": 1, "evidence": 1, **figures(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)},
+        "4": {"questions": 2, "evidence": 3, **figures(1.0, pytest.approx(2 / 3), pytest.approx((2 + 3 / 7) / 3),
+                                                       pytest.approx(1 / 3), 1.0, 0.5, 0.5)}}
+    assert [r["conv"] for r in result["rows"]] == ["tiny-1"] and 0 < total["tokens"] < 300
 
 
 @pytest.mark.skipif(not REFERENCE.exists(), reason="the shared reference harness is not here")
 def test_locomo_matches_the_reference_harness(tmp_path):
-    ours = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))["total"]
+    ours = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))["total"]  # dated by default
     install = f'{CLI} install-hermes-plugin --hermes-home "$HERMES_HOME"'
     env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
     env.update(CMMS_EMBEDDER="none", PATH=f"{Path(CLI).parent}{os.pathsep}{env.get('PATH', '')}")
     done = subprocess.run([sys.executable, str(REFERENCE), "--provider", "cmms", "--install", install,
-                           "--data", str(DATA / "locomo_tiny.json")],
+                           "--data", str(DATA / "locomo_tiny.json"), "--dated"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     theirs = json.loads(done.stdout.splitlines()[-1])
-    assert {k: theirs[k] for k in ("questions", "ev_recall", "all_hit", "tokens")} == \
-        {k: ours[k] for k in ("questions", "ev_recall", "all_hit", "tokens")}
+    keys = ("questions", "tokens", *FIGURES)
+    assert {k: theirs[k] for k in keys} == {k: ours[k] for k in keys}
+    for figure in ("ev_key", "ev_words", "ev_cover", "ev_recall"):
+        assert theirs[f"{figure}_by_cat"] == {c: round(v[figure], 3) for c, v in ours["by_category"].items()}
+    assert len({theirs[k] for k in FIGURES[:4]}) == 4  # the fixture tells the four checks apart
+
+
+def test_locomo_totals_weight_each_conversation_by_its_questions():
+    """As the reference harness does: a conversation's per-turn share counts once per question,
+    so one question with three found turns and three questions with one missed turn each make
+    0.25, not the pooled 3/6."""
+    rows = [{"questions": q, "evidence": q_ev, "tokens": 10.0, "ingest_s": 1.0, "p50_ms": 5.0,
+             "p95_ms": p95, **figures(*[share] * len(FIGURES))}
+            for q, q_ev, share, p95 in ((1, 3, 1.0, 9.0), (3, 3, 0.0, 7.0))]
+    total = locomo.total(rows, [])
+    assert {k: total[k] for k in FIGURES} == figures(*[0.25] * len(FIGURES))
+    assert (total["questions"], total["evidence"], total["p50_ms"], total["p95_ms"]) == (4, 6, 5.0, 9.0)
+
+
+def stored_times(monkeypatch, dated: bool) -> tuple[dict, float]:
+    """A real dated or undated run of the fixture: each session's (earliest, latest) memory
+    created_at, read from the store just before the questions, and the clock then."""
+    for name in [n for n in os.environ if n.startswith("CMMS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
+    seen, ask_all = {}, locomo.ask_all
+
+    def read_store_then_ask(home, *args):
+        rows = sql(home, "SELECT session_id, min(created_at), max(created_at) FROM memories GROUP BY session_id")
+        seen.update(sessions={sid: (first, last) for sid, first, last in rows}, now=time.time())
+        return ask_all(home, *args)
+
+    monkeypatch.setattr(locomo, "ask_all", read_store_then_ask)
+    locomo.run(str(DATA / "locomo_tiny.json"), dated=dated)
+    return seen["sessions"], seen["now"]
+
+
+def utc(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_dated_ingest_stores_each_session_at_its_own_date(monkeypatch):
+    sessions, now = stored_times(monkeypatch, dated=True)
+    starts = {"tiny-1-session_1": "2023-05-08 13:00", "tiny-1-session_2": "2023-06-20 19:30",
+              "tiny-1-session_3": "2023-08-02 10:15"}
+    assert set(sessions) == set(starts)
+    for sid, start in starts.items():  # the clock runs on from each session's date
+        assert utc(start) <= sessions[sid][0] <= sessions[sid][1] < utc(start) + 120, sid
+    assert utc("2023-08-03 10:15") <= now < utc("2023-08-03 10:15") + 120  # a day after the last
+    assert time.time() > utc("2026-01-01 00:00")  # and the real clock is back
+
+
+def test_undated_ingest_stores_every_session_now(monkeypatch):
+    started = time.time()
+    sessions, now = stored_times(monkeypatch, dated=False)
+    assert len(sessions) == 3
+    assert all(started <= first <= last <= now <= time.time() for first, last in sessions.values())
+
+
+def test_dated_run_without_time_machine_is_one_sentence(tmp_path):
+    blocked = tmp_path / "blocked" / "time_machine"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text('raise ImportError("time_machine is blocked here")\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
+    env.update(HERMES_HOME=str(tmp_path / "home"), CMMS_EMBEDDER="none", PYTHONPATH=str(blocked.parent))
+    done = subprocess.run([CLI, "bench", "locomo", str(DATA / "locomo_tiny.json")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert (done.returncode, done.stderr.strip()) == (
+        2, "error: A dated run moves the clock with time-machine, which cannot be imported "
+           "(time_machine is blocked here); reinstall hermes-cmms or pass --undated.")
+    out = tmp_path / "undated.json"
+    undated = subprocess.run([CLI, "bench", "locomo", str(DATA / "locomo_tiny.json"), "--undated",
+                              "--json", str(out)], capture_output=True, text=True, env=env, timeout=120)
+    assert undated.returncode == 0, undated.stderr[-2000:]
+    assert json.loads(out.read_text(encoding="utf-8"))["dated"] is False
 
 
 def test_locomo_prints_a_table_and_picks_conversations(tmp_path):
     done = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--convs", "tiny-1")
     assert done.returncode == 0, done.stderr
-    assert "ev_recall" in done.stdout and "tiny-1" in done.stdout and "3 open-domain" in done.stdout
+    assert "tiny-1" in done.stdout and "3 open-domain" in done.stdout and "(dated)" in done.stdout
+    convs, cats = [header_of(table) for table in done.stdout.split("By category")]
+    assert convs == ["conv", "questions", "ev_key", "ev_words", "ev_recall", "all_key", "tokens",
+                     "ingest_s", "p50_ms", "p95_ms"]
+    assert cats == ["category", "questions", "evidence", "ev_key", "ev_words", "ev_recall", "all_key"]
     unknown = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--convs", "conv-99")
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == "error: No conversation 'conv-99' in the file; it has tiny-1."
+
+
+def header_of(table: str) -> list[str]:
+    line = next(line for line in table.splitlines() if "ev_key" in line)
+    return line.replace("┃", " ").split()
 
 
 @pytest.mark.parametrize("suite, content, message", [

@@ -1,7 +1,7 @@
 """`hermes-cmms bench`: recall benchmarks that drive the cmms provider the way Hermes does.
 
 `locomo` measures evidence recall on LoCoMo conversations (the procedure and metrics of
-../shared/bench/locomo_recall.py); `longmemeval` measures LongMemEval_S retrieval recall
+../shared/bench/locomo_recall.py, dated by default); `longmemeval` measures LongMemEval_S retrieval recall
 (recall_any@k / recall_all@k at session and turn level) plus evidence in the context.
 """
 from __future__ import annotations
@@ -20,16 +20,17 @@ Items = Union[str, Sequence]
 
 def run(suite: str, path: str, *, budget: Optional[int] = None, convs: Items = (),
         ks: Items = longmemeval.DEFAULT_K, limit: Optional[int] = None,
-        json_out: Optional[str] = None) -> dict:
+        json_out: Optional[str] = None, dated: bool = True) -> dict:
     """Run one benchmark suite on a data file and return its figures, also written to
-    `json_out` if given. `convs` and `ks` may be lists or comma-separated strings."""
+    `json_out` if given. `convs` and `ks` may be lists or comma-separated strings; `dated`
+    (LoCoMo) ingests each session at its own date."""
     if budget is not None and budget <= 0:
         raise InvalidInput(f"The token budget must be a positive whole number, not {budget}.")
     if limit is not None and limit <= 0:
         raise InvalidInput(f"The question limit must be a positive whole number, not {limit}.")
     check_output(json_out)
     if suite == "locomo":
-        result = locomo.run(path, budget, parse_list(convs, "--convs"))
+        result = locomo.run(path, budget, parse_list(convs, "--convs"), dated)
     elif suite == "longmemeval":
         result = longmemeval.run(path, budget, parse_list(ks, "--k", number=True), limit)
     else:

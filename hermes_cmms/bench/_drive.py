@@ -9,6 +9,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
@@ -104,6 +105,37 @@ def fresh_home(budget: Optional[int]) -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+class Clock:
+    """When dated, the process clock stands at a given moment and runs on from it
+    (time-machine moves time.time() for every thread, as the reference harness' _Clock does);
+    otherwise a no-op. at(None) returns to the real time."""
+
+    def __init__(self, dated: bool):
+        self.dated, self._trip = dated, None
+        if dated:
+            _time_machine()
+
+    def at(self, when: Optional[datetime]) -> None:
+        self.stop()
+        if self.dated and when is not None:
+            self._trip = _time_machine().travel(when, tick=True)
+            self._trip.start()
+
+    def stop(self) -> None:
+        if self._trip is not None:
+            self._trip.stop()
+            self._trip = None
+
+
+def _time_machine():
+    try:
+        import time_machine
+    except ImportError as exc:
+        raise CmmsError(f"A dated run moves the clock with time-machine, which cannot be imported "
+                        f"({exc}); reinstall hermes-cmms or pass --undated.") from None
+    return time_machine
+
+
 def open_provider(home: Path, session_id: str):
     """A CmmsMemoryProvider initialised the way Hermes does it."""
     try:
@@ -116,10 +148,14 @@ def open_provider(home: Path, session_id: str):
     return provider
 
 
-def ingest(home: Path, sessions: Sequence[tuple[str, Sequence[Pair]]], tick: Tick) -> float:
-    """Feed every session turn by turn, end each session, shut down; return wall seconds."""
+def ingest(home: Path, sessions: Sequence[tuple[str, Sequence[Pair]]], tick: Tick,
+           clock: Optional[Clock] = None, times: Sequence[Optional[datetime]] = ()) -> float:
+    """Feed every session turn by turn, end each session, shut down; return wall seconds.
+    With a clock, session i is fed while the clock stands at times[i] (now where None)."""
     started, provider = time.perf_counter(), None
-    for session_id, pairs in sessions:
+    for number, (session_id, pairs) in enumerate(sessions):
+        if clock is not None:
+            clock.at(times[number] if number < len(times) else None)
         if provider is None:
             provider = open_provider(home, session_id)
         else:

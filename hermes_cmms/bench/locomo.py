@@ -3,34 +3,49 @@
 Per conversation, in a fresh HERMES_HOME: every session is fed turn by turn (the first
 speaker is the user), each session is ended, the provider is shut down and a new one is
 opened (what was retained must survive a restart), then every question of categories 1-4
-is asked through prefetch(). An evidence turn is recalled when the first 60 normalised
-characters of its text are in the injected context. Totals weight each conversation by
-its number of questions, like the reference harness.
+is asked through prefetch(). Dated (the default, the reference's --dated), each session is
+fed while the clock stands at its LoCoMo date, and the questions are asked a day after the
+last session; undated, everything happens now.
+
+Each evidence turn is checked against the injected context (see _evidence):
+  ev_key     its answer-bearing sentence has >= 80% of its content words on one line (primary);
+  ev_words   the whole turn has >= 80% of its content words on one line;
+  ev_cover   the mean share of its content words one line holds (partial credit);
+  ev_recall  lenient: its first 60 normalised characters are in the context.
+all_key / all_words / all_hit are the shares of questions whose every evidence turn passes.
+Totals weight each conversation's figures by its number of questions, like the reference
+harness; per-category figures pool every evidence turn of that category.
 """
 from __future__ import annotations
 
 import re
 import statistics
+from datetime import datetime, timedelta, timezone
 from typing import Optional, Sequence
 
 from .. import tokens
 from ..errors import InvalidInput
-from . import _drive
+from . import _drive, _evidence
 from ._display import Table, progress
 
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial, unanswerable) has no evidence to recall
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # LoCoMo's "1:56 pm on 8 May, 2023"
+PER_TURN = ("ev_key", "ev_words", "ev_cover", "ev_recall")
+PER_QUESTION = ("all_key", "all_words", "all_hit")
 
 
-def run(path: str, budget: Optional[int] = None, convs: Sequence[str] = ()) -> dict:
-    """Benchmark every (or every named) conversation of a LoCoMo file; return the figures."""
+def run(path: str, budget: Optional[int] = None, convs: Sequence[str] = (), dated: bool = True) -> dict:
+    """Benchmark every (or every named) conversation of a LoCoMo file; return the figures.
+    Dated, each session is ingested at its own LoCoMo date (see the module docstring)."""
     samples = select(load(path), convs)
     steps = sum(len(pairs) for s in samples for _, pairs in sessions(s)) + \
         sum(len(questions(s)) for s in samples)
-    result = {"benchmark": "locomo", "file": str(path)}
+    result = {"benchmark": "locomo", "file": str(path), "dated": dated}
+    clock = _drive.Clock(dated)
     with progress(steps, "locomo") as tick:
-        done = [run_conversation(sample, budget, tick, result) for sample in samples]
+        done = [run_conversation(sample, budget, tick, result, clock) for sample in samples]
     rows = [row for row, _ in done]
     result.update(rows=rows, total=total(rows, [s for _, scored in done for s in scored]))
     return result
@@ -79,6 +94,25 @@ def sessions(sample: dict) -> list[tuple[str, list[_drive.Pair]]]:
             for key, turns in _session_items(conv)]
 
 
+def session_times(sample: dict) -> list[Optional[datetime]]:
+    """Each session's LoCoMo date as an aware UTC datetime (None where absent or unparsable)."""
+    conv = sample["conversation"]
+    return [session_time(str(conv.get(f"{key}_date_time", ""))) for key, _ in _session_items(conv)]
+
+
+def session_time(date: str) -> Optional[datetime]:
+    try:
+        return datetime.strptime(date.strip(), _DATE_FORMAT).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def question_time(sample: dict) -> Optional[datetime]:
+    """A day after the last dated session (None when no session has a date)."""
+    dated = [when for when in session_times(sample) if when is not None]
+    return dated[-1] + timedelta(days=1) if dated else None
+
+
 def line(turn: dict) -> str:
     text = f"{turn['speaker']}: {turn['text']}"
     return text + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
@@ -99,28 +133,42 @@ def dialogue(sample: dict) -> dict[str, dict]:
     return {t["dia_id"]: t for _, turns in _session_items(sample["conversation"]) for t in turns}
 
 
-def run_conversation(sample: dict, budget: Optional[int], tick, result: dict) -> tuple[dict, list]:
+def run_conversation(sample: dict, budget: Optional[int], tick, result: dict,
+                     clock: _drive.Clock) -> tuple[dict, list]:
     name = sample["sample_id"]
     with _drive.fresh_home(budget) as home:
-        ingest_s = _drive.ingest(home, sessions(sample), tick)
-        provider = _drive.open_provider(home, f"{name}-questions")
         try:
-            result.setdefault("budget", provider.settings.recall_tokens)
-            dia = dialogue(sample)
-            scored = [ask(provider, f"{name}-questions", qa, ev, dia, tick)
-                      for qa, ev in questions(sample)]
-            result.setdefault("embedder", _drive.embedder_name(provider))
+            ingest_s = _drive.ingest(home, sessions(sample), tick, clock, session_times(sample))
+            clock.at(question_time(sample))
+            scored = ask_all(home, sample, tick, result)
         finally:
-            provider.shutdown()
+            clock.stop()
     return conversation_row(name, scored, ingest_s), scored
+
+
+def ask_all(home, sample: dict, tick, result: dict) -> list[dict]:
+    """A fresh provider (what was retained must survive a restart) asked every question."""
+    name = sample["sample_id"]
+    provider = _drive.open_provider(home, f"{name}-questions")
+    try:
+        result.setdefault("budget", provider.settings.recall_tokens)
+        dia = dialogue(sample)
+        scored = [ask(provider, f"{name}-questions", qa, ev, dia, tick) for qa, ev in questions(sample)]
+        result.setdefault("embedder", _drive.embedder_name(provider))
+    finally:
+        provider.shutdown()
+    return scored
 
 
 def ask(provider, session_id: str, qa: dict, evidence: list[str], dia: dict, tick) -> dict:
     context, ms = _drive.prefetch(provider, qa["question"], session_id)
     tick("questions")
-    found = _drive.norm(context)
-    got = [_drive.evidence_in(found, dia[e]["text"]) for e in evidence]
-    return {"category": qa.get("category"), "got": got, "tokens": tokens.count(context), "ms": ms}
+    checks = [_evidence.check(dia[e]["text"], str(qa.get("answer", "")), qa["question"], context)
+              for e in evidence]
+    return {"category": qa.get("category"), "ev_recall": [c["lenient"] for c in checks],
+            "ev_cover": [c["cover"] for c in checks],
+            "ev_words": [c["cover"] >= _evidence.STRICT for c in checks],
+            "ev_key": [c["key"] for c in checks], "tokens": tokens.count(context), "ms": ms}
 
 
 def conversation_row(name: str, scored: list[dict], ingest_s: float) -> dict:
@@ -131,10 +179,13 @@ def conversation_row(name: str, scored: list[dict], ingest_s: float) -> dict:
 
 
 def recall_of(scored: list[dict]) -> dict:
-    evidence = sum(len(s["got"]) for s in scored)
-    return {"questions": len(scored), "evidence": evidence,
-            "ev_recall": _drive.ratio(sum(sum(s["got"]) for s in scored), evidence),
-            "all_hit": _drive.ratio(sum(all(s["got"]) for s in scored), len(scored))}
+    """Per evidence turn: the share that passes each check (cover: the mean share);
+    per question: the share whose every evidence turn passes it."""
+    evidence = sum(len(s["ev_recall"]) for s in scored)
+    per_turn = {key: _drive.ratio(sum(sum(s[key]) for s in scored), evidence) for key in PER_TURN}
+    per_question = {every: _drive.ratio(sum(all(s[key]) for s in scored), len(scored))
+                    for every, key in zip(PER_QUESTION, ("ev_key", "ev_words", "ev_recall"))}
+    return {"questions": len(scored), "evidence": evidence, **per_turn, **per_question}
 
 
 def by_category(scored: list[dict]) -> dict:
@@ -146,7 +197,7 @@ def total(rows: list[dict], scored: list[dict]) -> dict:
     per-category figures pool every question of that category."""
     n = sum(r["questions"] for r in rows)
     weighted = {key: _drive.ratio(sum(r[key] * r["questions"] for r in rows), n)
-                for key in ("ev_recall", "all_hit", "tokens")}
+                for key in (*PER_TURN, *PER_QUESTION, "tokens")}
     return {"convs": len(rows), "questions": n, "evidence": sum(r["evidence"] for r in rows),
             **weighted, "ingest_s": sum(r["ingest_s"] for r in rows),
             "p50_ms": statistics.median([r["p50_ms"] for r in rows]) if rows else 0,
@@ -154,11 +205,13 @@ def total(rows: list[dict], scored: list[dict]) -> dict:
 
 
 def tables(result: dict) -> list[Table]:
-    keys = ("questions", "ev_recall", "all_hit", "tokens", "ingest_s", "p50_ms", "p95_ms")
+    keys = ("questions", "ev_key", "ev_words", "ev_recall", "all_key", "tokens", "ingest_s",
+            "p50_ms", "p95_ms")
     conv_rows = [[r["conv"], *(r[k] for k in keys)] for r in result["rows"]]
     conv_rows.append(["total", *(result["total"][k] for k in keys)])
-    cat_rows = [[f"{c} {CATEGORY_NAMES[int(c)]}", v["questions"], v["evidence"], v["ev_recall"], v["all_hit"]]
+    cat_keys = ("questions", "evidence", "ev_key", "ev_words", "ev_recall", "all_key")
+    cat_rows = [[f"{c} {CATEGORY_NAMES[int(c)]}", *(v[k] for k in cat_keys)]
                 for c, v in result["total"]["by_category"].items()]
-    title = f"LoCoMo evidence recall, budget {result.get('budget')} tokens, embedder {result.get('embedder')}"
-    return [(title, ["conv", *keys], conv_rows),
-            ("By category", ["category", "questions", "evidence", "ev_recall", "all_hit"], cat_rows)]
+    title = (f"LoCoMo evidence recall ({'dated' if result.get('dated') else 'undated'}), budget "
+             f"{result.get('budget')} tokens, embedder {result.get('embedder')}")
+    return [(title, ["conv", *keys], conv_rows), ("By category", ["category", *cat_keys], cat_rows)]
