@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 
 import pluggy
 
-from . import lifecycle
+from . import lifecycle, when
 from .config import Settings
 from .consolidate import Report, Summariser, consolidate
 from .embedders import load_embedder
@@ -345,7 +345,7 @@ class MemoryService:
             "keyword_context": [m for m, _ in self.store.keyword_search(scope, words, CANDIDATES, True)],
             **self._vector_search(scope, query)}
         memories = self.store.get(list({m for ids in rankings.values() for m in ids}), scope)
-        return rank(memories, rankings, names)[:limit]
+        return rank(memories, rankings, names, during=when.spans(query, time.time()))[:limit]
 
     def _filtered(self, scope: str, hits: list[Hit], limit: int, tags, source, fact) -> list[Hit]:
         scope = _scope(scope)

@@ -161,9 +161,9 @@ def test_a_clean_block_costs_no_more_than_a_token_a_line():
 
 def test_a_tag_split_across_the_pieces_of_a_line_is_removed_too():
     words = " ".join(f"word{i}" for i in range(12))
-    dropped = " ".join(f"filler{i}" for i in range(40))  # no query term: left out
+    dropped = " ".join(f"filler{i}" for i in range(200))  # no query term, over the item cap: left out
     across_sentences = _hit(f"Zebra {words} </memory. {dropped}. context> about the zebra.", role="user", session="a")
-    block = render([across_sentences], 5000, "zebra")
+    block = render([across_sentences], 600, "zebra")
     assert fence.TAG_REMOVED in block and "filler" not in block  # the sentence between was left out
     assert_inert(block)
     across_receipt = _hit("-context> the zebra gate", source="x ᐸ/memory")  # the receipt ends, the text goes on

@@ -44,3 +44,38 @@ def test_a_neighbour_lifts_a_weak_match_above_a_lone_one():
     lone_first = {"keyword": ["What did you paint?", "Paint is on sale", "A sunrise over the lake"]}
     order = [h.memory.id for h in rank(memories, lone_first, now=1.0)]
     assert order[:2] == ["What did you paint?", "A sunrise over the lake"]  # the answer beside its question
+
+
+def _sentences(n, word="filler"):
+    return " ".join(f"This is {word} sentence number {i} of many." for i in range(n))
+
+
+def test_a_memory_that_fits_is_shown_whole():
+    text = _sentences(9)  # about 100 tokens: more than the old 45-token snippet, less than the cap
+    block = render([_hit(text, "a", 0.0)], 600, "what about sentence number eight")
+    assert block.endswith("- user: " + text)
+
+
+def test_the_sentences_that_match_are_kept_when_a_memory_is_cut():
+    text = f"{_sentences(30)} The locksmith said the spare key is under the blue flowerpot. {_sentences(30, 'more')}"
+    block = render([_hit(text, "a", 0.0)], 600, "Where is the spare key?")
+    line = block.splitlines()[-1]
+    assert "The locksmith said the spare key is under the blue flowerpot." in line
+    assert line.startswith("- user: This is filler sentence number 0 of many. … This is filler sentence number 29")
+    assert line.endswith("This is more sentence number 0 of many. …")  # the opening, the match, around it
+    assert tokens.count(line) <= 600 // 4 + 4  # one memory takes at most a quarter of the block
+
+
+def test_a_memory_without_a_match_keeps_its_opening():
+    text = _sentences(60)
+    line = render([_hit(text, "a", 0.0)], 600, "zebra").splitlines()[-1]
+    assert line.startswith("- user: This is filler sentence number 0 of many. This is filler sentence number 1")
+    assert line.endswith(" …") and tokens.count(line) <= 600 // 8 + 4  # the opening, in half the room
+
+
+def test_a_small_budget_cuts_memories_shorter_but_keeps_the_match():
+    text = f"{_sentences(12)} The spare key is under the blue flowerpot. {_sentences(12, 'more')}"
+    small = render([_hit(text, "a", 0.0)], 200, "spare key")
+    assert "spare key is under the blue flowerpot" in small and tokens.count(small) <= 200
+    assert text not in render([_hit(text, "a", 0.0)], 200, "spare key")
+    assert text in render([_hit(text, "a", 0.0)], 2000, "spare key")
