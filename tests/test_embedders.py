@@ -19,11 +19,46 @@ def test_chroma_default_never_downloads(tmp_path, monkeypatch):
     assert not (tmp_path / "missing").exists()
 
 
-def test_auto_prefers_the_packaged_model_when_chroma_files_are_absent(tmp_path, monkeypatch):
+def test_auto_prefers_the_packaged_model_under_onnx_when_chroma_files_are_absent(tmp_path, monkeypatch):
     monkeypatch.setattr(embedders, "CHROMA_ONNX_DIR", tmp_path / "missing")
     embedder = embedders._build("auto", "float32")
-    assert embedder.name == "sentence-transformers:all-MiniLM-L6-v2 (packaged) float32"
+    assert embedder.name == "onnx:all-MiniLM-L6-v2 (packaged) float32"
     assert len(embedder.embed(["hello"])[0]) == 384
+    # asked for bfloat16 explicitly: torch's path, which has it
+    assert embedders._build("auto", "bfloat16").name.startswith("sentence-transformers:")
+
+
+TEXTS = ["My sister Ines moved to Porto in March.", "hi", "Chess club is on Thursdays. " * 200,
+         "Melanie: I went camping with the kids last weekend! [shares a photo: a tent by a lake]"]
+
+
+def test_onnx_gives_the_vectors_sentence_transformers_gives():
+    """Same vectors, so a store indexed by either keeps working with the other (long texts are
+    cut at the model's 256 tokens by both)."""
+    exact = np.array(embedders._build("sentence-transformers", "float32").embed(TEXTS))
+    onnx = np.array(embedders._build("onnx").embed(TEXTS))
+    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
+    assert (exact * onnx).sum(axis=1).min() > 0.9999
+    one_by_one = np.array([embedders._build("onnx").embed([t])[0] for t in TEXTS])
+    assert (one_by_one * onnx).sum(axis=1).min() > 0.9999  # padding in a batch changes nothing
+
+
+def test_the_onnx_file_is_exported_once_into_the_user_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = embedders.packaged_minilm_path()
+    first = embedders.exported_minilm(source)
+    assert first.parent == tmp_path / "hermes-cmms" and first.stat().st_size > 80 * 2**20
+    stamp = first.stat().st_mtime_ns
+    assert embedders.exported_minilm(source) == first and first.stat().st_mtime_ns == stamp
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # no partial file left
+    vectors = embedders.OnnxMiniLMEmbedder(first, source / "tokenizer.json").embed(TEXTS[:1])
+    assert len(vectors[0]) == 384
+
+
+def test_onnx_without_the_packaged_model_is_one_sentence(monkeypatch):
+    monkeypatch.setattr(embedders, "packaged_minilm_path", lambda: None)
+    with pytest.raises(InvalidInput, match=r"^The ONNX embedder runs the packaged MiniLM, which is not installed"):
+        embedders._build("onnx")
 
 
 def test_bfloat16_gives_the_same_unit_vectors_as_float32_to_within_rounding():

@@ -14,7 +14,7 @@ def test_plots_are_written(tmp_path):
     runs = []
     for budget, recall in ((200, 0.5), (600, 0.7)):
         path = tmp_path / f"b{budget}.json"
-        path.write_text(json.dumps({"budget": budget, "total": {"ev_recall": recall, "all_hit": recall - 0.1}}))
+        path.write_text(json.dumps({"budget": budget, "total": {"ev_key": recall, "ev_words": recall - 0.05, "ev_recall": recall + 0.05, "all_hit": recall - 0.1}}))
         runs.append(str(path))
     latency = tmp_path / "lat.json"
     latency.write_text(json.dumps({"sizes": [
