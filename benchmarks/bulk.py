@@ -21,6 +21,8 @@ from sqlalchemy import insert
 
 from hermes_cmms.models import ConversationSession, Memory
 from hermes_cmms.store import NewMemory, Store, _tail
+from hermes_cmms.units import units
+from hermes_cmms.vectors import UNITS
 
 CHUNK = 5000
 NOISE = 0.01  # per dimension: a noise vector of norm ~0.2 against unit vectors
@@ -78,9 +80,26 @@ def bulk_fill(service, scope: str, target: int, chat, pool: int = 4096, session_
             part = slice(start, start + CHUNK)
             vectors.upsert(scope, ids[part], own[part].tolist(), metadata[part])
             vectors.upsert(scope, ids[part], context[part].tolist(), metadata[part], view="context")
+        _sentence_vectors(vectors, scope, rows, own, now, rng)
         sql_s += t1 - t0
         vector_s += time.perf_counter() - t1
         count += len(rows)
     done = time.perf_counter()
     return {"method": f"bulk ({pool} real embeddings + noise)", "pool_embed_s": round(embedded - started, 2),
             "sql_s": round(sql_s, 2), "vector_s": round(vector_s, 2), "index_s": round(done - started, 2)}
+
+
+def _sentence_vectors(vectors, scope: str, rows: list[dict], own, now: float, rng) -> None:
+    """The sentences view as the indexer writes it (hermes_cmms/units.py): a one-sentence
+    memory's own vector as `<id>:0`, else one vector per sentence run (its own plus noise)."""
+    unit_ids, unit_vectors, metadata = [], [], []
+    for row, vector in zip(rows, own):
+        runs = units(row["content"]) or [row["content"]]
+        for n, _ in enumerate(runs):
+            noisy = vector if len(runs) == 1 else vector + rng.normal(0.0, NOISE, vector.shape).astype(np.float32)
+            unit_ids.append(f"{row['id']}:{n}")
+            unit_vectors.append((noisy / np.linalg.norm(noisy)).tolist())
+            metadata.append({"memory_id": row["id"], "kind": "message", "created_at": now})
+    for start in range(0, len(unit_ids), CHUNK):
+        part = slice(start, start + CHUNK)
+        vectors.upsert(scope, unit_ids[part], unit_vectors[part], metadata[part], view=UNITS)

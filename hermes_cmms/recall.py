@@ -14,8 +14,10 @@ from .models import Memory
 from .text import STOPWORDS, speaker_of, terms
 
 RRF_K = 10
-# keyword / vector: the memory's own text; *_context: its text with the message before it
-RANKING_WEIGHTS = {"keyword": 1.0, "vector": 1.0, "keyword_context": 1.0, "vector_context": 1.0}
+# keyword / vector: the memory's own text; *_context: its text with the message before it;
+# vector_sentences: its best-matching sentence (units.py)
+RANKING_WEIGHTS = {"keyword": 1.0, "vector": 1.0, "keyword_context": 1.0, "vector_context": 1.0,
+                   "vector_sentences": 1.0}
 SPEAKER_BOOST = 1.0  # relevance x2 when the memory's speaker is named in the query
 DATE_BOOST = 1.0  # relevance x2 when the memory was said within a time the query names (when.py)
 NEIGHBOUR_WEIGHT = 0.3  # share of the best neighbour's score (same session, within a turn) added

@@ -23,7 +23,7 @@ from ._shared import Shared
 from .scheduler import Scheduler
 from .store import NewMemory, Store, has_tags, safe_url
 from .text import Key, clean, clean_key, map_strings
-from .vectors import VectorIndex
+from .vectors import UNITS, VectorIndex, owner
 
 log = logging.getLogger(__name__)
 
@@ -395,15 +395,20 @@ class MemoryService:
         return indexer.embedder.embed([clean(query)[:MAX_EMBED_CHARS]])[0]
 
     def _vector_search(self, scope: str, query: str) -> dict[str, list[str]]:
-        """Rankings by cosine similarity, of the memories alone and in context; {} if no index."""
+        """Rankings by cosine similarity: of the memories alone, in context, and by their best
+        sentence; {} if no index."""
         indexer = self.indexer
         try:
             vector = self._query_vector(query)
             if vector is None:
                 return {}
-            return {name: [m for m, similarity in indexer.vectors.query(scope, vector, CANDIDATES, view)
-                           if similarity >= VECTOR_FLOOR]
-                    for name, view in (("vector", "content"), ("vector_context", "context"))}
+            found = {name: [m for m, similarity in indexer.vectors.query(scope, vector, CANDIDATES, view)
+                            if similarity >= VECTOR_FLOOR]
+                     for name, view in (("vector", "content"), ("vector_context", "context"))}
+            sentences = indexer.vectors.query(scope, vector, CANDIDATES * 2, UNITS)  # several a memory
+            found["vector_sentences"] = list(dict.fromkeys(
+                owner(unit) for unit, similarity in sentences if similarity >= VECTOR_FLOOR))[:CANDIDATES]
+            return found
         except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
             log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
             return {}

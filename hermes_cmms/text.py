@@ -5,7 +5,7 @@ import hashlib
 import re
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
+SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 _SPACE = re.compile(r"\s+")
 
 STOPWORDS = frozenset("""
@@ -124,5 +124,5 @@ def content_hash(text: str) -> str:
 
 def speaker_of(text: str) -> str | None:
     """Who speaks in a transcript-style line ("Alice: ..."), lower-cased; None otherwise."""
-    found = _SPEAKER.match(text)
+    found = SPEAKER.match(text)
     return found.group(1).lower() if found else None

@@ -21,7 +21,15 @@ BLANK_ID = "cmms:scrub"
 SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration does not say
 
 
-VIEWS = {"content": "cmms_", "context": "cmmsc_"}  # what was embedded: the text, or it in context
+# What was embedded: the text; it in context; its sentences (`<memory id>:<n>` each, the
+# memory's id in their metadata: several vectors a memory, see units.py).
+VIEWS = {"content": "cmms_", "context": "cmmsc_", "sentences": "cmmss_"}
+UNITS = "sentences"
+
+
+def owner(unit_id: str) -> str:
+    """The memory a sentence vector's id belongs to."""
+    return unit_id.rpartition(":")[0] or unit_id
 
 
 def collection_name(scope: str, view: str = "content") -> str:
@@ -179,11 +187,13 @@ class VectorIndex:
             for view in VIEWS:
                 collection = self._collection(scope, create=False, view=view)
                 if collection is not None and ids:
-                    present = collection.get(ids=list(ids), include=["embeddings"])
+                    present = _held(collection, view, ids, ["embeddings"])
                     if present["ids"]:
                         blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
                         collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
-                    collection.delete(ids=list(ids))
+                    doomed = list(ids) if view != UNITS else present["ids"]
+                    if doomed:
+                        collection.delete(ids=doomed)
         self._retrying(delete, write=True)
         if save:
             self.save(scope)
@@ -250,7 +260,8 @@ class VectorIndex:
             collection = self._collection(scope, create=False, view=view)
             if collection is None or not ids:
                 return set()
-            return set(collection.get(ids=list(ids), include=[])["ids"])
+            found = _held(collection, view, ids, [])
+            return {owner(i) for i in found["ids"]}
         return self._retrying(present)
 
     def ids(self, scope: str, view: str = "content", batch: int = 1000) -> Iterator[list[str]]:
@@ -258,7 +269,7 @@ class VectorIndex:
         while the index is written)."""
         offset = 0
         while page := self._retrying(lambda: self._page(scope, view, batch, offset)):
-            yield page
+            yield list(dict.fromkeys(owner(i) for i in page)) if view == UNITS else page
             offset += len(page)
 
     def _page(self, scope: str, view: str, limit: int, offset: int) -> list[str]:
@@ -280,6 +291,14 @@ class VectorIndex:
             return self._retrying(one)
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
                                           if c.name.startswith("cmms_")))
+
+
+def _held(collection, view: str, ids: Sequence[str], include: list) -> dict:
+    """The vectors `collection` holds for the memories `ids`: by id, or for the sentences
+    view by the memory id in their metadata."""
+    if view != UNITS:
+        return collection.get(ids=list(ids), include=include)
+    return collection.get(where={"memory_id": {"$in": list(ids)}}, include=include)
 
 
 def _sync_threshold(collection) -> int:

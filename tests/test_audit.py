@@ -63,7 +63,7 @@ def _vector(svc) -> list[float]:
 def _inject(svc, ids: dict) -> dict:
     """Every kind of damage, by direct SQL and direct Chroma calls; returns the expected findings."""
     vectors = svc.indexer.vectors
-    vectors.delete(A, [ids["n0"]])  # both views
+    vectors.delete(A, [ids["n0"]])  # every view
     vectors.upsert(A, [STRAY], [_vector(svc)], [{"kind": "note", "created_at": 0.0}])  # content view only
     [(bruno, jazz)] = _sql(svc, "SELECT source_id, target_id FROM relations WHERE memory_id = :m", m=ids["jazz"])
     _write(svc, "DELETE FROM relations WHERE memory_id = :m", m=ids["jazz"])
@@ -104,7 +104,7 @@ def _inject(svc, ids: dict) -> dict:
         "confidence": {("confidence_out_of_range", ids["n2"]), ("above_ceiling", ids["n3"]),
                        ("conflict_not_penalised", ids["porto"])},
         "vector_drift": {("missing_vector", ids["n0"], "content"), ("missing_vector", ids["n0"], "context"),
-                         ("stray_vector", STRAY, "content")},
+                         ("missing_vector", ids["n0"], "sentences"), ("stray_vector", STRAY, "content")},
         "graph_drift": {("fact_without_relation", ids["jazz"]), ("relation_mismatch", rel)},
     }
 

@@ -73,10 +73,13 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
     from chromadb.config import Settings as ChromaSettings
     client = chromadb.PersistentClient(path=str(tmp_path / "home" / "cmms" / "chroma"),
                                        settings=ChromaSettings(anonymized_telemetry=False))
-    counts = sorted(c.count() for c in client.list_collections())
+    from hermes_cmms.vectors import VIEWS
+    counts = {view: sum(c.count() for c in client.list_collections() if c.name.startswith(prefix))
+              for view, prefix in VIEWS.items()}
     [(messages, learned)] = sql(db, "SELECT sum(kind = 'message'), sum(kind <> 'message') FROM memories")
     assert messages == bulk["memories"] + 4  # every row, plus the burst
-    assert counts[0] == counts[1] == messages + learned  # both views: the messages and what was learned
+    assert counts["content"] == counts["context"] == messages + learned  # the messages and what was learned
+    assert counts["sentences"] > messages + learned  # at least one vector a memory, one a sentence
 
 
 def test_bridge_benchmark_times_recall_memory_over_stdio(tmp_path):
@@ -116,3 +119,33 @@ def test_forget_script_times_the_sql_and_the_vector_side(tmp_path):
     assert result["memories"] == 300 and result["fts_merge_steps_median"] >= 1
     assert 0 < result["forget_s_median"] <= result["forget_s_max"] and result["longest_lock_hold_s"] > 0
     assert result["vector_delete_s_median"] > 0 and result["chroma_vacuum_s_median"] > 0
+
+
+def test_recall_ablation_scores_as_the_bench_command_does(tmp_path):
+    """benchmarks/recall_ablation.py (one ingest, many evals) gives the figures `hermes-cmms
+    bench locomo` (dated) gives on the same fixture, and a changed constant changes them."""
+    import os
+
+    import pytest
+    if not (REPO.parent / "shared" / "bench" / "locomo_recall.py").exists():
+        pytest.skip("the shared reference harness is not here")
+    data = str(REPO / "tests" / "data" / "locomo_tiny.json")
+    env = {**os.environ, "CMMS_EMBEDDER": "none"}
+    script = [sys.executable, str(REPO / "benchmarks" / "recall_ablation.py")]
+    homes = ["--homes", str(tmp_path / "homes"), "--data", data]
+    subprocess.run([*script, "ingest", *homes], check=True, env=env, timeout=240, capture_output=True)
+
+    def ablation(*extra: str) -> dict:
+        done = subprocess.run([*script, "eval", *homes, *extra], env=env, timeout=240, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.splitlines()[-1].split(" ", 1)[1])
+
+    ours = ablation()
+    out = tmp_path / "bench.json"
+    subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "bench", "locomo", data, "--json", str(out)],
+                   check=True, env=env, timeout=240, capture_output=True)
+    bench = json.loads(out.read_text(encoding="utf-8"))["total"]
+    assert {k: ours[k] for k in ("ev_key", "ev_words", "ev_recall")} == \
+        {k: round(bench[k], 3) for k in ("ev_key", "ev_words", "ev_recall")}
+    starved = ablation("--budget", "40")
+    assert starved["ev_key"] < ours["ev_key"] and starved["tokens"] <= 40

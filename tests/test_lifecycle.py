@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from hermes_cmms import MemoryService, Settings, lifecycle
 from hermes_cmms.errors import InvalidInput, UnknownMemory
+from hermes_cmms.vectors import VIEWS, owner
 from hermes_cmms.scheduler import Scheduler
 from hermes_cmms.store import NewMemory, Store
 
@@ -444,12 +445,13 @@ def test_working_memory_expires_and_the_sweep_deletes_it_everywhere(service):
 
 
 def test_forget_leaves_no_trace_but_the_audit_snapshot(service):
-    text = "My allergy is to hazelnuts and pistachios"
+    text = "My allergy is to hazelnuts and pistachios. It started when I was six."
     gone = service.remember(SCOPE, text, tags=["health"])
     fact = service.remember_fact(SCOPE, "user", "allergic_to", "pistachios")
     keep = service.remember(SCOPE, "The boat is moored at pier seven")
     assert service.indexer.drain(60)
     assert gone in _vector_ids(service, SCOPE, text) and _fts(service, "pistachios") == 2
+    assert sorted(_vector_ids(service, SCOPE, "It started when I was six.", "sentences"))[:2] == [f"{gone}:0", f"{gone}:1"]
 
     service.forget(SCOPE, gone)
     service.forget(SCOPE, fact)
@@ -458,8 +460,8 @@ def test_forget_leaves_no_trace_but_the_audit_snapshot(service):
     assert _fts(service, "pistachios") == 0 and _fts(service, "moored") == 1
     assert service.indexer.drain(60)
     assert service.indexer.vectors.get(SCOPE, [gone, fact, keep]).keys() == {keep}
-    for view in ("content", "context"):
-        assert _vector_ids(service, SCOPE, text, view) == [keep]
+    for view in VIEWS:  # the memory's sentences too
+        assert [owner(i) for i in _vector_ids(service, SCOPE, text, view)] == [keep]
 
     [event] = _events(service, "forget", gone)
     snapshot = json.loads(event["snapshot"])
