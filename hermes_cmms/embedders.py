@@ -141,6 +141,9 @@ def onnx_minilm() -> OnnxMiniLMEmbedder:
         model = exported_minilm(source)
     except ImportError as exc:
         raise InvalidInput(f"Exporting the packaged MiniLM to ONNX needs torch and onnx ({exc}).") from exc
+    except Exception as exc:  # noqa: BLE001 - an unwritable cache, or the exporter failing
+        raise InvalidInput(f"Cannot export the packaged MiniLM to ONNX in {onnx_cache_dir()}: "
+                           f"{type(exc).__name__}: {exc}.") from exc
     return OnnxMiniLMEmbedder(model, source / "tokenizer.json")
 
 

@@ -100,3 +100,13 @@ def test_unknown_embedder_setting_is_rejected(home):
 def test_unknown_embedder_dtype_is_rejected(home):
     with pytest.raises(InvalidInput, match="Unknown embedder_dtype 'int4'"):
         Settings.load(home, embedder_dtype="int4")
+
+
+def test_an_unwritable_cache_is_one_sentence_and_auto_falls_back(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    with pytest.raises(InvalidInput, match=r"^Cannot export the packaged MiniLM to ONNX in .*file/hermes-cmms: "):
+        embedders._build("onnx")
+    monkeypatch.setattr(embedders, "CHROMA_ONNX_DIR", tmp_path / "missing")
+    assert embedders._build("auto", "float32").name.startswith("sentence-transformers:")
