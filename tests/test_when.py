@@ -40,6 +40,26 @@ def test_words_that_are_not_times_give_no_span(question):
     assert when.spans(question, NOW) == []
 
 
+@pytest.mark.parametrize("question", [
+    "99999999999 days ago", "800000 years ago", "9" * 5000 + " days ago", "on 5 \u017fept", "la\u017ft week",
+    "\u017fix days ago", "thi\u017f year", "th\u0131s week", "f\u0131ve days ago", "th\u0130s year"])
+def test_hostile_time_words_never_raise(question):
+    """(Each raised before: OverflowError, ValueError or KeyError; re.I matches "\u017f" as "s".)"""
+    assert isinstance(when.spans(question, NOW), list)
+
+
+def test_unicode_digits_and_the_long_s_read_as_their_ascii_forms():
+    assert days("\u0661\u0662 days ago") == days("12 days ago") != []
+    assert days("what happened on 5 \u017fept") == [("2023-09-05", "2023-09-07")]
+    assert days("f\u0131ve days ago") == days("five days ago") != []
+
+
+def test_a_query_whose_dates_cannot_be_read_still_recalls(keyword_service):
+    keyword_service.retain_turn("s", "t", "The lighthouse keeper is called Ada.", "ok")
+    hits = keyword_service.search("s", "lighthouse keeper 800000 days ago, la\u017ft week")
+    assert hits and hits[0].memory.content.startswith("The lighthouse")
+
+
 def test_a_date_read_once_is_not_read_again_as_a_month():
     assert days("in May 2023, on 8 May 2023") == [("2023-05-08", "2023-05-10"), ("2023-05-01", "2023-06-08")]
 
