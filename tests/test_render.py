@@ -66,6 +66,14 @@ def test_the_sentences_that_match_are_kept_when_a_memory_is_cut():
     assert tokens.count(line) <= 600 // 4 + 4  # one memory takes at most a quarter of the block
 
 
+def test_a_match_far_into_a_long_memory_is_kept():
+    """(The text was cut at 16 characters a token of the cap, 2,400 here, before looking.)"""
+    text = f"{_sentences(100)} The locksmith said the spare key is under the blue flowerpot."
+    line = render([_hit(text, "a", 0.0)], 600, "Where is the spare key?").splitlines()[-1]
+    assert len(text) > 4000 and line.endswith(" The locksmith said the spare key is under the blue flowerpot.")
+    assert " … " in line and tokens.count(line) <= 600 // 4 + 4
+
+
 def test_a_memory_without_a_match_keeps_its_opening():
     text = _sentences(60)
     line = render([_hit(text, "a", 0.0)], 600, "zebra").splitlines()[-1]
