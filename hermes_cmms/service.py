@@ -28,6 +28,7 @@ from .vectors import UNITS, VectorIndex, owner
 log = logging.getLogger(__name__)
 
 CANDIDATES = 50  # per retriever, before fusion
+SENTENCE_CANDIDATES = 2 * CANDIDATES  # sentence vectors asked for: a memory may have several
 VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at all
 EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
 MAX_CONTENT_CHARS = 10_000_000
@@ -405,7 +406,7 @@ class MemoryService:
             found = {name: [m for m, similarity in indexer.vectors.query(scope, vector, CANDIDATES, view)
                             if similarity >= VECTOR_FLOOR]
                      for name, view in (("vector", "content"), ("vector_context", "context"))}
-            sentences = indexer.vectors.query(scope, vector, CANDIDATES * 2, UNITS)  # several a memory
+            sentences = indexer.vectors.query(scope, vector, SENTENCE_CANDIDATES, UNITS)  # several a memory
             found["vector_sentences"] = list(dict.fromkeys(
                 owner(unit) for unit, similarity in sentences if similarity >= VECTOR_FLOOR))[:CANDIDATES]
             return found

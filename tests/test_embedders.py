@@ -110,3 +110,12 @@ def test_an_unwritable_cache_is_one_sentence_and_auto_falls_back(tmp_path, monke
         embedders._build("onnx")
     monkeypatch.setattr(embedders, "CHROMA_ONNX_DIR", tmp_path / "missing")
     assert embedders._build("auto", "float32").name.startswith("sentence-transformers:")
+
+
+def test_a_cached_export_cut_short_is_made_anew(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = embedders.packaged_minilm_path()
+    target = embedders.exported_minilm(source)
+    target.write_bytes(target.read_bytes()[:1000])  # a power cut before the data reached the disk
+    embedder = embedders._build("onnx")
+    assert len(embedder.embed(["hello"])[0]) == 384 and target.stat().st_size > 80 * 2**20
