@@ -260,8 +260,8 @@ class VectorIndex:
             collection = self._collection(scope, create=False, view=view)
             if collection is None or not ids:
                 return set()
-            found = _held(collection, view, ids, [])
-            return {owner(i) for i in found["ids"]}
+            found = _held(collection, view, ids, [])["ids"]
+            return {owner(i) for i in found} if view == UNITS else set(found)
         return self._retrying(present)
 
     def ids(self, scope: str, view: str = "content", batch: int = 1000) -> Iterator[list[str]]:

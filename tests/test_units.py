@@ -32,3 +32,14 @@ def test_a_question_reaches_the_one_sentence_that_answers_it(service):
                                             1, UNITS)[0]
     assert owner(unit) == mixed and unit != f"{mixed}:0"  # its own sentence, not its opening
     assert service._vector_search(scope, "When is my sister getting married?")["vector_sentences"][0] == mixed
+
+
+def test_only_sentence_ids_are_read_as_their_memory(service):
+    """An id with a colon (an imported one, say) in the content view is that memory's own."""
+    scope = "local:units-ids"
+    vector = service._query_vector("a boat at the pier")
+    service.indexer.vectors.upsert(scope, ["import:7"], [vector], [{"kind": "note", "created_at": 0.0}])
+    assert service.indexer.vectors.present(scope, ["import:7"], "content") == {"import:7"}
+    service.indexer.vectors.upsert(scope, ["import:7:0"], [vector], [{"memory_id": "import:7", "kind": "note",
+                                                                        "created_at": 0.0}], view=UNITS)
+    assert service.indexer.vectors.present(scope, ["import:7"], UNITS) == {"import:7"}
