@@ -247,7 +247,7 @@ def _build(choice: str, dtype: str = "auto") -> Optional[Embedder]:
         try:
             if dtype != "bfloat16":  # (asked for explicitly: torch's bfloat16 path)
                 return onnx_minilm()
-        except Exception as exc:  # noqa: BLE001 - torch's exporter can fail in many ways
+        except InvalidInput as exc:  # (onnx_minilm says every failure so)
             log.warning("hermes-cmms: the ONNX MiniLM is unavailable (%s); using sentence-transformers.", exc)
         try:
             return SentenceTransformerEmbedder(dtype=dtype)

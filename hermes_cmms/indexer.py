@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 BATCH = 64
 DELETE_QUIET_S = 0.3  # no new vector delete for this long: a run of deletes (a forget) has ended
 MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
-MAX_UNIT_CHARS = 24_000  # of a long memory, the sentences of its opening are embedded
 POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
 REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
 
@@ -210,7 +209,7 @@ class Indexer:
         twice the embedding work.)
         """
         ids = [m.id for m in memories]
-        pieces = [(m, f"{m.id}:{n}", text) for m in memories for n, text in enumerate(units(m.content[:MAX_UNIT_CHARS]))]
+        pieces = [(m, f"{m.id}:{n}", text) for m in memories for n, text in enumerate(units(m.content))]
         vectors = self.embedder.embed([m.content[:MAX_EMBED_CHARS] for m in memories] + [t[:MAX_EMBED_CHARS] for _, _, t in pieces])
         plain = dict(zip(ids, vectors[:len(ids)]))
         previous = self.store.previous_message_ids(scope, [m for m in memories if m.context])
