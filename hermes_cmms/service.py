@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional, Sequence
 
 import pluggy
@@ -45,6 +46,11 @@ SUPERSEDE_SIMILARITY = 0.80  # a semantic note this close (but not a duplicate) 
 
 
 MAX_AUDIT_PAGE, MAX_AUDIT_OFFSET = 500, 10**9  # one audit_log call, at any door
+# The question is embedded and the vector views queried on a worker thread while the keyword
+# rankings run: ONNX Runtime, Chroma and SQLite all release the GIL, so on two cores the
+# vector half costs little wall time beside the keyword half. A few workers, for a gateway
+# whose users ask at the same time.
+VECTOR_WORKERS = 4
 
 
 class MemoryService:
@@ -60,6 +66,7 @@ class MemoryService:
         self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
                                lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
         self.metrics = Metrics(self)  # Prometheus registry and spans of this service
+        self._vector_pool = ThreadPoolExecutor(VECTOR_WORKERS, thread_name_prefix="cmms-query")
         self.scheduler: Optional[Scheduler] = None
         if scheduler and settings.scheduler == "on":
             self.scheduler = Scheduler(self.store, {
@@ -340,11 +347,12 @@ class MemoryService:
         names = query_names(query)
         # A speaker's name matches every line they said (short ones best): the speaker boost
         # in rank() covers it, so keyword search looks for the rest of the question.
+        vectors = self._vector_pool.submit(self._vector_search, scope, query)
         words = _without(query, self.store.speakers(scope, names)) if names else query
         rankings = {
             "keyword": [m for m, _ in self.store.keyword_search(scope, words, CANDIDATES)],
             "keyword_context": [m for m, _ in self.store.keyword_search(scope, words, CANDIDATES, True)],
-            **self._vector_search(scope, query)}
+            **vectors.result()}
         memories = self.store.get(list({m for ids in rankings.values() for m in ids}), scope)
         return rank(memories, rankings, names, during=when.spans(query, time.time()))[:limit]
 
@@ -534,6 +542,7 @@ class MemoryService:
     def close(self, drain_timeout: float = 5.0) -> None:
         if self.scheduler is not None:
             self.scheduler.stop()
+        self._vector_pool.shutdown(wait=True, cancel_futures=True)
         self.indexer.drain(drain_timeout)
         self.indexer.stop()
         self.store.close()
