@@ -26,3 +26,7 @@ class UnknownEntity(CmmsError):
 
 class LlmUnavailable(CmmsError):
     """No LLM is configured, or the configured one could not answer."""
+
+
+class VectorsUnavailable(CmmsError, RuntimeError):
+    """The Chroma server did not answer (recall falls back to keyword; the outbox keeps writes)."""

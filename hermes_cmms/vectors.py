@@ -11,6 +11,7 @@ from typing import Iterator, Sequence
 from urllib.parse import urlparse
 
 from .config import Settings
+from .errors import VectorsUnavailable
 
 SPACE = {"hnsw:space": "cosine"}
 # Chroma logs every write (embeddings_queue in chroma.sqlite3, vectors included) until its HNSW
@@ -40,10 +41,6 @@ def collection_name(scope: str, view: str = "content") -> str:
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
-
-
-class VectorsUnavailable(RuntimeError):
-    """The Chroma server did not answer (recall falls back to keyword; the outbox keeps writes)."""
 
 
 class VectorIndex:
