@@ -19,10 +19,10 @@ import time
 import numpy as np
 from sqlalchemy import insert
 
-from hermes_cmms.models import ConversationSession, Memory
-from hermes_cmms.store import NewMemory, Store, _tail
-from hermes_cmms.units import units
-from hermes_cmms.vectors import UNITS
+from hermes_cmms.store.models import ConversationSession, Memory
+from hermes_cmms.store.store import NewMemory, Store, _tail
+from hermes_cmms.common.units import units
+from hermes_cmms.vectors.chroma import UNITS
 
 CHUNK = 5000
 NOISE = 0.01  # per dimension: a noise vector of norm ~0.2 against unit vectors

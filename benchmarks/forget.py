@@ -31,9 +31,9 @@ from sqlalchemy import insert
 
 from chat import Chat
 from hermes_cmms import MemoryService, Settings
-from hermes_cmms.models import Memory
-from hermes_cmms.store import NewMemory, Store
-from hermes_cmms.vectors import VectorIndex
+from hermes_cmms.store.models import Memory
+from hermes_cmms.store.store import NewMemory, Store
+from hermes_cmms.vectors.chroma import VectorIndex
 
 SCOPE = "local:bench-forget"
 CHUNK = 5000

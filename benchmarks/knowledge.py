@@ -76,7 +76,7 @@ def bench_graph(home: str, facts: int) -> dict:
             first.append(_timed(lambda: service.graph_search(SCOPE, query="Where do I live?")))
             a, b = rng.sample(entities, 2)
             paths.append(_timed(lambda: service.graph_search(SCOPE, source_id=a, target_id=b, max_depth=4)))
-        from hermes_cmms import graph
+        from hermes_cmms.knowledge import graph
 
         started = time.perf_counter()
         rebuilt = graph.rebuild(service, SCOPE)
@@ -89,7 +89,7 @@ def bench_graph(home: str, facts: int) -> dict:
 def _entity_ids(service) -> list[str]:
     from sqlalchemy import select
 
-    from hermes_cmms.models import Entity
+    from hermes_cmms.store.models import Entity
 
     with service.store.read() as conn:
         return list(conn.execute(select(Entity.id).where(Entity.scope == SCOPE)).scalars())
@@ -103,7 +103,7 @@ def _timed(call) -> float:
 
 def bench_health(home: str) -> dict:
     """Router, audit and metrics scrape on the store the flush part filled."""
-    from hermes_cmms.metrics import exposition
+    from hermes_cmms.ops.metrics import exposition
 
     questions = ["What do I like?", "Why did we choose it?", "How do I deploy?", "Where do I live?",
                  "What do I think about the API?", "zebra crossing"]

@@ -52,7 +52,7 @@ def _percentiles(values: list[float]) -> dict:
 
 
 def bench_consolidation(home: str, count: int) -> dict:
-    from hermes_cmms.store import NewMemory
+    from hermes_cmms.store.store import NewMemory
 
     texts = (synthetic_observations() * (count // 2000 + 1))[:count]
     with _service(home) as service:
@@ -71,7 +71,7 @@ def bench_consolidation(home: str, count: int) -> dict:
 
 
 def bench_decay(home: str, count: int) -> dict:
-    from hermes_cmms.store import NewMemory
+    from hermes_cmms.store.store import NewMemory
 
     with _service(home, embedder="none") as service:
         for start in range(0, count, 1000):

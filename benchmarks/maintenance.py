@@ -53,9 +53,9 @@ def fill(service, scope: str, target: int, seed: int = 7) -> float:
     """Bulk-fill `scope` with `target` memories; return the seconds it took."""
     from sqlalchemy import insert
 
-    from hermes_cmms import graph
-    from hermes_cmms.models import AuditEvent, ConversationSession, Fact, Memory
-    from hermes_cmms.store import NewMemory, Store, _fact_keys, _tail
+    from hermes_cmms.knowledge import graph
+    from hermes_cmms.store.models import AuditEvent, ConversationSession, Fact, Memory
+    from hermes_cmms.store.store import NewMemory, Store, _fact_keys, _tail
 
     chat, store, started, count, turn = Chat(seed), service.store, time.perf_counter(), 0, 0
     while count < target:
@@ -190,7 +190,7 @@ def measured(service, home: Path, env: dict, name: str, run: Callable[[], object
 
 def run(home: Path, env: dict, memories: int, consolidate: int, parts: str) -> dict:
     from hermes_cmms import MemoryService, Settings
-    from hermes_cmms.transfer import export_scope, import_file
+    from hermes_cmms.ops.transfer import export_scope, import_file
 
     os.environ.update(env)
     service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)

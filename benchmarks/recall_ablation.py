@@ -9,7 +9,7 @@ of a full run. Also reports where each evidence turn ranked among the hits (r10/
 
     python benchmarks/recall_ablation.py ingest --homes /tmp/abl
     python benchmarks/recall_ablation.py eval --homes /tmp/abl \
-        --set hermes_cmms.recall.NEIGHBOUR_WEIGHT=0.0 [--budget 1000] [--json out.json]
+        --set hermes_cmms.recall.rank.NEIGHBOUR_WEIGHT=0.0 [--budget 1000] [--json out.json]
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def summary(asked: list[dict]) -> dict:
 
 
 def apply(settings: list[str]) -> None:
-    """`module.NAME=python-literal` overrides, e.g. hermes_cmms.recall.RRF_K=30."""
+    """`module.NAME=python-literal` overrides, e.g. hermes_cmms.recall.rank.RRF_K=30."""
     for item in settings:
         name, _, value = item.partition("=")
         module, _, attr = name.rpartition(".")

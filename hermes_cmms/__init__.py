@@ -1,9 +1,9 @@
 """hermes-cmms: Composite Memory for Hermes Agent."""
-from .config import Settings
-from .errors import CmmsError, InvalidInput, StoreUnavailable, UnknownMemory
+from .common.config import Settings
+from .common.errors import CmmsError, InvalidInput, StoreUnavailable, UnknownMemory
 from .hooks import hookimpl
 from .service import MemoryService, acquire, release
-from .store import NewMemory
+from .store.store import NewMemory
 
 __version__ = "0.1.0"
 __all__ = ["CmmsError", "InvalidInput", "MemoryService", "NewMemory", "Settings",

@@ -9,22 +9,23 @@ from typing import Callable, Optional, Sequence
 
 import pluggy
 
-from . import lifecycle, when
-from .config import Settings
-from .consolidate import Report, Summariser, consolidate
-from .embedders import load_embedder
-from .errors import InvalidInput, StoreUnavailable, UnknownMemory
-from .indexer import MAX_EMBED_CHARS, Indexer
-from .metrics import Metrics
-from .plugins import make_plugin_manager, run_redactors
-from .recall import Hit, query_names, rank
+from .common import lifecycle_rules as lifecycle
+from .recall import when
+from .common.config import Settings
+from .lifecycle.consolidate import Report, Summariser, consolidate
+from .vectors.embedders import load_embedder
+from .common.errors import InvalidInput, StoreUnavailable, UnknownMemory
+from .vectors.indexer import MAX_EMBED_CHARS, Indexer
+from .ops.metrics import Metrics
+from .common.plugins import make_plugin_manager, run_redactors
+from .recall.rank import Hit, query_names, rank
 from .redact import redact_text
-from .models import AuditEvent, Memory
-from ._shared import Shared
-from .scheduler import Scheduler
-from .store import NewMemory, Store, has_tags, safe_url
-from .text import Key, clean, clean_key, map_strings
-from .vectors import UNITS, VectorIndex, owner
+from .store.models import AuditEvent, Memory
+from .common.shared import Shared
+from .lifecycle.scheduler import Scheduler
+from .store.store import NewMemory, Store, has_tags, safe_url
+from .common.text import Key, clean, clean_key, map_strings
+from .vectors.chroma import UNITS, VectorIndex, owner
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ class MemoryService:
         """Ids of the scope's current copies of Hermes' built-in memory entries (written by its
         memory tool or mirrored from MEMORY.md / USER.md) holding `fragment`, except one whose
         text is `keep`: what a `replace` of that entry supersedes."""
-        from .mirror import MEMORY_FILES, MEMORY_TOOL_SOURCE, SOURCE_PREFIX
+        from .hermes.mirror import MEMORY_FILES, MEMORY_TOOL_SOURCE, SOURCE_PREFIX
 
         if not isinstance(fragment, str) or not fragment.strip():
             return []
@@ -453,62 +454,62 @@ class MemoryService:
               session_id: Optional[str] = None) -> dict:
         """Keep `text` as an observation and store the facts, preferences, decisions, skills
         and (unless `extract_beliefs` is false) beliefs read from it, each linked to it."""
-        from .learn import learn
+        from .knowledge.learn import learn
 
         return learn(self, _scope(scope), text, source=source, extract_beliefs=extract_beliefs,
                      session_id=session_id)
 
     def extract_session(self, scope: str, session_id: str) -> int:
         """Learn from a session's user turns not read yet; return how many items were stored."""
-        from .learn import extract_session
+        from .knowledge.learn import extract_session
 
         return extract_session(self, _scope(scope), clean_key(session_id))
 
     def set_belief(self, scope: str, text: str, **kwargs) -> dict:
         """Create, reinforce or supersede a belief (see beliefs.set_belief)."""
-        from . import beliefs
+        from .knowledge import beliefs
 
         return beliefs.set_belief(self, _scope(scope), text, **kwargs)
 
     def get_belief(self, scope: str, **filters) -> dict:
         """Beliefs matching the filters (see beliefs.get_belief)."""
-        from . import beliefs
+        from .knowledge import beliefs
 
         return beliefs.get_belief(self, _scope(scope), **filters)
 
     def resolve_conflict(self, scope: str, belief_a: str, belief_b: str, strategy: str, **kwargs) -> dict:
         """Settle two contradicting beliefs (see beliefs.resolve_conflict)."""
-        from . import beliefs
+        from .knowledge import beliefs
 
         return beliefs.resolve_conflict(self, _scope(scope), belief_a, belief_b, strategy, **kwargs)
 
     def reflect(self, scope: str, mode: str = "overview") -> dict:
         """A report computed from the scope's stored beliefs and evidence (see beliefs.reflect)."""
-        from . import beliefs
+        from .knowledge import beliefs
 
         return beliefs.reflect(self, _scope(scope), mode)
 
     def graph_search(self, scope: str, **modes) -> dict:
         """Entities and neighbours for a query or an entity id, or paths between two entities."""
-        from . import graph
+        from .knowledge import graph
 
         return graph.search(self, _scope(scope), **modes)
 
     def route(self, scope: str, query: str, limit: int = 5) -> dict:
         """Answer `query` from the retriever the 4-stage router picks, saying which and why."""
-        from .route import route
+        from .knowledge.route import route
 
         return route(self, _scope(scope), query, limit)
 
     def audit(self, audit_type: str = "all", scope: Optional[str] = None) -> dict:
         """Health checks on the stored data (orphans, receipts, lifecycle, confidence, drift)."""
-        from . import audit
+        from .ops import audit
 
         return audit.run(self, audit_type, _scope(scope) if scope is not None else None)
 
     def reindex(self, scope: Optional[str] = None) -> dict:
         """Repair drift: vectors re-queued or removed, orphans deleted, the graph rebuilt."""
-        from . import audit
+        from .ops import audit
 
         return audit.reindex(self, _scope(scope) if scope is not None else None)
 

@@ -1,8 +1,8 @@
-"""Built-in auto-extract: the deterministic whole-word rules of hermes_cmms.extract."""
+"""Built-in auto-extract: the deterministic whole-word rules of hermes_cmms.knowledge.extract."""
 from __future__ import annotations
 
-from hermes_cmms.extract import Item
-from hermes_cmms.extract import extract as extract_items
+from hermes_cmms.knowledge.extract import Item
+from hermes_cmms.knowledge.extract import extract as extract_items
 
 from .specs import hookimpl
 

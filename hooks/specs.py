@@ -68,6 +68,6 @@ def extract(text, scope, role):
     redacted; `scope` is its tenancy scope; `role` says whose words they are ("user").
     Every implementation runs and their items are pooled (exact duplicates, same kind and
     text, are dropped; an item whose parts are malformed, or an implementation that raises,
-    is logged and skipped). Return a list of `hermes_cmms.extract.Item`, or None for
-    nothing. The built-in auto-extract applies hermes_cmms.extract's whole-word rules.
+    is logged and skipped). Return a list of `hermes_cmms.knowledge.extract.Item`, or None for
+    nothing. The built-in auto-extract applies hermes_cmms.knowledge.extract's whole-word rules.
     """

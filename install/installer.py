@@ -16,9 +16,9 @@ from typing import Callable
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from .. import hermes_config
-from ..config import Settings
-from ..errors import CmmsError, InvalidInput
+from ..common import hermes_config
+from ..common.config import Settings
+from ..common.errors import CmmsError, InvalidInput
 
 NAME = "cmms"  # provider name = plugin directory name = plugins.enabled entry
 PLUGIN_DIR = Path("plugins") / NAME

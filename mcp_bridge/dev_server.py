@@ -4,7 +4,7 @@
 
 It serves $HERMES_HOME (default ~/.hermes) in the Hermes CLI user's scope, like `hermes-cmms mcp`.
 """
-from hermes_cmms.config import Settings, hermes_home
+from hermes_cmms.common.config import Settings, hermes_home
 from hermes_cmms.service import MemoryService
 
 from .server import build, local_scope

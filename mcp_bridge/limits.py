@@ -15,7 +15,7 @@ import re
 import threading
 from typing import Any, BinaryIO, Optional
 
-from hermes_cmms.nesting import MAX_DEPTH, levels, text_depth, too_deep
+from hermes_cmms.common.nesting import MAX_DEPTH, levels, text_depth, too_deep
 
 log = logging.getLogger(__name__)
 

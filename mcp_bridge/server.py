@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
-from hermes_cmms.config import Settings, hermes_home
-from hermes_cmms.errors import InvalidInput
+from hermes_cmms.common.config import Settings, hermes_home
+from hermes_cmms.common.errors import InvalidInput
 
 from .limits import BoundedLines, BoundedRequests, Wire
 from .tools import catalogue, guarded

@@ -16,11 +16,11 @@ from typing import Annotated, Any, Callable, Optional
 from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema
 
 from hermes_cmms import __version__
-from hermes_cmms.errors import CmmsError, InvalidInput
-from hermes_cmms.recall import Hit, render
-from hermes_cmms.lifecycle import LIVE_STATES
+from hermes_cmms.common.errors import CmmsError, InvalidInput
+from hermes_cmms.recall.rank import Hit, render
+from hermes_cmms.common.lifecycle_rules import LIVE_STATES
 from hermes_cmms.service import TIERS, MemoryService
-from hermes_cmms.text import brief, escape_surrogates
+from hermes_cmms.common.text import brief, escape_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
     def metrics() -> dict[str, Any]:
         """Prometheus metrics of this server: its tool calls, errors, latencies; the default scope's
         memories, vectors and index lag."""
-        from hermes_cmms.metrics import exposition
+        from hermes_cmms.ops.metrics import exposition
 
         return {"format": "prometheus-text-0.0.4", "exposition": exposition(service, default_scope)}
 
@@ -341,7 +341,7 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
     """`fn` as the SDK should see it: the same typed JSON schema, but arguments are checked
     here so a wrong one gets one sentence ("Argument 'limit' must be a whole number, not a
     string.") instead of a validation dump, and engine errors become the SDK's tool error.
-    With `metrics` (the service's hermes_cmms.metrics.Metrics) each call is counted, timed
+    With `metrics` (the service's hermes_cmms.ops.metrics.Metrics) each call is counted, timed
     and traced. With `confined` (a bridge started with --scope) a `scope` argument naming any
     other scope is refused."""
     hints = typing.get_type_hints(fn, include_extras=True)

@@ -7,7 +7,7 @@ import socket
 import uuid
 from contextlib import contextmanager
 
-from hermes_cmms.vectors import admin_client
+from hermes_cmms.vectors.chroma import admin_client
 
 
 def free_port() -> int:

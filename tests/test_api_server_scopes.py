@@ -29,7 +29,7 @@ spec = json.loads(sys.argv[1])
 from gateway.config import PlatformConfig
 from gateway.platforms.api_server import APIServerAdapter
 from hermes_cmms import Settings
-from hermes_cmms.store import Store
+from hermes_cmms.store.store import Store
 
 
 async def main():

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from hermes_cmms import audit
-from hermes_cmms.errors import InvalidInput
-from hermes_cmms.store import NewMemory
-from hermes_cmms.vectors import VIEWS
+from hermes_cmms.ops import audit
+from hermes_cmms.common.errors import InvalidInput
+from hermes_cmms.store.store import NewMemory
+from hermes_cmms.vectors.chroma import VIEWS
 
 A, B = "test:audit-a", "test:audit-b"
 GHOST = ["%032x" % n for n in range(1, 6)]  # ids no memory has

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from hermes_cmms import InvalidInput
-from hermes_cmms.errors import StoreUnavailable
+from hermes_cmms.common.errors import StoreUnavailable
 from hermes_cmms.provider import CmmsMemoryProvider
-from hermes_cmms.text import clean_key
+from hermes_cmms.common.text import clean_key
 
 from db import sql
 

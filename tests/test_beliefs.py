@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
-from hermes_cmms import beliefs
-from hermes_cmms.beliefs import get_belief, read_proposition, reflect, resolve_conflict, set_belief
-from hermes_cmms.errors import InvalidInput, UnknownMemory
-from hermes_cmms.models import Evidence
-from hermes_cmms.store import NewMemory
+from hermes_cmms.knowledge import beliefs
+from hermes_cmms.knowledge.beliefs import get_belief, read_proposition, reflect, resolve_conflict, set_belief
+from hermes_cmms.common.errors import InvalidInput, UnknownMemory
+from hermes_cmms.store.models import Evidence
+from hermes_cmms.store.store import NewMemory
 from db import row, sql, tables
 
 SCOPE = "test:beliefs"

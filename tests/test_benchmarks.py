@@ -73,7 +73,7 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
     from chromadb.config import Settings as ChromaSettings
     client = chromadb.PersistentClient(path=str(tmp_path / "home" / "cmms" / "chroma"),
                                        settings=ChromaSettings(anonymized_telemetry=False))
-    from hermes_cmms.vectors import VIEWS
+    from hermes_cmms.vectors.chroma import VIEWS
     counts = {view: sum(c.count() for c in client.list_collections() if c.name.startswith(prefix))
               for view, prefix in VIEWS.items()}
     [(messages, learned)] = sql(db, "SELECT sum(kind = 'message'), sum(kind <> 'message') FROM memories")

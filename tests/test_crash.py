@@ -11,8 +11,8 @@ import time
 from sqlalchemy import text
 
 from hermes_cmms import MemoryService, Settings
-from hermes_cmms.store import Store
-from hermes_cmms.vectors import VectorIndex
+from hermes_cmms.store.store import Store
+from hermes_cmms.vectors.chroma import VectorIndex
 
 from conftest import subprocess_env
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_cmms.errors import InvalidInput
-from hermes_cmms.transfer import MAX_LINE_BYTES
+from hermes_cmms.common.errors import InvalidInput
+from hermes_cmms.ops.transfer import MAX_LINE_BYTES
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 

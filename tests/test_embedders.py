@@ -2,7 +2,9 @@
 import numpy as np
 import pytest
 
-from hermes_cmms import InvalidInput, MemoryService, Settings, embedders
+from hermes_cmms import InvalidInput, MemoryService, Settings
+
+from hermes_cmms.vectors import embedders
 
 
 def test_none_means_keyword_only(keyword_service):

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms import InvalidInput, Settings, hookimpl
-from hermes_cmms.errors import LlmUnavailable
+from hermes_cmms.common.errors import LlmUnavailable
 from hermes_cmms.extract import MAX_SENTENCE_CHARS, Item, extract, make_item, negate
-from hermes_cmms.llm import OFF, complete, llm_extract
-from hermes_cmms.plugins import make_plugin_manager, run_extractors
+from hermes_cmms.knowledge.llm import OFF, complete, llm_extract
+from hermes_cmms.common.plugins import make_plugin_manager, run_extractors
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))
@@ -257,7 +257,7 @@ def test_hook_pools_every_extractor_without_duplicates_and_skips_a_failing_one(c
     pm = make_plugin_manager(load_entry_points=False)
     for plugin in (AcmeExtractor(), BrokenExtractor(), SloppyExtractor()):
         pm.register(plugin)
-    with caplog.at_level(logging.WARNING, logger="hermes_cmms.plugins"):
+    with caplog.at_level(logging.WARNING, logger="hermes_cmms.common.plugins"):
         items = run_extractors(pm, "I live in Porto. Ticket ACME-1 is open.", SCOPE, "user")
     assert sorted((i.kind, i.text) for i in items) == [
         ("belief", "User wrote it"), ("fact", "ticket is test:extract"), ("fact", "user lives in Porto")]
@@ -297,7 +297,7 @@ def test_llm_extract_keeps_the_valid_items_of_the_reply(home, llm_server):
 
 
 def test_llm_extract_gives_nothing_for_a_reply_without_json(home, llm_server, caplog):
-    with caplog.at_level(logging.WARNING, logger="hermes_cmms.llm"):
+    with caplog.at_level(logging.WARNING, logger="hermes_cmms.knowledge.llm"):
         assert llm_extract(settings(home, llm_server.url), "I live in Porto.") == []  # "FAKE-REPLY: ..."
     assert "no JSON array" in caplog.text
     assert llm_server.requests()[0]["model"] == "default"
@@ -307,7 +307,7 @@ def test_llm_extract_gives_nothing_when_the_server_is_down(home, caplog):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with caplog.at_level(logging.WARNING, logger="hermes_cmms.llm"):
+    with caplog.at_level(logging.WARNING, logger="hermes_cmms.knowledge.llm"):
         assert llm_extract(settings(home, f"http://127.0.0.1:{port}/v1"), "I live in Porto.") == []
     assert "could not be reached" in caplog.text
 

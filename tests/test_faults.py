@@ -273,7 +273,7 @@ PG_BEFORE_S, PG_AFTER_S = 2.0, 3.0
 
 @server_only
 def test_postgres_restart_mid_run_clear_errors_nothing_lost_and_recovers(home, own_postgres, monkeypatch):
-    from hermes_cmms.errors import CmmsError
+    from hermes_cmms.common.errors import CmmsError
     from hermes_cmms.provider import CmmsMemoryProvider
 
     pg = own_postgres
@@ -431,7 +431,7 @@ def _acks(path: Path) -> list[str]:
 
 def test_sigkill_of_a_provider_mid_ingest_loses_no_acknowledged_write(home, tmp_path):
     from hermes_cmms import MemoryService, Settings
-    from hermes_cmms.store import Store
+    from hermes_cmms.store.store import Store
 
     acks, rng = tmp_path / "acks.txt", random.Random()
     kill_at = rng.randint(15, 60)

@@ -13,10 +13,10 @@ import unicodedata
 
 import pytest
 
-from hermes_cmms import fence
-from hermes_cmms.models import Memory
-from hermes_cmms.recall import HEADER, LINE_PREFIX, Hit, render
-from hermes_cmms.text import content_hash
+from hermes_cmms.recall import fence
+from hermes_cmms.store.models import Memory
+from hermes_cmms.recall.rank import HEADER, LINE_PREFIX, Hit, render
+from hermes_cmms.common.text import content_hash
 
 SEPARATORS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 TAGS = [
@@ -150,7 +150,7 @@ def test_hermes_wraps_the_block_with_exactly_one_fence():
 
 
 def test_a_clean_block_costs_no_more_than_a_token_a_line():
-    from hermes_cmms import tokens
+    from hermes_cmms.common import tokens
 
     hits = [_hit(f"Fact number {i} is about topic {i * 7}", role="user", session=f"s{i % 3}") for i in range(20)]
     block = render(hits, 5000)

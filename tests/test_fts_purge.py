@@ -17,10 +17,10 @@ import pytest
 from conftest import embedded_only
 from sqlalchemy import insert, text
 
-from hermes_cmms import keyword
-from hermes_cmms import store as store_module
-from hermes_cmms.models import Memory
-from hermes_cmms.store import NewMemory, Store
+from hermes_cmms.store import keyword
+from hermes_cmms.store import store as store_module
+from hermes_cmms.store.models import Memory
+from hermes_cmms.store.store import NewMemory, Store
 
 pytestmark = embedded_only
 
@@ -29,8 +29,8 @@ GONE = "Zanzibarquux telephoriscent marmaladewombat"
 
 WRITER = """
 import sys, time
-from hermes_cmms.models import Memory
-from hermes_cmms.store import NewMemory, Store
+from hermes_cmms.store.models import Memory
+from hermes_cmms.store.store import NewMemory, Store
 store, turn = Store(sys.argv[1]), 0
 print("ready", flush=True)
 while True:

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import event
 
-from hermes_cmms import graph
-from hermes_cmms.errors import InvalidInput, UnknownEntity
-from hermes_cmms.store import NewMemory
+from hermes_cmms.knowledge import graph
+from hermes_cmms.common.errors import InvalidInput, UnknownEntity
+from hermes_cmms.store.store import NewMemory
 
 from db import sql
 

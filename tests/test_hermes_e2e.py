@@ -24,7 +24,7 @@ import yaml
 from conftest import hermes_bin, subprocess_env
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.install import install
-from hermes_cmms.store import Store
+from hermes_cmms.store.store import Store
 
 pytestmark = pytest.mark.slow
 
@@ -213,7 +213,7 @@ def stored(home: Path, text: str) -> list:
     """Every stored memory whose content contains `text`, across all scopes (raw rows)."""
     from sqlalchemy import select
 
-    from hermes_cmms.models import Memory
+    from hermes_cmms.store.models import Memory
 
     store = Store(Settings.load(home).database_url)
     try:

@@ -90,7 +90,7 @@ def test_provider_prefetch_goes_through_the_hook(home, monkeypatch):
 PROBE = textwrap.dedent("""
     import json, sys
     from hermes_cmms import MemoryService, Settings
-    from hermes_cmms.plugins import describe, make_plugin_manager
+    from hermes_cmms.common.plugins import describe, make_plugin_manager
 
     pm = make_plugin_manager()
     service = MemoryService(Settings.load(sys.argv[1], embedder="none"), pm=pm)

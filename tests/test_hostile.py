@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from hermes_cmms import MemoryService, Settings
-from hermes_cmms.errors import CmmsError
-from hermes_cmms.lifecycle import only_secrets
+from hermes_cmms.common.errors import CmmsError
+from hermes_cmms.common.lifecycle_rules import only_secrets
 from hermes_cmms.mcp_bridge.server import build, sdk
 from hermes_cmms.redact import redact_text
-from hermes_cmms.text import clean, clean_key
+from hermes_cmms.common.text import clean, clean_key
 from db import sql
 
 FAST = dict(deadline=None, derandomize=False, database=None,

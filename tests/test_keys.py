@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import example, given, settings, strategies as st
 
 from db import sql
-from hermes_cmms.text import KEY_MARK, MAX_KEY_CHARS, clean_key
+from hermes_cmms.common.text import KEY_MARK, MAX_KEY_CHARS, clean_key
 
 # Characters the old key function treated specially, plus ordinary ones.
 ODD = st.text(alphabet=st.sampled_from(["\x00", "\ud800", "\udfff", KEY_MARK, "\\", "x", "0", "u", "d", "8", "a", ":"]),

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from hermes_cmms.errors import InvalidInput
-from hermes_cmms.route import route
+from hermes_cmms.common.errors import InvalidInput
+from hermes_cmms.knowledge.route import route
 
 from db import sql
 
@@ -234,7 +234,7 @@ def test_a_hanging_model_delays_a_flush_once_not_per_turn(home, monkeypatch):
     import time
 
     from hermes_cmms import MemoryService, Settings
-    from hermes_cmms import learn
+    from hermes_cmms.knowledge import learn
 
     monkeypatch.setattr(learn, "FLUSH_LLM_TIMEOUT_S", 1.0)
     silent = socket.socket()

@@ -151,7 +151,7 @@ def test_settings_for_the_llm_are_checked(home):
     assert Settings.load(home, llm="HERMES").llm == "hermes"
     import pytest
 
-    from hermes_cmms.errors import InvalidInput
+    from hermes_cmms.common.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="Unknown llm 'gpt'"):
         Settings.load(home, llm="gpt")

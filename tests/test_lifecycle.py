@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from hermes_cmms import MemoryService, Settings, lifecycle
-from hermes_cmms.errors import InvalidInput, UnknownMemory
-from hermes_cmms.vectors import VIEWS, owner
-from hermes_cmms.scheduler import Scheduler
-from hermes_cmms.store import NewMemory, Store
+from hermes_cmms import MemoryService, Settings
+
+from hermes_cmms.common import lifecycle_rules as lifecycle
+from hermes_cmms.common.errors import InvalidInput, UnknownMemory
+from hermes_cmms.vectors.chroma import VIEWS, owner
+from hermes_cmms.lifecycle.scheduler import Scheduler
+from hermes_cmms.store.store import NewMemory, Store
 
 from conftest import SERVER, server_databases
 from db import dump, keyword_hits, keyword_rows, on_postgres, plan, row, sql, url_of
@@ -546,8 +548,8 @@ def test_forget_all_erases_a_scope_and_its_audit_snapshots_and_spares_the_others
 
 CHILD = """
 import sys, time
-from hermes_cmms.scheduler import Scheduler
-from hermes_cmms.store import Store
+from hermes_cmms.lifecycle.scheduler import Scheduler
+from hermes_cmms.store.store import Store
 
 store = Store(sys.argv[1])
 scheduler = Scheduler(store, {"sweep": (0.3, lambda now: "swept")}, tick=0.2, lease=1.0).start()

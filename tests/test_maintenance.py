@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from hermes_cmms._batches import MOST_ROWS
+from hermes_cmms.store._batches import MOST_ROWS
 
 from conftest import REPO, python, subprocess_env
 from db import sql

@@ -14,10 +14,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
 from conftest import python, subprocess_env
-from hermes_cmms import audit
+from hermes_cmms.ops import audit
 from hermes_cmms.mcp_bridge.server import sdk
 from hermes_cmms.mcp_bridge.tools import catalogue, guarded
-from hermes_cmms.metrics import MAX_TOOL_LABELS, exposition
+from hermes_cmms.ops.metrics import MAX_TOOL_LABELS, exposition
 from mcp_client import run, stdio_bridge
 
 SCOPE = "test:metrics"
@@ -197,7 +197,8 @@ def test_hook_calls_are_timed_per_hook(keyword_service):
 
 SPANS = textwrap.dedent("""
     import json, sys
-    from hermes_cmms import MemoryService, Settings, metrics
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.ops import metrics
     from hermes_cmms.mcp_bridge.server import sdk
     from hermes_cmms.mcp_bridge.tools import catalogue, guarded
 

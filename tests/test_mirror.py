@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import func, select
 from tools.memory_tool import MemoryStore
 
-from hermes_cmms.mirror import ACTOR, MAX_INBOX_BYTES, Mirror
-from hermes_cmms.models import AuditEvent, Memory
+from hermes_cmms.hermes.mirror import ACTOR, MAX_INBOX_BYTES, Mirror
+from hermes_cmms.store.models import AuditEvent, Memory
 
 SCOPE = "local:mirror"
 DEBOUNCE = 0.2

@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_every_setting_in_the_readme_is_a_real_setting():
-    from hermes_cmms.config import SETTINGS
+    from hermes_cmms.common.config import SETTINGS
 
     rows = set(re.findall(r"^\| `([a-z_]+)` \| `(CMMS_[A-Z_]+)`", README, re.M))
     assert rows == {(name, env) for name, (env, _) in SETTINGS.items()}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_cmms.errors import InvalidInput
+from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.redact import redact_text
 
 from db import dump, keyword_rows, on_postgres, shares_a_lexeme, sql

@@ -1,8 +1,8 @@
 """Packing recalled memories: one heading a day, a paragraph a session, within the budget."""
-from hermes_cmms import tokens
-from hermes_cmms.models import Memory
-from hermes_cmms.recall import HEADER, Hit, render
-from hermes_cmms.text import content_hash
+from hermes_cmms.common import tokens
+from hermes_cmms.store.models import Memory
+from hermes_cmms.recall.rank import HEADER, Hit, render
+from hermes_cmms.common.text import content_hash
 
 DAY = 86400.0
 
@@ -33,7 +33,7 @@ def test_the_budget_holds_for_every_size():
 
 
 def test_a_neighbour_lifts_a_weak_match_above_a_lone_one():
-    from hermes_cmms.recall import rank
+    from hermes_cmms.recall.rank import rank
 
     def memory(content, session, turn, role):
         return _hit(content, session, 0.0, turn, role).memory

@@ -4,7 +4,7 @@ owner's CLI (`hermes-cmms status` / `metrics`) still shows the whole store."""
 from __future__ import annotations
 
 from hermes_cmms import MemoryService, Settings
-from hermes_cmms.metrics import exposition
+from hermes_cmms.ops.metrics import exposition
 from mcp_client import run, stdio_bridge
 from test_metrics import _samples, _value
 

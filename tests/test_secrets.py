@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_cmms.plugins import make_plugin_manager
+from hermes_cmms.common.plugins import make_plugin_manager
 from hermes_cmms.provider import CmmsMemoryProvider
 from hermes_cmms.redact import redact_key, redact_text
 
@@ -71,12 +71,12 @@ def test_log_records_of_every_hermes_cmms_logger_are_redacted(caplog):
     secret = SECRETS[0]["secrets"][0]
     with caplog.at_level(logging.INFO):
         for name in ("hermes_cmms", "hermes_cmms.service", "hermes_cmms.hooks.auto_retain",
-                     "hermes_cmms.mcp_bridge.server", "hermes_cmms.extract._facts"):
+                     "hermes_cmms.mcp_bridge.server", "hermes_cmms.knowledge.extract._facts"):
             logging.getLogger(name).warning("hermes-cmms: failed for key=%s", secret)
         try:
             raise ValueError(f"the store refused {secret}")
         except ValueError:
-            logging.getLogger("hermes_cmms.store").exception("hermes-cmms: write failed")
+            logging.getLogger("hermes_cmms.store.store").exception("hermes-cmms: write failed")
     assert len(caplog.records) == 6
     assert secret not in caplog.text and "[REDACTED:stripe-key]" in caplog.text
 

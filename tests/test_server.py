@@ -15,9 +15,9 @@ from conftest import SERVER, server_databases, server_only
 from db import sql
 from servers import free_port
 from hermes_cmms import MemoryService, Settings
-from hermes_cmms.errors import StoreUnavailable
-from hermes_cmms.store import NewMemory, Store
-from hermes_cmms.vectors import VectorIndex, admin_client
+from hermes_cmms.common.errors import StoreUnavailable
+from hermes_cmms.store.store import NewMemory, Store
+from hermes_cmms.vectors.chroma import VectorIndex, admin_client
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 
@@ -82,7 +82,7 @@ def test_postgres_keyword_index_is_tsvector_with_gin_and_ranks_the_rare_word_fir
 
 @server_only
 def test_processes_opening_a_new_database_together_migrate_it_once():
-    code = ("import sys; from hermes_cmms.store import Store; s = Store(sys.argv[1]); "
+    code = ("import sys; from hermes_cmms.store.store import Store; s = Store(sys.argv[1]); "
             "print(sorted(s.counts())); s.close()")
     with server_databases() as (url, _):
         procs = [subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE,
@@ -147,7 +147,7 @@ def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
 
     from sqlalchemy.engine import make_url
 
-    from hermes_cmms import doctor
+    from hermes_cmms.ops import doctor
     from hermes_cmms.provider import CmmsMemoryProvider
 
     base = os.environ.get("CMMS_DATABASE_URL") or f"postgresql+psycopg://cmms@127.0.0.1:{free_port()}/x"
@@ -160,7 +160,7 @@ def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
 
 
 def test_the_vector_writer_lease_survives_a_long_batch_unless_another_process_took_it(home):
-    from hermes_cmms.indexer import LeaseLock
+    from hermes_cmms.vectors.indexer import LeaseLock
 
     store = Store(Settings.load(home).database_url)
     try:

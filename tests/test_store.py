@@ -7,12 +7,12 @@ import threading
 import pytest
 from sqlalchemy import inspect, text
 
-from hermes_cmms import _migrations
-from hermes_cmms.keyword import PostgresKeywordIndex, SqliteKeywordIndex
-from hermes_cmms.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState,
+from hermes_cmms.store import _migrations
+from hermes_cmms.store.keyword import PostgresKeywordIndex, SqliteKeywordIndex
+from hermes_cmms.store.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState,
                                 Job, Link, Memory, Outbox, Relation,
                                 SchemaMigration)
-from hermes_cmms.store import NewMemory, Store
+from hermes_cmms.store.store import NewMemory, Store
 
 from conftest import SERVER, embedded_only, server_databases
 from db import keyword_rows, on_postgres, scalar, sql
@@ -296,7 +296,7 @@ def test_context_never_crosses_sessions_or_scopes(keyword_service):
 def test_a_database_from_the_first_release_upgrades_in_place(url):
     from sqlalchemy import create_engine, text
 
-    from hermes_cmms.keyword import SqliteKeywordIndex
+    from hermes_cmms.store.keyword import SqliteKeywordIndex
 
     # the schema as 0.1.0's first migrations left it, with a row. On PostgreSQL (whose one
     # keyword migration needs the later columns): the first core migration only.

@@ -22,8 +22,8 @@ import pytest
 from conftest import SERVER, server_databases, server_only
 from db import sql
 from hermes_cmms import InvalidInput, MemoryService, Settings
-from hermes_cmms.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
-from hermes_cmms.transfer import export_scope, external_paths, import_file, import_records
+from hermes_cmms.store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
+from hermes_cmms.ops.transfer import export_scope, external_paths, import_file, import_records
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 HERMES = str(Path(sys.executable).with_name("hermes"))

@@ -1,6 +1,6 @@
 """A memory's sentences embedded one by one, so a question finds the sentence that answers it."""
-from hermes_cmms.units import MAX_UNITS, units
-from hermes_cmms.vectors import UNITS, owner
+from hermes_cmms.common.units import MAX_UNITS, units
+from hermes_cmms.vectors.chroma import UNITS, owner
 
 
 def test_each_sentence_keeps_the_speaker():

@@ -16,7 +16,8 @@ from sqlalchemy.engine import make_url
 
 from conftest import SERVER, embedded_only, hermes_bin, subprocess_env
 from db import sql
-from hermes_cmms import MemoryService, Settings, StoreUnavailable, doctor
+from hermes_cmms import MemoryService, Settings, StoreUnavailable
+from hermes_cmms.ops import doctor
 from hermes_cmms.install import install
 from hermes_cmms.provider import CmmsMemoryProvider
 

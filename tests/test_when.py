@@ -3,10 +3,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from hermes_cmms import when
-from hermes_cmms.models import Memory
-from hermes_cmms.recall import Hit, rank
-from hermes_cmms.text import content_hash
+from hermes_cmms.recall import when
+from hermes_cmms.store.models import Memory
+from hermes_cmms.recall.rank import Hit, rank
+from hermes_cmms.common.text import content_hash
 
 NOW = datetime(2023, 10, 23, 15, 0, tzinfo=timezone.utc).timestamp()
 

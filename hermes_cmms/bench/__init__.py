@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
-from ..errors import InvalidInput
+from ..common.errors import InvalidInput
 from . import locomo, longmemeval
 from ._display import check_output, show, write_json
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from ..errors import InvalidInput
+from ..common.errors import InvalidInput
 from ._drive import Tick
 
 Table = tuple[str, Sequence[str], Sequence[Sequence[object]]]  # title, header, rows

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from ..errors import CmmsError, InvalidInput
+from ..common.errors import CmmsError, InvalidInput
 
 # Hermes passes these to initialize(); user_id gives the bench its own gateway-style scope.
 PROVIDER_KWARGS = {"platform": "cli", "agent_context": "primary", "user_id": "bench"}
@@ -139,7 +139,7 @@ def _time_machine():
 def open_provider(home: Path, session_id: str):
     """A CmmsMemoryProvider initialised the way Hermes does it."""
     try:
-        from ..provider import CmmsMemoryProvider
+        from ..hermes.provider import CmmsMemoryProvider
     except ImportError as exc:
         raise CmmsError(f"The benchmarks drive the Hermes provider, which needs Hermes Agent "
                         f"installed (pip install 'hermes-cmms[hermes]'): {exc}.") from None

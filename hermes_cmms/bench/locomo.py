@@ -23,8 +23,8 @@ import statistics
 from datetime import datetime, timedelta, timezone
 from typing import Optional, Sequence
 
-from .. import tokens
-from ..errors import InvalidInput
+from ..common import tokens
+from ..common.errors import InvalidInput
 from . import _drive, _evidence
 from ._display import Table, progress
 

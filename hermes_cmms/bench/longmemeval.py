@@ -21,9 +21,9 @@ from __future__ import annotations
 import statistics
 from typing import Optional, Sequence
 
-from .. import tokens
-from ..errors import InvalidInput
-from ..text import clean
+from ..common import tokens
+from ..common.errors import InvalidInput
+from ..common.text import clean
 from . import _drive
 from ._display import Table, progress
 

@@ -1,5 +1,5 @@
 """rawhybrid: a baseline Hermes MemoryProvider. As rawbm25, plus an all-MiniLM-L6-v2 vector per
-line (loaded offline by hermes_cmms.embedders.load_embedder("auto"), never downloaded); prefetch
+line (loaded offline by hermes_cmms.vectors.embedders.load_embedder("auto"), never downloaded); prefetch
 fuses the BM25 ranking with the cosine ranking over all lines by reciprocal rank (k=60).
 Installed by benchmarks/baselines/install.py, which copies rawlines.py next to this file."""
 import threading
@@ -24,14 +24,14 @@ class RawHybridProvider(RawLinesProvider):  # a MemoryProvider
 
     def is_available(self) -> bool:
         try:
-            from hermes_cmms.embedders import packaged_minilm_path, chroma_onnx_on_disk
+            from hermes_cmms.vectors.embedders import packaged_minilm_path, chroma_onnx_on_disk
         except ImportError:
             return False
         return super().is_available() and (packaged_minilm_path() is not None or chroma_onnx_on_disk())
 
     def initialize(self, session_id: str, **kwargs) -> None:
         super().initialize(session_id, **kwargs)
-        from hermes_cmms.embedders import load_embedder
+        from hermes_cmms.vectors.embedders import load_embedder
         self._embedder = load_embedder("auto")
         if self._embedder is None:
             raise RuntimeError("rawhybrid: no offline all-MiniLM-L6-v2 (install hermes-cmms[local-model])")

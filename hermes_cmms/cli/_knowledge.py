@@ -1,0 +1,196 @@
+"""The knowledge commands of `hermes-cmms`: learn, beliefs, graph, route, audit, reindex, metrics."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable
+
+from ..common.errors import InvalidInput
+
+SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
+
+
+def _run(args, work: Callable) -> object:
+    """Open the engine, do one thing, close it (waiting for the indexer when asked)."""
+    from .main import _service
+
+    service = _service(args)
+    try:
+        return work(service)
+    finally:
+        service.close(drain_timeout=30.0 if getattr(args, "drain", False) else 0.0)
+
+
+def _print(result, args) -> None:
+    print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+
+
+def cmd_learn(args) -> int:
+    if (args.text is None) == (args.file is None):
+        raise InvalidInput("Give the text to learn from, '-' for standard input, or --file PATH.")
+    if args.file:
+        try:
+            text = open(args.file, encoding="utf-8", errors="replace").read()
+        except OSError as exc:
+            raise InvalidInput(f"Cannot read {args.file!r}: {exc.strerror}.") from None
+    else:
+        text = sys.stdin.read() if args.text == "-" else args.text
+    args.drain = True
+    result = _run(args, lambda s: s.learn(args.scope, text, source=args.source or "cli:learn",
+                                          extract_beliefs=not args.no_beliefs))
+    if args.json:
+        _print(result, args)
+        return 0
+    print(f"Kept the text as {result['id']} and learned {len(result['learned'])} item(s):")
+    for item in result["learned"]:
+        print(f"  {item['kind']:<10} {item['id']}  {item['text'][:160]}{'  (reinforced)' if item['reinforced'] else ''}")
+    return 0
+
+
+def cmd_beliefs(args) -> int:
+    action = args.action
+    if action == "list":
+        result = _run(args, lambda s: s.get_belief(args.scope, text=args.text, state=args.state,
+                                                   min_confidence=args.min_confidence, tags=args.tag or (),
+                                                   source=args.source, limit=args.limit))
+        if not args.json:
+            for b in result["beliefs"]:
+                print(f"{b['id']}  {b['confidence']:.2f}  {b['state']:<10} {b['text'][:160]}")
+            print(f"{result['total']} belief(s) match.")
+            return 0
+    elif action == "set":
+        args.drain = True
+        result = _run(args, lambda s: s.set_belief(args.scope, args.text, confidence=args.confidence,
+                                                   evidence=args.evidence, supersedes=args.supersedes,
+                                                   source="cli:beliefs"))
+    elif action == "resolve":
+        result = _run(args, lambda s: s.resolve_conflict(args.scope, args.belief_a, args.belief_b,
+                                                         args.strategy, merged_text=args.merged_text,
+                                                         actor="cli"))
+    else:
+        result = _run(args, lambda s: s.reflect(args.scope, args.mode))
+    _print(result, args)
+    return 0
+
+
+def cmd_graph(args) -> int:
+    if args.action == "rebuild":
+        from ..knowledge import graph
+
+        result = _run(args, lambda s: graph.rebuild(s, args.scope))
+    else:
+        modes = {"search": {"query": getattr(args, "query", None)},
+                 "entity": {"entity_id": getattr(args, "entity_id", None)},
+                 "path": {"source_id": getattr(args, "source_id", None),
+                          "target_id": getattr(args, "target_id", None)}}[args.action]
+        result = _run(args, lambda s: s.graph_search(args.scope, max_depth=getattr(args, "max_depth", 4),
+                                                     limit=args.limit, **modes))
+    _print(result, args)
+    return 0
+
+
+def cmd_route(args) -> int:
+    _print(_run(args, lambda s: s.route(args.scope, args.query, args.limit)), args)
+    return 0
+
+
+def cmd_audit(args) -> int:
+    result = _run(args, lambda s: s.audit(args.type, args.scope))
+    if args.json:
+        _print(result, args)
+    else:
+        for check, count in result["counts"].items():
+            print(f"{'ok  ' if not count else 'FAIL'} {check}: {count}")
+            for finding in result["findings"].get(check, [])[:10]:
+                print(f"       {json.dumps(finding, ensure_ascii=False, default=str)[:200]}")
+    return 0 if result["ok"] else 1
+
+
+def cmd_reindex(args) -> int:
+    args.drain = True
+    _print(_run(args, lambda s: s.reindex(args.scope)), args)
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from ..ops.metrics import exposition
+
+    sys.stdout.write(_run(args, exposition))
+    return 0
+
+
+def register(add: Callable) -> None:
+    """Add the knowledge commands with `add(name, func, help)` from cli.build_parser."""
+    p = add("learn", cmd_learn, "Learn facts, preferences, decisions, skills and beliefs from a text.")
+    p.add_argument("text", nargs="?", help="The text, or '-' to read standard input.")
+    p.add_argument("--file", help="Read the text from this file.")
+    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    p.add_argument("--source", help="Where the text came from (its receipt).")
+    p.add_argument("--no-beliefs", action="store_true", help="Do not store opinions as beliefs.")
+    p.add_argument("--json", action="store_true")
+    _add_beliefs(add)
+    _add_graph(add)
+    p = add("route", cmd_route, "Answer a question through the 4-stage router; shows which stage answered.")
+    p.add_argument("query")
+    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    p.add_argument("--limit", type=int, default=5)
+    p = add("audit", cmd_audit, "Check the stored data: orphans, receipts, lifecycle, confidence, drift. "
+                                "Exits 1 when something is found.")
+    p.add_argument("type", nargs="?", default="all",
+                   help="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift")
+    p.add_argument("--scope", help="Only this scope (default: every scope).")
+    p.add_argument("--json", action="store_true")
+    p = add("reindex", cmd_reindex, "Repair drift: rebuild missing vectors, drop stray ones and orphans, "
+                                    "rebuild the entity graph from SQL.")
+    p.add_argument("--scope", help="Only this scope (default: every scope).")
+    add("metrics", cmd_metrics, "Print the Prometheus metrics (store gauges; call counters are per process).")
+
+
+def _add_beliefs(add: Callable) -> None:
+    p = add("beliefs", cmd_beliefs, "List, set, resolve and reflect on beliefs.")
+    actions = p.add_subparsers(dest="action", required=True)
+    q = _action(actions, "list", "Beliefs, filtered.")
+    q.add_argument("--text", help="Beliefs about this, best first.")
+    q.add_argument("--state", help="candidate, validated, active, stale, archived, superseded or contested.")
+    q.add_argument("--min-confidence", type=float)
+    q.add_argument("--tag", action="append")
+    q.add_argument("--source")
+    q.add_argument("--limit", type=int, default=20)
+    q.add_argument("--json", action="store_true")
+    q = _action(actions, "set", "Create, reinforce or supersede a belief.")
+    q.add_argument("text")
+    q.add_argument("--confidence", type=float)
+    q.add_argument("--evidence", help="A note on why.")
+    q.add_argument("--supersedes", help="The id of a belief it replaces.")
+    q = _action(actions, "resolve", "Settle two contradicting beliefs.")
+    q.add_argument("belief_a")
+    q.add_argument("belief_b")
+    q.add_argument("--strategy", required=True, help="keep_a, keep_b, merge, discard_both or auto.")
+    q.add_argument("--merged-text")
+    q = _action(actions, "reflect", "A report on the beliefs.")
+    q.add_argument("mode", nargs="?", default="overview",
+                   help="overview, contradictions, decay, topics, evidence_audit or confidence")
+
+
+def _add_graph(add: Callable) -> None:
+    p = add("graph", cmd_graph, "Search the entity graph, or rebuild it from the stored facts.")
+    actions = p.add_subparsers(dest="action", required=True)
+    _action(actions, "search", "Entities named in a text, with neighbours.", limit=True).add_argument("query")
+    _action(actions, "entity", "One entity and its neighbours.", limit=True).add_argument("entity_id")
+    q = _action(actions, "path", "Paths between two entities.", limit=True)
+    q.add_argument("source_id")
+    q.add_argument("target_id")
+    q.add_argument("--max-depth", type=int, default=4, help="Longest path in hops (1-4).")
+    _action(actions, "rebuild", "Rebuild the scope's graph from the facts in SQL.")
+
+
+def _action(actions, name: str, help_text: str, limit: bool = False):
+    """A sub-command with the options every knowledge sub-command takes."""
+    q = actions.add_parser(name, help=help_text, description=help_text)
+    q.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    q.add_argument("--hermes-home", default=argparse.SUPPRESS,  # given here or before the action
+                   help="Hermes home directory (default: $HERMES_HOME or ~/.hermes)")
+    if limit:
+        q.add_argument("--limit", type=int, default=20)
+    return q

@@ -1,0 +1,129 @@
+"""The `hermes-cmms export` and `import` commands: a scope to JSON Lines and back
+(docs/backup.md)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..common.errors import InvalidInput
+
+
+def _service(args, embedder: Optional[str] = "none"):
+    """The engine without the embedding model unless asked: export reads SQL only, and import
+    only queues its memories for the indexer (which embeds them in the next process that runs
+    one, or here with --wait)."""
+    from ..common.config import Settings
+    from ..service import MemoryService
+
+    return MemoryService(Settings.load(args.hermes_home, embedder=embedder), scheduler=False)
+
+
+def _bar(args, description: str, total: Optional[int]):
+    """A progress bar on standard error, or None when it is not a terminal or --quiet is given."""
+    if args.quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=description, unit=" records", file=sys.stderr, leave=False)
+
+
+def cmd_export(args) -> int:
+    service = _service(args)
+    try:
+        if args.output in (None, "-"):
+            try:
+                _export(args, service, sys.stdout.buffer)
+                sys.stdout.flush()
+            except BrokenPipeError:  # `| head`: the reader has gone; no traceback
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                return 1
+            return 0
+        target = Path(args.output)
+        partial = target.with_name(target.name + ".partial")  # a failed export leaves no half file
+        try:
+            with partial.open("wb") as out:
+                counts = _export(args, service, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(partial, target)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise InvalidInput(f"Cannot write {args.output!r}: {exc.strerror}.") from None
+        finally:
+            partial.unlink(missing_ok=True)
+    finally:
+        service.close(drain_timeout=0.0)
+    print(json.dumps({"scope": args.scope, "output": str(target), "counts": counts}, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _export(args, service, out) -> dict:
+    """Write the scope's records to `out`, one JSON object a line; return the header's counts."""
+    from ..ops.transfer import export_scope
+
+    records = export_scope(service, args.scope, actor="cli:export")
+    header = next(records)
+    out.write(_line(header))
+    bar = _bar(args, "exporting", sum(header["counts"].values()))
+    for record in records:
+        out.write(_line(record))
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
+    return header["counts"]
+
+
+def _line(record: dict) -> bytes:
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def cmd_import(args) -> int:
+    from ..ops.transfer import import_file, import_records
+
+    service = _service(args, embedder=None if args.wait else "none")
+    bars: dict[str, object] = {}
+
+    def progress(phase: str, done: int, total: Optional[int]) -> None:
+        if phase not in bars:
+            bars[phase] = _bar(args, phase, total)
+        bar = bars[phase]
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        kwargs = {"scope": args.scope, "progress": progress, "actor": "cli:import"}
+        if args.file == "-":
+            summary = import_records(service, sys.stdin.buffer, **kwargs)
+        else:
+            summary = import_file(service, args.file, **kwargs)
+        if args.wait:
+            summary["indexed"] = service.indexer.drain(3600.0)
+    finally:
+        for bar in bars.values():
+            if bar is not None:
+                bar.close()
+        service.close(drain_timeout=0.0)
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return 0
+
+
+def register(add: Callable) -> None:
+    """Add the transfer commands with `add(name, func, help)` from cli.build_parser."""
+    p = add("export", cmd_export, "Write every memory, fact, belief, link, session and audit event of "
+                                  "one scope as JSON Lines (vectors are rebuilt on import).")
+    p.add_argument("--scope", default="local:default",
+                   help="The scope to export (default: local:default, the Hermes CLI user's).")
+    p.add_argument("--output", "-o", help="Write to this file (default: standard output).")
+    p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
+    p = add("import", cmd_import, "Import a file written by `hermes-cmms export`; what is already "
+                                  "stored is skipped, so importing twice adds nothing.")
+    p.add_argument("file", help="The export file, or '-' to read standard input.")
+    p.add_argument("--scope", help="Import into this scope instead of the one the file was exported from.")
+    p.add_argument("--wait", action="store_true",
+                   help="Load the embedding model and wait until the new memories are in the vector index.")
+    p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")

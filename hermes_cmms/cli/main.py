@@ -1,0 +1,338 @@
+"""The `hermes-cmms` command: a thin skin over the engine and the installer."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Callable, Optional, Sequence
+
+from ..common.errors import CmmsError, InvalidInput
+
+
+def _service(args):
+    from ..common.config import Settings
+    from ..service import MemoryService
+
+    return MemoryService(Settings.load(args.hermes_home), scheduler=False)
+
+
+def cmd_install(args) -> int:
+    from ..common.config import hermes_home
+    from ..install import install, uninstall
+
+    if args.purge and not args.uninstall:
+        raise InvalidInput("--purge only makes sense with --uninstall.")
+    home = hermes_home(args.hermes_home)
+    lines = (uninstall(home, purge=args.purge, dry_run=args.dry_run) if args.uninstall
+             else install(home, dry_run=args.dry_run))
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_status(args) -> int:
+    service = _service(args)
+    try:
+        service.indexer.ready.wait(30)
+        status = service.status()
+    finally:
+        service.close(drain_timeout=0)
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        for key, value in status.items():
+            print(f"{key:>12}: {value}")
+    return 0
+
+
+def cmd_search(args) -> int:
+    from ..hermes.tools import call_tool
+
+    service = _service(args)
+    try:
+        result = call_tool(service, args.scope, "cmms_recall", {"query": args.query, "limit": args.limit})
+    finally:
+        service.close(drain_timeout=0)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    for hit in result["results"]:
+        print(f"{hit['id']}  {hit['date'][:10]}  {hit['role'] or hit['kind']:<9} {hit['content'][:200]}")
+    if not result["results"]:
+        print(f"No memories match {args.query!r} in scope {args.scope!r}.")
+    return 0
+
+
+def cmd_forget(args) -> int:
+    chosen = [bool(args.id), bool(args.tier or args.tag), args.all]
+    if sum(chosen) != 1:
+        raise InvalidInput("Say what to forget: --id, or --tier/--tag, or --all.")
+    service = _service(args)
+    try:
+        actor = f"cli:{args.actor}" if args.actor else "cli"
+        if args.all:
+            count = service.forget_all(args.scope, actor=actor)
+        elif args.id:
+            for memory_id in args.id:
+                service.forget(args.scope, memory_id, actor=actor)
+            count = len(args.id)
+        else:
+            count = len(service.forget_where(args.scope, tier=args.tier, tags=args.tag or (), actor=actor))
+        service.indexer.drain(30)
+    finally:
+        service.close()
+    print(f"Forgot {count} memor{'y' if count == 1 else 'ies'} of scope {args.scope!r}.")
+    return 0
+
+
+MAX_AUDIT_LIST = 1_000_000  # most events `audit-log --limit` lists
+
+
+def cmd_audit_log(args) -> int:
+    if not 1 <= args.limit <= MAX_AUDIT_LIST:
+        raise InvalidInput(f"--limit must be a whole number from 1 to {MAX_AUDIT_LIST:,}, not {args.limit}.")
+    service = _service(args)
+    try:
+        events = _audit_pages(service, args)
+    finally:
+        service.close(drain_timeout=0)
+    rows = [{"at": e.at, "action": e.action, "actor": e.actor, "scope": e.scope, "memory_id": e.memory_id,
+             "detail": json.loads(e.detail or "{}"),
+             **({"snapshot": json.loads(e.snapshot) if e.snapshot else None} if args.snapshots else {})}
+            for e in events]
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    from datetime import datetime, timezone
+
+    for row in rows:
+        when = datetime.fromtimestamp(row["at"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        detail = " ".join(f"{k}={v}" for k, v in row["detail"].items())
+        print(f"{when}  {row['action']:<11} {row['memory_id'] or '-':<32}  {row['actor']}  {detail}")
+        if args.snapshots and row.get("snapshot"):
+            print(f"{'':>21}content: {row['snapshot'].get('content', '')[:200]}")
+    if not rows:
+        print("No audit events match.")
+    return 0
+
+
+def _audit_pages(service, args) -> list:
+    """Up to --limit events, newest first, fetched a service page (MAX_AUDIT_PAGE) at a time."""
+    from ..service import MAX_AUDIT_PAGE
+
+    events: list = []
+    while len(events) < args.limit:
+        wanted = min(MAX_AUDIT_PAGE, args.limit - len(events))
+        page = service.audit_log(args.scope, memory_id=args.memory_id, action=args.action, limit=wanted,
+                                 offset=len(events))
+        events += page
+        if len(page) < wanted:
+            break
+    return events
+
+
+def cmd_consolidate(args) -> int:
+    service = _service(args)
+    try:
+        service.indexer.drain(120)
+        report = service.consolidate(args.scope, args.session, actor="cli").as_dict()
+    finally:
+        service.close()
+    print(json.dumps(report, indent=2) if args.json else
+          f"Looked at {report['examined']} new episodic memories of {args.scope!r}: "
+          f"{report['clusters']} summaries now stand for {report['consolidated']} of them.")
+    return 0
+
+
+def cmd_maintain(args) -> int:
+    service = _service(args)
+    try:
+        results = {}
+        if args.job in ("sweep", "all"):
+            results["sweep"] = {"expired": service.sweep()}
+        if args.job in ("decay", "all"):
+            results["decay"] = service.decay()
+        if args.job in ("consolidate", "all"):
+            results["consolidate"] = service.consolidate_all()
+    finally:
+        service.close()
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from ..ops.doctor import run_checks
+
+    failed = False
+    for level, name, detail in run_checks(args.hermes_home):
+        print(f"{level:<4} {name}: {detail}")
+        failed = failed or level == "FAIL"
+    return 1 if failed else 0
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def cmd_mcp(args) -> int:
+    from ..mcp_bridge import serve
+
+    serve(args.hermes_home, transport=args.transport, host=args.host, port=args.port, scope=args.scope)
+    return 0
+
+
+def cmd_plugins(args) -> int:
+    from ..common.plugins import describe, make_plugin_manager
+
+    for plugin in describe(make_plugin_manager()):
+        print(f"{plugin['name']}: {', '.join(plugin['hooks'])}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .. import bench
+
+    result = bench.run(args.suite, args.file, budget=args.budget, json_out=args.json,
+                       convs=getattr(args, "convs", ""), ks=getattr(args, "k", ""),
+                       limit=getattr(args, "limit", None), dated=not getattr(args, "undated", False))
+    bench.report(result)
+    return 0
+
+
+def _add_bench(sub) -> None:
+    bench = sub.add_parser("bench", help="Measure recall on LoCoMo or LongMemEval data.",
+                           description="Measure recall by driving the cmms provider as Hermes does, "
+                                       "one fresh temporary Hermes home per conversation.")
+    suites = bench.add_subparsers(dest="suite", required=True)
+    for name, help_text in (("locomo", "LoCoMo evidence recall (categories 1-4)."),
+                            ("longmemeval", "LongMemEval_S recall_any@k / recall_all@k.")):
+        p = suites.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("file", help="The benchmark data (JSON).")
+        p.add_argument("--budget", type=int, help="Recall token budget (default: the cmms setting, 600).")
+        p.add_argument("--json", metavar="OUT", help="Also write every figure to this JSON file.")
+        p.set_defaults(func=cmd_bench)
+    locomo = suites.choices["locomo"]
+    locomo.add_argument("--convs", default="", help="Only these sample ids, comma-separated.")
+    locomo.add_argument("--undated", action="store_true",
+                        help="Ingest every session now (default: each at its own LoCoMo date).")
+    lme = suites.choices["longmemeval"]
+    lme.add_argument("--k", default="1,3,5,10", help="Cut-offs for recall@k (default: 1,3,5,10).")
+    lme.add_argument("--limit", type=int, help="Only the first N answerable questions.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hermes-cmms", description="Composite Memory for Hermes Agent.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func: Callable, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--hermes-home", help="Hermes home directory (default: $HERMES_HOME or ~/.hermes)")
+        p.set_defaults(func=func)
+        return p
+
+    p = add("install-hermes-plugin", cmd_install, "Install (or remove) the cmms provider in a Hermes home.")
+    p.add_argument("--dry-run", action="store_true", help="Show what would change, change nothing.")
+    p.add_argument("--uninstall", action="store_true", help="Remove the plugin and restore the previous provider.")
+    p.add_argument("--purge", action="store_true", help="With --uninstall: also delete the stored memories.")
+    p = add("status", cmd_status, "Show the store, its counts, the embedder in use and the index lag.")
+    p.add_argument("--json", action="store_true")
+    p = add("search", cmd_search, "Search memories of one scope.")
+    p.add_argument("query")
+    p.add_argument("--scope", default="local:default", help="Scope to search (default: local:default).")
+    p.add_argument("--limit", type=int, default=8)
+    p.add_argument("--json", action="store_true")
+    p = add("mcp", cmd_mcp, "Serve this memory to MCP clients (stdio by default, or streamable HTTP).")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="HTTP address (default 127.0.0.1; any other needs CMMS_MCP_TOKEN)")
+    p.add_argument("--port", type=_port, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--scope", help="Scope of the CMMS-style tools (default: the Hermes CLI user's, "
+                                   "local:<profile>)")
+    p = add("forget", cmd_forget, "Forget memories of one scope: by id, tier or tag, or all of them.")
+    p.add_argument("--scope", required=True, help="The scope, e.g. user:telegram:12345 or local:default.")
+    p.add_argument("--id", action="append", help="A memory id (repeatable).")
+    p.add_argument("--tier", choices=["working", "episodic", "semantic"], help="Every memory of this tier.")
+    p.add_argument("--tag", action="append", help="Memories carrying this tag (repeatable: all must match).")
+    p.add_argument("--all", action="store_true",
+                   help="Everything of the scope, and the content of its audit snapshots (right to be forgotten).")
+    p.add_argument("--actor", help="Who asked (recorded on the audit trail).")
+    p = add("audit-log", cmd_audit_log, "Show the audit trail: writes, tool calls, lifecycle moves, forgets.")
+    p.add_argument("--scope", help="Only this scope.")
+    p.add_argument("--memory-id", help="Only events of this memory.")
+    p.add_argument("--action", help="Only this action (remember, retain, reinforce, supersede, forget, ...).")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--snapshots", action="store_true", help="Include the content snapshots taken before forgets.")
+    p.add_argument("--json", action="store_true")
+    p = add("consolidate", cmd_consolidate, "Consolidate a scope's new episodic memories into summaries.")
+    p.add_argument("--scope", required=True)
+    p.add_argument("--session", help="Only this conversation session.")
+    p.add_argument("--json", action="store_true")
+    p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation.")
+    p.add_argument("--job", choices=["sweep", "decay", "consolidate", "all"], default="all")
+    add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
+    add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
+    from ._knowledge import register
+
+    register(add)
+    from ._transfer import register as register_transfer
+
+    register_transfer(add)
+    _add_bench(sub)
+    return parser
+
+
+SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except CmmsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
+        traceback.print_exc()
+        code = 1
+    if argv is None and not settled():  # this process is the command
+        exit_now(code)
+    return code
+
+
+def settled(timeout: float = SETTLE_S) -> bool:
+    """Whether the engine's threads have ended (waiting up to `timeout` for them)."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.daemon and thread.name.startswith("cmms-"):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(t.is_alive() and t.daemon and t.name.startswith("cmms-") for t in threading.enumerate())
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code`, output flushed, without finalising the interpreter.
+
+    The last resort when an engine thread is still running: Python ends such a daemon thread
+    from under it at exit, and the process dies of SIGABRT ("terminate called without an active
+    exception") when the thread is inside torch's C++ or safetensors' Rust code, as the indexer
+    is while it loads the embedding model (tens of seconds on a busy machine, and it cannot be
+    cut short) or embeds a batch. The store is already closed; a vector write cut short here is
+    what a SIGKILL leaves, which the outbox repairs."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""The Hermes MemoryProvider `cmms`: a thin door from Hermes' lifecycle to the engine."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from pathlib import Path
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional
+
+from agent.memory_provider import MemoryProvider
+
+from ..common import hermes_config
+from .. import service as engine
+from ..common.config import SETTINGS, Settings
+from ..common.errors import CmmsError, StoreUnavailable
+from ..common.text import brief, clean_key
+from .tools import TOOL_SCHEMAS, call_tool
+
+log = logging.getLogger(__name__)
+_said: set[str] = set()  # unavailability reasons already logged by this process
+
+QUEUED_RESULT_TTL_S = 120.0
+# Platforms where the one at the keyboard is the profile's owner: the CLI, the TUI, the desktop
+# app, an editor over ACP (and Hermes' own name for a local gateway source).
+LOCAL_PLATFORMS = frozenset({"cli", "tui", "desktop", "acp", "local"})
+
+
+def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: Optional[str],
+              conversation: Optional[str] = None) -> str:
+    """Gateway users get their own scope per platform; the local owner (CLI, TUI...) has the
+    profile's. A gateway platform that names no user (Hermes' api_server) gets a scope per
+    conversation (`conversation`: the gateway session key, else the chat or session id), never
+    the owner's; with none of them, a scope no one else can reach."""
+    if user_id:
+        return f"user:{platform or 'unknown'}:{user_id}"
+    if (platform or "cli") in LOCAL_PLATFORMS:
+        return f"local:{agent_identity or 'default'}"
+    return f"conversation:{platform}:{conversation or uuid.uuid4()}"
+
+
+def _conversation(kwargs: Dict[str, Any], session_id: str) -> Optional[str]:
+    """What identifies a conversation when the platform names no user: the gateway's stable
+    session key (api_server: the X-Hermes-Session-Key header), else the chat, else the session."""
+    for name in ("gateway_session_key", "chat_id"):
+        if kwargs.get(name):
+            return str(kwargs[name])
+    return session_id or None
+
+
+class CmmsMemoryProvider(MemoryProvider):
+    """Composite Memory: every turn retained, relevant memories recalled before each turn."""
+
+    name = "cmms"
+
+    def __init__(self) -> None:
+        self.service: Optional[engine.MemoryService] = None
+        self.settings: Optional[Settings] = None
+        self.scope = scope_for(None, None, None)
+        self.session_id = ""
+        self.platform = "cli"
+        self.primary = True
+        self._queued: Optional[tuple[str, float, str, set]] = None  # (query, when, text, ids)
+        self._seen: set[str] = set()  # memory ids injected by turns this session completed
+        self._pending: set[str] = set()  # ids injected into the turn in progress
+        self._lock = threading.Lock()
+        self._mirror = None  # the process's mirror of MEMORY.md / USER.md, while this one uses it
+        self._failure = ""  # why initialize could not open the store, said by every later write
+
+    # -- setup ----------------------------------------------------------------------------
+
+    def is_available(self) -> bool:
+        """Whether the store can be written here (a local check: no network, no key)."""
+        reason = self.unavailable_reason()
+        if reason and reason not in _said:
+            _said.add(reason)
+            log.warning("cmms memory is unavailable: %s", reason)
+        return not reason
+
+    def unavailable_reason(self) -> str:
+        """Why cmms cannot work in this Hermes home, in one sentence ('' when it can); Hermes
+        0.20+ shows it when `is_available()` is False."""
+        from ..store.availability import store_problem
+
+        try:
+            return store_problem(Settings.load())
+        except CmmsError as exc:
+            return str(exc)
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        self.session_id = session_id or ""
+        self.platform = kwargs.get("platform") or "cli"
+        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"),
+                               _conversation(kwargs, self.session_id))
+        self.primary = kwargs.get("agent_context", "primary") == "primary"
+        try:
+            self.settings = Settings.load(kwargs.get("hermes_home"))
+            self.service = engine.acquire(self.settings)
+        except Exception as exc:
+            self._failure = brief(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            raise
+        self._failure = ""
+        self.service.in_hermes = True
+        if self.primary and self.settings.mirror == "on" and self._mirror is None:
+            self._start_mirror()
+        if self.settings.consolidation_llm == "hermes" and self.service.summariser is None:
+            from ..lifecycle.consolidate import hermes_summariser
+
+            self.service.summariser = hermes_summariser()
+
+    def _start_mirror(self) -> None:
+        """Mirror the profile's MEMORY.md / USER.md (and the inbox) into the profile's scope,
+        local:<profile>: they belong to the profile, not to one gateway user."""
+        from . import mirror
+        from ..mcp_bridge.server import local_scope
+
+        inbox = Path(self.settings.inbox).expanduser() if self.settings.inbox else None
+        try:
+            self._mirror = mirror.acquire(self.service, self.settings.home, local_scope(self.settings.home), inbox)
+        except Exception as exc:  # noqa: BLE001 - memory works without the mirror
+            log.warning("cmms: not mirroring the memory files: %s", exc)
+
+    def get_tool_schemas(self) -> List[Dict[str, Any]]:
+        return [dict(schema) for schema in TOOL_SCHEMAS]
+
+    def system_prompt_block(self) -> str:
+        return ("Long-term memory (cmms) is on: relevant memories from earlier sessions are "
+                "added to user messages inside <memory-context>. Use cmms_recall to search "
+                "memory, cmms_remember to store a fact, cmms_forget to delete one, cmms_belief to "
+                "record a judgement, cmms_graph to see how people and things are related.")
+
+    # -- recall ---------------------------------------------------------------------------
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        if self.service is None:
+            return ""
+        with self._lock:
+            queued, self._queued = self._queued, None
+        if queued and queued[0] == query and time.monotonic() - queued[1] < QUEUED_RESULT_TTL_S:
+            text, injected = queued[2], queued[3]
+        else:
+            text, injected = self._recall(query)
+        with self._lock:
+            self._pending = injected  # part of the conversation once the turn completes
+        return text
+
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        if self.service is not None and query:
+            text, injected = self._recall(query)
+            with self._lock:
+                self._queued = (query, time.monotonic(), text, injected)
+
+    def _recall(self, query: str, skip_injected: bool = True) -> tuple[str, set[str]]:
+        """Recall text for `query` that repeats nothing already injected, and the ids it adds.
+
+        Hermes re-sends every earlier <memory-context> block with each turn, so a memory
+        injected into a completed turn of this session is already in front of the model.
+        """
+        with self._lock:
+            seen = set(self._seen) if skip_injected else set()
+        before = set(seen)
+        try:
+            text = self.service.recall(self.scope, query, session_id=self.session_id, seen=seen)
+        except Exception as exc:  # noqa: BLE001 - recall failures never break a turn
+            log.warning("cmms recall failed: %s", exc)
+            return "", set()
+        return text, seen - before
+
+    def on_pre_compress(self, messages: List[Dict[str, Any]]) -> str:
+        users = [m.get("content") for m in messages or [] if m.get("role") == "user"]
+        last = next((u for u in reversed(users) if isinstance(u, str) and u.strip()), "")
+        if not last or self.service is None:
+            return ""
+        return self._recall(last, skip_injected=False)[0]  # the summary is written fresh
+
+    # -- retain ---------------------------------------------------------------------------
+
+    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
+                  messages: Optional[List[Dict[str, Any]]] = None) -> None:
+        with self._lock:  # the turn completed: its memory block is now in the history
+            self._seen |= self._pending
+            self._pending = set()
+        if not self.primary:
+            return
+        with self._writing("this turn"):
+            self.service.retain_turn(self.scope, session_id or self.session_id, user_content,
+                                     assistant_content, source=f"hermes:{self.platform}")
+
+    @contextmanager
+    def _writing(self, what: str, service: Optional[engine.MemoryService] = None) -> Iterator[None]:
+        """A write that cannot be stored fails loudly, in one sentence (Hermes logs a failed
+        sync_turn as a WARNING): never "returned, stored nothing"."""
+        if (service or self.service) is None:
+            why = self._failure or "the provider is not initialised or already shut down"
+            raise StoreUnavailable(f"cmms did not store {what}: the memory store is not open ({why}).")
+        try:
+            yield
+        except CmmsError:
+            raise
+        except Exception as exc:
+            log.debug("cmms: write failed", exc_info=True)
+            cause = getattr(exc, "orig", None) or exc
+            first = (str(cause).splitlines() or [type(cause).__name__])[0]
+            raise StoreUnavailable(f"cmms did not store {what}: {brief(first, 300)}.") from exc
+
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        return None  # turn numbers are assigned by the store, atomically with the write
+
+    def on_memory_write(self, action: str, target: str, content: str,
+                        metadata: Optional[Dict[str, Any]] = None) -> None:
+        if not self.primary or action not in ("add", "replace"):
+            return
+        old_text = (metadata or {}).get("old_text") if action == "replace" else None
+        try:
+            with self._writing("this memory entry"):
+                replaced = self.service.hermes_entries(self.scope, old_text, content) if old_text else []
+                self.service.remember(self.scope, content, tags=[f"hermes-{target}"], supersedes=replaced,
+                                      source="hermes:memory-tool", session_id=self.session_id or None)
+        except StoreUnavailable as exc:  # Hermes logs what this hook raises at DEBUG only
+            log.warning("%s", exc)
+            raise
+        except CmmsError as exc:  # e.g. nothing but a secret: not stored, and the turn goes on
+            log.info("cmms: memory write not mirrored: %s", exc)
+
+    def on_delegation(self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any) -> None:
+        if not self.primary or not (result or "").strip():
+            return
+        text = f"Delegated task: {task}\nResult: {result}"
+        borrow = self.service is None and self.settings is not None and not self._failure
+        service = engine.acquire(self.settings) if borrow else self.service  # after shutdown: borrow
+        try:
+            with self._writing("this delegation result", service):
+                service.remember(self.scope, text, kind="observation", tier="episodic",
+                                 source="hermes:delegation", session_id=self.session_id or None)
+        except StoreUnavailable as exc:
+            log.warning("%s", exc)
+            raise
+        except CmmsError as exc:
+            log.info("cmms: delegation result not stored: %s", exc)
+        finally:
+            if service is not self.service:  # arrived after shutdown: borrow and give back
+                engine.release(service, drain_timeout=0.0)
+
+    # -- session boundaries ---------------------------------------------------------------
+
+    def on_session_end(self, messages: List[Dict[str, Any]]) -> None:
+        if self.service is not None and self.session_id:
+            with self._writing("the end of this session"):
+                self.service.flush_session(self.scope, self.session_id)
+
+    def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "",
+                          reset: bool = False, **kwargs: Any) -> None:
+        old = self.session_id
+        self.session_id = new_session_id or old
+        with self._lock:  # a new or compacted conversation no longer carries earlier blocks
+            self._seen, self._pending, self._queued = set(), set(), None
+        if self.service is not None and old and (reset or old != self.session_id):
+            with self._writing("the end of the previous session"):
+                self.service.flush_session(self.scope, old)
+
+    def shutdown(self) -> None:
+        # Hermes drains its sync queue before calling this, so the last turn is stored by now
+        # (on_session_end can race it, e.g. under `hermes -z`): flush once more, then let go.
+        service, self.service = self.service, None
+        if service is None:
+            return
+        if self._mirror is not None:
+            from . import mirror
+
+            mirror.release(self._mirror)
+            self._mirror = None
+        try:
+            if self.session_id:
+                with self._writing("the end of this session", service):
+                    service.flush_session(self.scope, self.session_id)
+        finally:
+            engine.release(service)
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def handle_tool_call(self, tool_name: str, args: Dict[str, Any], **kwargs: Any) -> str:
+        if self.service is None:
+            why = f" ({self._failure})" if self._failure else ""
+            return json.dumps({"error": f"cmms memory is not open{why}."})
+        if not self.primary and tool_name != "cmms_recall":
+            return json.dumps({"error": "Memory is read-only in this agent; only the primary agent writes."})
+        with self.service.metrics.tool_call("hermes", tool_name, self.scope) as call:
+            try:
+                result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
+            except CmmsError as exc:
+                call.fail(str(exc))
+                self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, False, str(exc))
+                return json.dumps({"error": str(exc)})
+            self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, True)
+        return json.dumps(result, ensure_ascii=False)
+
+    # -- configuration --------------------------------------------------------------------
+
+    def get_config_schema(self) -> List[Dict[str, Any]]:
+        return [
+            {"key": "embedder", "description": "Embedding model for semantic recall (never downloads)",
+             "default": "auto", "choices": ["auto", "chroma-default", "sentence-transformers", "none"]},
+            {"key": "recall_tokens", "description": "Token budget of the memory injected per turn",
+             "default": "600"},
+            {"key": "database_url", "description": "SQL store URL (empty: SQLite under $HERMES_HOME/cmms)",
+             "default": ""},
+            {"key": "chroma_url", "description": "Chroma server URL (empty: embedded Chroma)",
+             "default": ""},
+        ]
+
+    def save_config(self, values: Dict[str, Any], hermes_home: str) -> None:
+        known = {k: v for k, v in (values or {}).items() if k in SETTINGS}
+
+        def change(data):
+            hermes_config.section(data, "memory", "cmms").update(known)
+
+        hermes_config.edit(Path(hermes_home), change)
+
+    def get_status_config(self, provider_config: Dict[str, Any]) -> Dict[str, Any]:
+        """The effective settings and where each comes from, for `hermes memory status`."""
+        try:
+            settings = Settings.load()
+        except CmmsError as exc:
+            return {"settings error": str(exc)}
+        from ..store.store import safe_url
+
+        from ..store.availability import store_problem
+
+        shown = {name: getattr(settings, name) for name in SETTINGS}
+        shown["database_url"] = safe_url(settings.database_url)  # never a password on screen
+        status = {name: f"{value or '(embedded)'}  [{settings.sources[name]}]" for name, value in shown.items()}
+        problem = store_problem(settings)
+        local = settings.database_url.startswith("sqlite")
+        fine = "writable" if local else "not checked here (a database server: checked when Hermes starts)"
+        return {**status, "store": f"NOT WRITABLE: {problem}" if problem else fine}
+
+    def backup_paths(self) -> List[str]:
+        """What hermes-cmms keeps outside $HERMES_HOME, for `hermes backup` (see
+        transfer.external_paths); a PostgreSQL database or a Chroma server adds nothing."""
+        from ..ops.transfer import external_paths
+
+        try:
+            return [str(path) for path in external_paths(Settings.load())]
+        except CmmsError:
+            return []
+
+
+def on_session_finalize(session_id: str = "", **kwargs: Any) -> None:
+    """General Hermes plugin hook (dual-mode plugin): flush the session that just ended."""
+    _flush(session_id=session_id or None) if session_id else None
+
+
+def on_gateway_event(event_type: str, context: Dict[str, Any]) -> None:
+    """Gateway hook for session:end / session:reset: flush that user's open sessions (or, on a
+    platform without user ids, that conversation's: its scope is named by the session key)."""
+    context = context or {}
+    platform, user_id, key = context.get("platform"), context.get("user_id"), context.get("session_key")
+    if user_id:
+        _flush(scope=scope_for(platform, str(user_id), None))
+    elif key and (platform or "cli") not in LOCAL_PLATFORMS:
+        _flush(scope=scope_for(platform, None, None, str(key)))
+
+
+def _flush(**filters: Any) -> None:
+    filters = {name: clean_key(value) for name, value in filters.items()}  # as the store keeps them
+    service = engine.acquire(Settings.load())
+    try:
+        service.flush_open_sessions(**filters)
+    finally:
+        engine.release(service, drain_timeout=0.0)

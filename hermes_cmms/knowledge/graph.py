@@ -1,0 +1,601 @@
+"""The entity graph: entities and relations built from facts on write, persisted in SQL; its
+reads (named entities, neighbours, paths) and its rebuild. See docs/graph.md."""
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections import defaultdict
+from itertools import chain
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
+
+from sqlalchemy import Connection, delete, func, insert, literal_column, or_, select, union_all
+from sqlalchemy.orm import aliased
+
+from ..common.errors import InvalidInput, UnknownEntity
+from ..store.models import Entity, Fact, Memory, Relation
+from ..common.text import STOPWORDS, bounded_key, clean, clean_key, terms
+
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
+MAX_DEPTH = 4  # longest path searched, in hops
+MAX_LIMIT = 100  # most entities, neighbours per entity, or paths in one answer
+MAX_QUERY_WORDS = 100  # a query's words beyond these are not looked up
+MAX_NGRAM = 5  # longest entity name looked up in a query, in words
+MAX_CANDIDATES = 500  # entities kept by the whole-word fallback
+MAX_PARTIAL_PATHS = 10_000  # partial paths kept per hop from one end while searching paths
+MAX_RANKED = 200  # paths of one length ranked by a path search; more: the answer says "truncated"
+MAX_ROWS = 10_000  # relation rows one path search reads at most; more: "truncated"
+HUB = 100  # an entity with more relations is a hub: a path search reads only those it needs
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})  # a query in the first person means "user"
+USER = "user"
+_CHUNK = 500
+REBUILD_CHUNK = 2000  # facts re-added per transaction by rebuild
+
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+# -- names --------------------------------------------------------------------------------
+
+def _trimmed(name: str) -> str:
+    """The name with spaces collapsed and outer punctuation and a possessive "'s" dropped."""
+    name = " ".join(name.split()).strip(_EDGE_PUNCTUATION).strip()
+    return _POSSESSIVE.sub("", name).strip(_EDGE_PUNCTUATION).strip()
+
+
+def entity_key(name: str) -> str:
+    """The key that deduplicates entity names: spaces collapsed, outer punctuation (a trailing
+    dot too), a possessive "'s" and a leading article dropped, case-folded ("The Lisbon office",
+    "lisbon office." and "Lisbon office's" are one entity)."""
+    trimmed = _trimmed(name)
+    return bounded_key((_ARTICLE.sub("", trimmed) or trimmed).casefold() or " ".join(name.split()).casefold())
+
+
+def display_name(name: str) -> str:
+    """The name an entity is shown by: its first spelling, spaces collapsed, outer punctuation
+    dropped."""
+    return " ".join(name.split()).strip(_EDGE_PUNCTUATION).strip() or " ".join(name.split())
+
+
+# -- writes -------------------------------------------------------------------------------
+
+def _entities(conn: Connection, scope: str, names: list[str], now: float) -> dict[str, str]:
+    """Entity ids by key for these names in `scope`, creating the missing ones (named by the
+    first spelling met)."""
+    keys: dict[str, str] = {}
+    for name in names:
+        keys.setdefault(entity_key(name), display_name(name))
+    found = {}
+    for chunk in _chunks(list(keys)):
+        found.update({row.key: row.id for row in conn.execute(
+            select(Entity.key, Entity.id).where(Entity.scope == scope, Entity.key.in_(chunk)))})
+    fresh = [{"id": uuid.uuid4().hex, "scope": scope, "name": name, "key": key, "created_at": now}
+             for key, name in keys.items() if key not in found]
+    if fresh:
+        conn.execute(insert(Entity), fresh)
+        found.update({row["key"]: row["id"] for row in fresh})
+    return found
+
+
+def add_facts(conn: Connection, facts: list[dict], now: float) -> None:
+    """Add the entities and relation of each new fact row (memory_id, scope, subject,
+    predicate, object) inside the caller's transaction."""
+    for scope in {fact["scope"] for fact in facts}:
+        mine = [fact for fact in facts if fact["scope"] == scope]
+        ids = _entities(conn, scope, [n for f in mine for n in (f["subject"], f["object"])], now)
+        conn.execute(insert(Relation), [
+            {"scope": scope, "source_id": ids[entity_key(f["subject"])], "target_id": ids[entity_key(f["object"])],
+             "predicate": " ".join(f["predicate"].split()), "memory_id": f["memory_id"], "created_at": now}
+            for f in mine])
+
+
+def rebuild(service: "MemoryService", scope: Optional[str] = None) -> dict:
+    """Rebuild the graph of `scope` (None: every scope) from its facts: its entities and relations
+    are deleted and re-added from the facts whose memory exists, oldest first. Each scope is
+    rebuilt in transactions of REBUILD_CHUNK facts (the first also deletes its old graph), so
+    writers wait at most one chunk; a reader may see a scope's graph partly rebuilt meanwhile.
+    Returns how many scopes, entities and relations there are afterwards."""
+    scope = None if scope is None else _scope(scope)
+    if scope is not None:
+        scopes = [scope]
+    else:
+        with service.store.read() as conn:
+            scopes = _graph_scopes(conn)
+    relations = sum(_rebuild_scope(service, name) for name in scopes)
+    with service.store.read() as conn:
+        entities = sum(conn.execute(select(func.count()).select_from(Entity).where(Entity.scope == name))
+                       .scalar_one() for name in scopes)
+    return {"scopes": len(scopes), "entities": entities, "relations": relations}
+
+
+def _graph_scopes(conn: Connection) -> list[str]:
+    """Every scope with facts or a graph."""
+    found: set[str] = set()
+    for table in (Fact, Entity, Relation):
+        found.update(conn.execute(select(table.scope).distinct()).scalars())
+    return sorted(found)
+
+
+def _rebuild_scope(service: "MemoryService", scope: str) -> int:
+    """Replace one scope's graph with the one its facts make, REBUILD_CHUNK facts per
+    transaction; return how many relations. Only facts older than the rebuild are re-added: a
+    fact written meanwhile got its relation when it was written."""
+    after, last, added = 0, None, 0
+    while True:
+        with service.store._write_lock, service.store.write() as conn:
+            if last is None:
+                conn.execute(delete(Relation).where(Relation.scope == scope))
+                conn.execute(delete(Entity).where(Entity.scope == scope))
+                last = conn.execute(select(func.coalesce(func.max(Memory.seq), 0))).scalar_one()
+            batch = _readd(conn, scope, after, last)
+        added += len(batch)
+        if len(batch) < REBUILD_CHUNK:
+            return added
+        after = batch[-1]["seq"]
+
+
+def _readd(conn: Connection, scope: str, after: int, last: int) -> list[dict]:
+    """Add the graph of the next REBUILD_CHUNK facts of `scope` whose memory's seq is in
+    (after, last]; return those facts."""
+    query = (select(Memory.seq, Fact.memory_id, Fact.scope, Fact.subject, Fact.predicate, Fact.object)
+             .join(Memory, Memory.id == Fact.memory_id)
+             .where(Fact.scope == scope, Memory.seq > after, Memory.seq <= last)
+             .order_by(Memory.seq).limit(REBUILD_CHUNK))
+    batch = [dict(row) for row in conn.execute(query).mappings()]
+    if batch:
+        add_facts(conn, batch, time.time())
+    return batch
+
+
+# -- reads --------------------------------------------------------------------------------
+
+def _live(now: float, memory=Memory):
+    """The relation's memory (joined, or an alias of it) has not expired."""
+    return or_(memory.expires_at.is_(None), memory.expires_at > now)
+
+
+def _names(conn: Connection, scope: str, ids: Iterable[str]) -> dict[str, str]:
+    """Names by id of the entities among `ids` that are in `scope`."""
+    found = {}
+    for chunk in _chunks(list(set(ids))):
+        found.update(conn.execute(select(Entity.id, Entity.name)
+                                  .where(Entity.scope == scope, Entity.id.in_(chunk))).all())
+    return found
+
+
+def _neighbours(conn: Connection, scope: str, node: str, limit: int) -> list[dict]:
+    """The first `limit` relations of `node` whose other end is in `scope`, current facts first,
+    then newest first: sorted and cut in SQL, so a hub hands back no more rows than any entity."""
+    now = time.time()
+
+    def side(mine, theirs, forward: str):
+        return (select(Relation.id, Relation.predicate, Relation.memory_id, Memory.seq, Memory.superseded_by,
+                       Entity.id.label("other"), Entity.name, literal_column(forward).label("forward"))
+                .join(Memory, Memory.id == Relation.memory_id).join(Entity, Entity.id == theirs)
+                .where(Relation.scope == scope, Entity.scope == scope, mine == node, _live(now)))
+
+    both = union_all(side(Relation.source_id, Relation.target_id, "1"),
+                     side(Relation.target_id, Relation.source_id, "0").where(Relation.source_id != node)).subquery()
+    rows = conn.execute(select(both).order_by(both.c.superseded_by.is_(None).desc(), both.c.seq.desc(), both.c.id)
+                        .limit(limit))
+    return [{"entity": {"id": r.other, "name": r.name}, "predicate": r.predicate, "forward": bool(int(r.forward)),
+             "memory_id": r.memory_id, "current": r.superseded_by is None} for r in rows]
+
+
+def _describe_all(conn: Connection, scope: str, ids: list[str], limit: int,
+                  degrees: Optional[dict[str, int]] = None) -> list[dict]:
+    """The entities `ids`, in this order, each with its degree and its first `limit` neighbours."""
+    degrees = _degrees(conn, scope, ids) if degrees is None else degrees
+    names = _names(conn, scope, ids)
+    return [{"id": i, "name": names[i], "degree": degrees.get(i, 0), "neighbours": _neighbours(conn, scope, i, limit)}
+            for i in ids]
+
+
+def entity(service: "MemoryService", scope: str, entity_id: str, limit: int = 20) -> dict:
+    """One entity of `scope` with its neighbours; UnknownEntity if it is not in the scope."""
+    return search(service, scope, entity_id=entity_id, limit=limit)["entity"]
+
+
+def search(service: "MemoryService", scope: str, *, query: Optional[str] = None,
+           entity_id: Optional[str] = None, source_id: Optional[str] = None,
+           target_id: Optional[str] = None, max_depth: int = MAX_DEPTH, limit: int = 20) -> dict:
+    """Read the scope's graph in exactly one mode: `query` (the entities it names, each with its
+    neighbours, best first), `entity_id` (that entity and its neighbours) or `source_id` with
+    `target_id` (simple paths of at most `max_depth` hops between them, shortest first)."""
+    scope = _scope(scope)
+    max_depth, limit = _bounded("max_depth", max_depth, MAX_DEPTH), _bounded("limit", limit, MAX_LIMIT)
+    mode = _mode(query, entity_id, source_id, target_id)
+    with service.store.read() as conn:
+        if mode == "query":
+            text = _text(query)
+            return {"mode": "query", "query": text, "entities": _by_query(conn, scope, text, limit)}
+        if mode == "entity":
+            found = _require(conn, scope, _id("entity_id", entity_id))
+            return {"mode": "entity", "entity": _describe_all(conn, scope, [found], limit)[0]}
+        return {"mode": "paths", **_paths(conn, scope, _id("source_id", source_id),
+                                          _id("target_id", target_id), max_depth, limit)}
+
+
+# -- query mode ---------------------------------------------------------------------------
+
+def _by_query(conn: Connection, scope: str, query: str, limit: int) -> list[dict]:
+    """The entities the query names (longest name first), else those whose name holds one of
+    its content words (most words first); ties go to the better connected."""
+    scores = _named(conn, scope, query) or _mentioned(conn, scope, query)
+    degrees = _degrees(conn, scope, list(scores))
+    names = _names(conn, scope, scores)
+    best = sorted(scores, key=lambda i: (-scores[i], -degrees.get(i, 0), names[i].casefold(), i))
+    return _describe_all(conn, scope, best[:limit], limit, degrees)
+
+
+def _grams(query: str) -> dict[str, int]:
+    """The keys of the query's 1- to 5-word runs (not those of stopwords only), each with its
+    length in words; "user" too when the query speaks in the first person."""
+    words = query.split()[:MAX_QUERY_WORDS]
+    grams: dict[str, int] = {}
+    for size in range(1, MAX_NGRAM + 1):
+        for start in range(len(words) - size + 1):
+            key = entity_key(" ".join(words[start:start + size]))
+            if key and not all(w in STOPWORDS for w in _WORD.findall(key)):
+                grams[key] = size
+    if FIRST_PERSON & set(_WORD.findall(query.casefold())):
+        grams.setdefault(USER, 1)
+    return grams
+
+
+def _named(conn: Connection, scope: str, query: str) -> dict[str, int]:
+    """Entity ids whose key is one of the query's word runs, with the run's length."""
+    grams = _grams(query)
+    found = {}
+    for chunk in _chunks(list(grams)):
+        for row in conn.execute(select(Entity.id, Entity.key).where(Entity.scope == scope, Entity.key.in_(chunk))):
+            found[row.id] = grams[row.key]
+    return found
+
+
+def _mentioned(conn: Connection, scope: str, query: str) -> dict[str, int]:
+    """Entity ids whose key holds one of the query's content words as a whole word, with how
+    many of them it holds (the first MAX_CANDIDATES such entities). The keys holding a word
+    anywhere are read a page at a time and kept only when they hold it whole, so names that
+    merely contain it ("Satoshi" for "sato") never crowd out those that hold it."""
+    words = list(dict.fromkeys(w.casefold() for w in terms(query)))
+    if not words:
+        return {}
+    whole = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in words]
+    page = (select(Entity.id, Entity.key).order_by(Entity.id).limit(_CHUNK)
+            .where(Entity.scope == scope, or_(*(Entity.key.like(f"%{_escaped(w)}%", escape="\\") for w in words))))
+    found: dict[str, int] = {}
+    after = None
+    while len(found) < MAX_CANDIDATES:
+        rows = conn.execute(page if after is None else page.where(Entity.id > after)).all()
+        for row in rows:
+            hits = sum(1 for pattern in whole if pattern.search(row.key))
+            if hits and len(found) < MAX_CANDIDATES:
+                found[row.id] = hits
+        if len(rows) < _CHUNK:
+            break
+        after = rows[-1].id
+    return found
+
+
+def _degrees(conn: Connection, scope: str, ids: list[str]) -> dict[str, int]:
+    """How many relations (with an existing memory) touch each of `ids`; a loop counts once."""
+    found: dict[str, int] = {}
+    for column, loops in ((Relation.source_id, True), (Relation.target_id, False)):
+        query = (select(column, func.count()).join(Memory, Memory.id == Relation.memory_id)
+                 .where(Relation.scope == scope, or_(Memory.expires_at.is_(None), Memory.expires_at > time.time())))
+        if not loops:
+            query = query.where(Relation.source_id != Relation.target_id)
+        for chunk in _chunks(ids):
+            for entity_id, count in conn.execute(query.where(column.in_(chunk)).group_by(column)):
+                found[entity_id] = found.get(entity_id, 0) + count
+    return found
+
+
+# -- paths mode ---------------------------------------------------------------------------
+
+_Step = tuple[int, str, bool, bool]  # (relation id, entity at its other end, followed forward, fact current)
+_Hop = tuple[int, bool, bool]  # one step of a path: (relation id, followed forward, fact current)
+_Path = tuple[tuple[str, ...], tuple[_Hop, ...]]  # (entities, hops)
+_Link = tuple[str, _Hop, str, _Hop, str]  # two hops x -> m -> y: (x, hop, m, hop, y)
+
+
+class _Cut(Exception):
+    """The path search has read MAX_ROWS relation rows."""
+
+
+class _Adjacency:
+    """A scope's live relations as light rows, read as the search reaches them: every relation
+    of an entity (`steps`, read once), only those between two sets of entities (`between`), or
+    the two-hop links between two hubs (`links`). It reads at most MAX_ROWS rows (then raises
+    _Cut); `truncated` says whether a read was cut short."""
+
+    def __init__(self, conn: Connection, scope: str, parallel: int):
+        self.conn, self.scope, self.now, self.parallel = conn, scope, time.time(), parallel
+        self.full: dict[str, list[_Step]] = {}
+        self.counts: dict[str, tuple[int, int]] = {}
+        self.left, self.truncated = MAX_ROWS, False
+
+    def _read(self, query, room: Optional[int] = None) -> list:
+        """The query's rows, at most `room` (more: `truncated`), counted against MAX_ROWS."""
+        room = self.left if room is None else room
+        rows = self.conn.execute(query.limit(min(room, self.left) + 1)).all()
+        self.left -= len(rows)
+        if self.left < 0:
+            self.truncated = True
+            raise _Cut
+        self.truncated |= len(rows) > room
+        return rows[:room]
+
+    def _rows(self, *where) -> list:
+        """The relations matching `where`, but of those from one entity to another only the
+        first `parallel` (current first, then oldest): a path through a later one ranks below
+        `parallel` paths through the same entities, so it is never shown."""
+        current = Memory.superseded_by.is_(None)
+        rank = func.row_number().over(partition_by=(Relation.source_id, Relation.target_id),
+                                      order_by=(current.desc(), Relation.id))
+        rows = (select(Relation.id, Relation.source_id, Relation.target_id, current.label("current"),
+                       rank.label("rank"))
+                .join(Memory, Memory.id == Relation.memory_id)
+                .where(Relation.scope == self.scope, _live(self.now), Relation.source_id != Relation.target_id, *where)
+                .subquery())
+        return self._read(select(rows.c.id, rows.c.source_id, rows.c.target_id, rows.c.current)
+                          .where(rows.c.rank <= self.parallel))
+
+    def degrees(self, nodes: Iterable[str], side: Optional[int] = None) -> dict[str, int]:
+        """How many relations each of `nodes` is the source (`side` 0) or target (1) of, or
+        either: counted in the indexes, in any scope, expired ones too (an estimate that reads no
+        relation rows)."""
+        nodes = set(nodes)
+        missing = sorted(nodes - set(self.counts))
+        self.counts.update((n, (0, 0)) for n in missing)
+        for at, column in enumerate((Relation.source_id, Relation.target_id)):
+            for chunk in _chunks(missing):
+                for node, count in self.conn.execute(select(column, func.count()).where(column.in_(chunk))
+                                                     .group_by(column)):
+                    self.counts[node] = (count, self.counts[node][1]) if at == 0 else (self.counts[node][0], count)
+        return {n: sum(self.counts[n]) if side is None else self.counts[n][side] for n in nodes}
+
+    def steps(self, nodes: Iterable[str]) -> dict[str, list[_Step]]:
+        """Every relation of each of `nodes`, current facts first (a loop is never a step)."""
+        nodes = list(dict.fromkeys(nodes))
+        missing = [n for n in nodes if n not in self.full]
+        read = {n: [] for n in missing}
+        for chunk in _chunks(missing):
+            for r in self._rows(Relation.source_id.in_(chunk)):
+                read[r.source_id].append((r.id, r.target_id, True, bool(r.current)))
+            for r in self._rows(Relation.target_id.in_(chunk)):
+                read[r.target_id].append((r.id, r.source_id, False, bool(r.current)))
+        self.full.update((n, sorted(found, key=lambda s: (not s[3], s[0]))) for n, found in read.items())
+        return {n: self.full[n] for n in nodes}
+
+    def between(self, ends: Iterable[str], others: set[str]) -> dict[str, list[_Step]]:
+        """The relations from each of `ends` to an entity of `others`; only those rows are read
+        (for an entity whose relations were all read, they are filtered instead)."""
+        found = {n: [s for s in self.full.get(n, ()) if s[1] in others] for n in ends}
+        unread = [n for n in found if n not in self.full]
+        for forward in (True, False):
+            for r in self._joining(unread, others, forward):
+                end, other = (r.source_id, r.target_id) if forward else (r.target_id, r.source_id)
+                found[end].append((r.id, other, forward, bool(r.current)))
+        for n in unread:
+            found[n].sort(key=lambda s: (not s[3], s[0]))
+        return found
+
+    def _joining(self, ends: list[str], others: set[str], forward: bool) -> Iterator:
+        """The relations from one of `ends` (their source if `forward`, else their target) to one
+        of `others`. SQLite walks the index of the side with fewer entries; the other column is
+        hidden from it (`|| ''`), else it may walk a hub's thousands of entries to find a few."""
+        if not ends or not others:
+            return
+        mine, theirs = (Relation.source_id, Relation.target_id) if forward else (Relation.target_id, Relation.source_id)
+        side = 0 if forward else 1
+        if sum(self.degrees(ends, side).values()) > sum(self.degrees(others, 1 - side).values()):
+            mine = mine.concat("")
+        else:
+            theirs = theirs.concat("")
+        for chunk in _chunks(ends):
+            for known in _chunks(sorted(others)):
+                yield from self._rows(mine.in_(chunk), theirs.in_(known))
+
+    def links(self, x: str, y: str, room: int) -> list[_Link]:
+        """Up to `room` two-hop links x -> m -> y, joined in SQL from x's relations to y's
+        through m (m's own index, never y's: `|| ''` keeps SQLite off it), so neither hub's
+        relations are all read and the join stops at the limit."""
+        r1, r2, m1, m2 = aliased(Relation), aliased(Relation), aliased(Memory), aliased(Memory)
+        parts = [select(r1.id, middle.label("m"), literal_column(f1).label("f1"),
+                        m1.superseded_by.is_(None).label("c1"), r2.id.label("id2"),
+                        literal_column(f2).label("f2"), m2.superseded_by.is_(None).label("c2"))
+                 .join(m1, m1.id == r1.memory_id).join(r2, near == middle).join(m2, m2.id == r2.memory_id)
+                 .where(r1.scope == self.scope, r2.scope == self.scope, mine == x, far.concat("") == y,
+                        middle != x, middle != y, _live(self.now, m1), _live(self.now, m2))
+                 for mine, middle, f1 in ((r1.source_id, r1.target_id, "1"), (r1.target_id, r1.source_id, "0"))
+                 for near, far, f2 in ((r2.source_id, r2.target_id, "1"), (r2.target_id, r2.source_id, "0"))]
+        return [(x, (r[0], r[2] == 1, bool(r[3])), r[1], (r[4], r[5] == 1, bool(r[6])), y)
+                for r in self._read(union_all(*parts), room)]
+
+
+def _paths(conn: Connection, scope: str, source: str, target: str, depth: int, limit: int) -> dict:
+    """The simple paths between two entities of `scope`, shortest and most current first."""
+    source, target = _require(conn, scope, source), _require(conn, scope, target)
+    if source == target:
+        raise InvalidInput(f"Paths need two different entities; source_id and target_id are both {source!r}.")
+    adjacency = _Adjacency(conn, scope, limit)
+    found = _search(adjacency, source, target, depth, limit)
+    edges = _details(conn, {edge for _, hops in found for edge, _, _ in hops})
+    names = _names(conn, scope, [n for nodes, _ in found for n in nodes] + [source, target])
+    return {"source": {"id": source, "name": names[source]}, "target": {"id": target, "name": names[target]},
+            "max_depth": depth, "truncated": adjacency.truncated,
+            "paths": [_shown(path, edges, names) for path in found]}
+
+
+def _search(adj: _Adjacency, source: str, target: str, depth: int, limit: int) -> list[_Path]:
+    """Up to `limit` paths of 1, 2, ... `depth` hops: all paths of one length (at most
+    MAX_RANKED of them) are found and ranked before the next length is looked at, and the
+    search stops once it has `limit`, when no longer path can exist, or when a cap is hit."""
+    found: list[_Path] = []
+    sides = ([[((source,), ())]], [[((target,), ())]])  # partial paths from each end, by length
+    for length in range(1, depth + 1):
+        batch: list[_Path] = []
+        try:
+            for path in _of_length(adj, sides, source, target, length):
+                if len(batch) == MAX_RANKED:
+                    adj.truncated = True
+                    break
+                batch.append(path)
+        except _Cut:
+            pass
+        found += sorted(batch, key=_rank)[:limit - len(found)]
+        if len(found) >= limit or adj.truncated or not (sides[0][-1] and sides[1][-1]):
+            break
+    return found
+
+
+def _rank(path: _Path) -> tuple:
+    """Shorter first, then fewer superseded facts, then older relations."""
+    return len(path[1]), sum(not current for _, _, current in path[1]), [edge for edge, _, _ in path[1]]
+
+
+def _of_length(adj: _Adjacency, sides: tuple[list, list], source: str, target: str,
+               length: int) -> Iterator[_Path]:
+    """The simple paths of exactly `length` hops. One hop: the relations between the ends.
+    Longer: the partial paths from both ends, grown one hop on the cheaper side (by degree)
+    until they are `length` - 2 hops long together, joined by every two-hop link between their
+    last entities."""
+    if length == 1:
+        yield from (((source, target), ((edge, forward, current),))
+                    for edge, _, forward, current in adj.between([source], {target})[source])
+        return
+    while len(sides[0]) + len(sides[1]) < length:
+        side = min((0, 1), key=lambda i: sum(adj.degrees({nodes[-1] for nodes, _ in sides[i][-1]}).values()))
+        sides[side].append(_longer(adj, sides[side][-1], (target, source)[side]))
+    before, after = _by_end(sides[0][-1]), _by_end(sides[1][-1])
+    if not before or not after:
+        return
+    for x, first, middle, second, y in _two_hops(adj, set(before), set(after)):
+        for nodes, hops in before[x]:
+            for back, returns in after[y]:
+                path = nodes + (middle,) + back[::-1]
+                if len(set(path)) == len(path):
+                    yield path, hops + (first, second) + _backwards(returns)
+
+
+def _longer(adj: _Adjacency, partial: list[_Path], away: str) -> list[_Path]:
+    """The partial paths one hop longer (at most MAX_PARTIAL_PATHS), never through `away` (the
+    other end) nor back through themselves."""
+    steps = adj.steps(nodes[-1] for nodes, _ in partial)
+    grown = [(nodes + (other,), hops + ((edge, forward, current),)) for nodes, hops in partial
+             for edge, other, forward, current in steps[nodes[-1]] if other != away and other not in nodes]
+    adj.truncated |= len(grown) > MAX_PARTIAL_PATHS
+    return grown[:MAX_PARTIAL_PATHS]
+
+
+def _by_end(partial: list[_Path]) -> dict[str, list[_Path]]:
+    found: dict[str, list[_Path]] = {}
+    for path in partial:
+        found.setdefault(path[0][-1], []).append(path)
+    return found
+
+
+def _backwards(hops: tuple[_Hop, ...]) -> tuple[_Hop, ...]:
+    """Hops walked the other way round."""
+    return tuple((edge, not forward, current) for edge, forward, current in reversed(hops))
+
+
+def _two_hops(adj: _Adjacency, starts: set[str], ends: set[str]) -> Iterator[_Link]:
+    """Every two-hop link x -> m -> y from `starts` to `ends` (x != y). Entities with at most
+    HUB relations have them all read, the hubs only those to the entities next to those; a link
+    whose middle is next to none of them joins two hubs and is asked of SQL (`links`)."""
+    degrees = adj.degrees(starts | ends)
+    hubs = sorted(n for n in starts | ends if degrees.get(n, 0) > HUB)
+    read = adj.steps(sorted((starts | ends) - set(hubs)))
+    near = {other for steps in read.values() for _, other, _, _ in steps}
+    touching: dict[str, list[tuple[str, _Hop]]] = defaultdict(list)  # middle: (entity, hop middle -> it)
+    for node, steps in chain(read.items(), adj.between(hubs, near).items()):
+        for edge, middle, forward, current in steps:
+            touching[middle].append((node, (edge, not forward, current)))
+    for middle, around in touching.items():
+        for x, (edge, forward, current) in around:
+            if x in starts:
+                yield from ((x, (edge, not forward, current), middle, hop, y) for y, hop in around
+                            if y in ends and y != x)
+    for x, y in ((x, y) for x in hubs for y in hubs if x in starts and y in ends and x != y):
+        yield from (link for link in adj.links(x, y, MAX_RANKED) if link[2] not in near)
+
+
+def _details(conn: Connection, ids: set[int]) -> dict:
+    """Predicate, provenance and whether the fact is current, by relation id."""
+    found = {}
+    for chunk in _chunks(sorted(ids)):
+        found.update((r.id, r) for r in conn.execute(
+            select(Relation.id, Relation.predicate, Relation.memory_id, Memory.superseded_by.is_(None).label("current"))
+            .join(Memory, Memory.id == Relation.memory_id).where(Relation.id.in_(chunk))))
+    return found
+
+
+def _shown(path: _Path, edges: dict, names: dict[str, str]) -> dict:
+    """A path as JSON: its length and each step from one entity to the next."""
+    nodes, steps = path
+    return {"length": len(steps), "steps": [
+        {"from": {"id": a, "name": names[a]}, "predicate": edges[edge].predicate, "to": {"id": b, "name": names[b]},
+         "memory_id": edges[edge].memory_id, "forward": forward, "current": bool(edges[edge].current)}
+        for a, b, (edge, forward, _) in zip(nodes, nodes[1:], steps)]}
+
+
+# -- arguments ----------------------------------------------------------------------------
+
+def _mode(query, entity_id, source_id, target_id) -> str:
+    """Which search the arguments ask for; InvalidInput unless exactly one."""
+    given = [name for name, value in (("query", query), ("entity_id", entity_id), ("source_id", source_id),
+                                      ("target_id", target_id)) if value is not None]
+    modes = {("query",): "query", ("entity_id",): "entity", ("source_id", "target_id"): "paths"}
+    if tuple(given) not in modes:
+        raise InvalidInput("Graph search takes exactly one of: query, entity_id, or source_id with "
+                           f"target_id; it got {', '.join(given) or 'none of them'}.")
+    return modes[tuple(given)]
+
+
+def _require(conn: Connection, scope: str, entity_id: str) -> str:
+    """`entity_id` if it is an entity of `scope`; UnknownEntity otherwise."""
+    if not _names(conn, scope, [entity_id]):
+        raise UnknownEntity(f"Unknown entity id {entity_id!r} in this scope.")
+    return entity_id
+
+
+def _text(query) -> str:
+    if not isinstance(query, str) or not clean(query).strip():
+        raise InvalidInput(f"The graph query must be a non-empty string, not {query!r}.")
+    return clean(query)
+
+
+def _id(name: str, value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"The {name} must be a non-empty string, not {value!r}.")
+    return clean_key(value.strip())
+
+
+def _bounded(name: str, value, top: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise InvalidInput(f"{name} must be a whole number from 1 to {top}, not {value!r}.")
+    return value
+
+
+def _scope(scope) -> str:
+    """The scope as stored (as MemoryService does it); InvalidInput unless a non-empty string."""
+    if not isinstance(scope, str) or not scope.strip():
+        raise InvalidInput(f"A scope must be a non-empty string, not {scope!r}.")
+    return clean_key(scope)
+
+
+def _escaped(word: str) -> str:
+    """A word made literal inside a LIKE pattern (escape character: backslash)."""
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _chunks(items: list) -> Iterator[list]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start:start + _CHUNK]

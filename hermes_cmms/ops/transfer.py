@@ -1,0 +1,386 @@
+"""Export a scope to JSON Lines and import it back: back a scope up, restore it, move a store
+from SQLite to PostgreSQL. The format and its guarantees are in docs/backup.md.
+
+An export holds every row that is a scope's truth in SQL: its sessions, memories (oldest
+first, every column but the physical key and the content hash), facts, beliefs, evidence, links
+and audit events. Line 1 is a header (format, version, hermes-cmms version, scope, time,
+counts). Derived data is left out: vectors (import queues each new memory for the indexer, as
+any write does), the entity graph (rebuilt from the facts as they are imported) and the columns
+computed from others (content hash, fact keys).
+
+Import reads the file twice: first every line is checked (JSON, record type, fields, ids the
+records point at, the counts of the header, ids that belong to another scope) and the first
+problem stops it with one sentence naming the line, before anything is written; then the rows
+are written in transactions of CHUNK records. A row already stored (same id, or the same
+evidence or audit event) is skipped, so importing a file twice adds nothing the second time,
+and an import that stopped half way (the database went away) is finished by importing again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO, Callable, Iterable, Iterator, Optional, Union
+
+from sqlalchemy import Connection, and_, func, insert, or_, select, tuple_
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from .. import __version__
+from ..knowledge import graph
+from ..store._batches import Batches
+from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
+    record_of, row_of, stored_id
+from ..common.errors import InvalidInput, StoreUnavailable
+from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory, Outbox
+from ..common.plugins import run_redactors
+from ..common.text import clean_key
+
+CHUNK = 500  # records per lookup (and at most per write transaction)
+Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
+
+__all__ = ["export_scope", "external_paths", "import_file", "import_records", "FORMAT", "VERSION"]
+
+
+# -- export ---------------------------------------------------------------------------------
+
+MAX_LINE_BYTES = 16 * 2**20  # one line (record) of an import at most
+
+
+def export_scope(service, scope: str, actor: str = "") -> Iterator[dict]:
+    """The header, then every record of `scope`, read in one transaction (one consistent
+    snapshot, also on PostgreSQL). When the last record has been read, an 'export' event
+    goes on the audit trail."""
+    scope = _scope(scope)
+    queries = _export_queries(scope)
+    with service.store.snapshot() as conn:
+        counts = {KINDS[name].plural: conn.execute(select(func.count()).select_from(query.subquery())).scalar_one()
+                  for name, query in queries.items()}
+        yield {"type": "header", "format": FORMAT, "version": VERSION, "hermes_cmms": __version__,
+               "scope": scope, "exported_at": time.time(), "counts": counts}
+        for name, query in queries.items():
+            for row in conn.execute(query.execution_options(yield_per=CHUNK)):
+                yield record_of(KINDS[name], row._mapping)
+    service.store.record("export", actor or "cmms", scope, **counts)
+
+
+def _export_queries(scope: str) -> dict:
+    """The select of each kind's rows of `scope`, in file order. Rows pointing at a memory the
+    scope does not hold (orphans, which `hermes-cmms audit` reports) are left out."""
+    ids = select(Memory.id).where(Memory.scope == scope)
+
+    def columns(name):
+        kind = KINDS[name]
+        return select(*(kind.model.__table__.c[column] for column in kind.columns))
+
+    by_seq = lambda name, model: (columns(name).join(Memory, Memory.id == model.memory_id)  # noqa: E731
+                                  .where(model.scope == scope, Memory.scope == scope).order_by(Memory.seq))
+    return {
+        "session": columns("session").where(ConversationSession.scope == scope)
+        .order_by(ConversationSession.started_at, ConversationSession.session_id),
+        "memory": columns("memory").where(Memory.scope == scope).order_by(Memory.seq),
+        "fact": by_seq("fact", Fact),
+        "belief": by_seq("belief", Belief),
+        "evidence": columns("evidence").where(Evidence.scope == scope, Evidence.belief_id.in_(ids),
+                                              or_(Evidence.memory_id.is_(None), Evidence.memory_id.in_(ids)))
+        .order_by(Evidence.id),
+        "link": columns("link").where(Link.scope == scope, Link.memory_id.in_(ids), Link.source_id.in_(ids))
+        .order_by(Link.memory_id, Link.source_id),
+        "audit": columns("audit").where(AuditEvent.scope == scope).order_by(AuditEvent.id),
+    }
+
+
+# -- import ---------------------------------------------------------------------------------
+
+def import_file(service, path: Union[str, os.PathLike], *, scope: Optional[str] = None,
+                progress: Optional[Progress] = None, actor: str = "") -> dict:
+    """Import an export file into the store (into `scope` instead of the file's, if given);
+    return what was added and skipped per record type. See the module docstring."""
+    path = Path(path)
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
+    return _import(service, lambda: _lines_of(path), scope, progress, actor)
+
+
+def import_records(service, records: Iterable[Union[str, bytes, dict]], *, scope: Optional[str] = None,
+                   progress: Optional[Progress] = None, actor: str = "") -> dict:
+    """`import_file` for lines (or records) from anywhere, e.g. standard input: they are
+    spooled to a temporary file first, because the import reads them twice."""
+    if hasattr(records, "readline"):  # a stream, e.g. standard input
+        records = bounded_lines(records)
+    with tempfile.TemporaryFile() as spool:
+        for record in records:
+            if isinstance(record, dict):
+                record = json.dumps(record, ensure_ascii=False)
+            data = record.encode("utf-8") if isinstance(record, str) else record
+            spool.write(data if data.endswith(b"\n") else data + b"\n")
+        spool.flush()
+        return _import(service, lambda: _lines_of(spool), scope, progress, actor)
+
+
+def _lines_of(source: Union[Path, IO[bytes]]) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line that is not blank."""
+    if isinstance(source, Path):
+        with source.open("rb") as handle:
+            yield from _decoded(handle)
+    else:
+        source.seek(0)
+        yield from _decoded(source)
+
+
+def bounded_lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The handle's lines, one refused once past MAX_LINE_BYTES instead of read whole (a
+    stream without a line end, such as /dev/zero, would never end)."""
+    number = 0
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise bad(number, f"longer than {MAX_LINE_BYTES // 2**20} MiB")
+        yield raw
+
+
+def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str]]:
+    for number, raw in enumerate(bounded_lines(handle), 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise bad(number, "not valid UTF-8") from None
+        if text.strip():
+            yield number, text
+
+
+def _import(service, lines: Callable[[], Iterator[tuple[int, str]]], scope: Optional[str],
+            progress: Optional[Progress], actor: str) -> dict:
+    progress = progress or (lambda phase, done, total: None)
+    plan = _Plan()
+    for done, (number, text) in enumerate(lines(), 1):
+        plan.read(parse(text, number), number)
+        if done % CHUNK == 0:
+            progress("checking", done, None)
+    target = plan.finish(service.store, scope)
+    progress("checking", plan.total + 1, plan.total + 1)
+    summary = _write(service, lines, plan, target, progress)
+    service.store.record("import", actor or "cmms", target, source_scope=plan.header["scope"],
+                         exported_at=plan.header.get("exported_at"), **summary)
+    service.indexer.notify()
+    return {"scope": target, "source_scope": plan.header["scope"], **summary}
+
+
+class _Plan:
+    """What the checking pass learns: the header, the ids the file holds and points at."""
+
+    def __init__(self) -> None:
+        self.header: Optional[dict] = None
+        self.counts: Counter = Counter()
+        self.memories: dict[str, int] = {}  # memory id -> line
+        self.keys: dict[str, dict[tuple, int]] = {name: {} for name, kind in KINDS.items() if kind.key}
+        self.pointers: dict[str, tuple[int, str]] = {}  # id pointed at -> (first line, field)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def read(self, record: dict, line: int) -> None:
+        if self.header is None:
+            self.header = check_header(record, line)
+            return
+        if record["type"] == "header":
+            raise bad(line, "a second header record")
+        kind, row = row_of(record, line)
+        self.counts[kind.plural] += 1
+        if kind.key:
+            key = kind.key_of(row)
+            if key in self.keys[kind.name]:
+                raise bad(line, f"the {kind.name} {_shown(key)} is already on line {self.keys[kind.name][key]}")
+            self.keys[kind.name][key] = line
+        if kind.name == "memory":
+            self.memories[stored_id(row["id"])] = line
+        for name in REFERENCES.get(kind.name, ()):
+            if row[name] is not None:
+                self.pointers.setdefault(stored_id(row[name]), (line, name))
+
+    def finish(self, store, scope: Optional[str]) -> str:
+        """The checks that need the whole file and the store: the header's counts, ids of
+        another scope, ids pointed at that are neither in the file nor in the scope. Returns
+        the scope to import into: `scope`, else the file's."""
+        if self.header is None:
+            raise InvalidInput("The file is empty: its first line must be the header of a hermes-cmms "
+                               "export; nothing was imported.")
+        scope = _scope(scope if scope is not None else self.header["scope"])
+        for kind in KINDS.values():
+            said, found = self.header["counts"].get(kind.plural, 0), self.counts[kind.plural]
+            if said != found:
+                raise InvalidInput(f"The file holds {found} {kind.plural} records but its header says {said}: "
+                                   f"it may be cut short or edited; nothing was imported.")
+        with store.read() as conn:
+            owners = _owners(conn, list(self.memories))
+            for memory_id, owner in owners.items():
+                if owner != scope:
+                    raise bad(self.memories[memory_id], f"memory id {memory_id!r} already belongs to scope "
+                                                        f"{owner!r} in this store, and ids are unique across "
+                                                        f"scopes, so it cannot be imported into {scope!r}")
+            missing = [i for i in self.pointers if i not in self.memories]
+            known = _owners(conn, missing)
+        for memory_id in missing:
+            if known.get(memory_id) != scope:
+                line, name = self.pointers[memory_id]
+                raise bad(line, f"{name} {memory_id!r} is not a memory of this file or of scope {scope!r}")
+        return scope
+
+
+def _owners(conn: Connection, ids: list[str]) -> dict[str, str]:
+    """The scope of each of these memory ids that is stored."""
+    found = {}
+    for start in range(0, len(ids), CHUNK):
+        found.update(conn.execute(select(Memory.id, Memory.scope)
+                                  .where(Memory.id.in_(ids[start:start + CHUNK]))).all())
+    return found
+
+
+def _shown(key: tuple) -> str:
+    return repr(key[0]) if len(key) == 1 else repr(key)
+
+
+def _write(service, lines, plan: _Plan, scope: str, progress: Progress) -> dict:
+    """The writing pass, in bounded write transactions (see _batches: each about TARGET_S of
+    writer lock, then a pause); what was added and skipped."""
+    tally = {kind.plural: {"added": 0, "skipped": 0} for kind in KINDS.values()}
+    writer, batches = _Writer(service, scope, tally), Batches(service.store.engine.dialect.name, most=CHUNK)
+    chunk: list[tuple[int, dict]] = []
+    done = 0
+    for number, text in lines():
+        if number == 1:
+            continue  # the header
+        chunk.append((number, parse(text, number)))
+        if len(chunk) >= batches.size:
+            started = time.perf_counter()
+            done += writer.write(chunk)
+            batches.done(len(chunk), time.perf_counter() - started)
+            progress("importing", done, plan.total)
+            chunk = []
+            batches.pause()
+    done += writer.write(chunk)
+    progress("importing", done, plan.total)
+    return {**tally, "redacted": writer.redacted, "queued_for_indexing": tally["memories"]["added"]}
+
+
+class _Writer:
+    """Writes chunks of records: skips what is stored, inserts the rest, rebuilds the graph
+    of new facts and queues new memories for the indexer, all in the chunk's transaction."""
+
+    def __init__(self, service, scope: str, tally: dict) -> None:
+        self.service, self.scope, self.tally = service, scope, tally
+        self.redacted = 0
+        self.counted: dict[str, dict[tuple, int]] = {"evidence": {}, "audit": {}}  # stored copies left
+
+    def redact(self, text: str) -> str:
+        return run_redactors(self.service.pm, text, self.scope)
+
+    def write(self, chunk: list[tuple[int, dict]]) -> int:
+        if not chunk:
+            return 0
+        groups: dict[str, list[dict]] = {name: [] for name in KINDS}
+        for number, record in chunk:
+            kind, row = row_of(record, number)
+            row, changed = prepared(kind, row, self.scope, self.redact)
+            groups[kind.name].append(row)
+            self.redacted += changed
+        store, now = self.service.store, time.time()
+        try:
+            with store._write_lock, store.write() as conn:
+                for name, rows in groups.items():
+                    if rows:
+                        self._insert(conn, KINDS[name], rows, now)
+        except (SQLAlchemyError, StoreUnavailable) as exc:
+            raise StoreUnavailable(f"The import stopped at lines {chunk[0][0]}-{chunk[-1][0]} because the store "
+                                   f"failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); the lines "
+                                   f"before were imported, and importing the file again skips them.") from exc
+        return len(chunk)
+
+    def _insert(self, conn: Connection, kind: Kind, rows: list[dict], now: float) -> None:
+        fresh = self._unique(conn, kind, rows) if kind.key else self._counted(conn, kind, rows)
+        tally = self.tally[kind.plural]
+        tally["added"] += len(fresh)
+        tally["skipped"] += len(rows) - len(fresh)
+        if not fresh:
+            return
+        conn.execute(insert(kind.model), fresh)
+        if kind.name == "fact":
+            graph.add_facts(conn, fresh, now)
+        if kind.name == "memory":
+            conn.execute(insert(Outbox), [{"memory_id": row["id"], "scope": self.scope, "op": "upsert",
+                                           "created_at": now} for row in fresh])
+
+    def _unique(self, conn: Connection, kind: Kind, rows: list[dict]) -> list[dict]:
+        """The rows whose key is not stored yet (ids are unique store-wide; sessions per scope)."""
+        columns = [kind.model.__table__.c[name] for name in kind.key]
+        query = select(*columns).where(tuple_(*columns).in_([kind.key_of(row) for row in rows])
+                                       if len(columns) > 1 else columns[0].in_([row[kind.key[0]] for row in rows]))
+        if kind.name == "session":
+            query = query.where(ConversationSession.scope == self.scope)
+        stored = {tuple(row) for row in conn.execute(query)}
+        return [row for row in rows if kind.key_of(row) not in stored]
+
+    def _counted(self, conn: Connection, kind: Kind, rows: list[dict]) -> list[dict]:
+        """Rows of a kind without a key (evidence, audit events): as many equal rows as are
+        stored before the import are taken to be these, the rest are added."""
+        left = self.counted[kind.name]
+        unseen = {kind.key_of(row) for row in rows} - set(left)
+        if unseen:
+            model = kind.model
+            near = (model.belief_id.in_({key[0] for key in unseen}) if kind.name == "evidence"
+                    else model.at.in_({key[0] for key in unseen}))
+            columns = [model.__table__.c[name] for name in kind.count_key]
+            stored = Counter(tuple(row) for row in conn.execute(
+                select(*columns).where(and_(model.scope == self.scope, near))))
+            left.update({key: stored[key] for key in unseen})
+        fresh = []
+        for row in rows:
+            key = kind.key_of(row)
+            if left[key] > 0:
+                left[key] -= 1
+            else:
+                fresh.append(row)
+        return fresh
+
+
+# -- backup -----------------------------------------------------------------------------------
+
+def external_paths(settings) -> list[Path]:
+    """What hermes-cmms stores on this disk outside the Hermes home, which `hermes backup`
+    does not find by walking the home: a SQLite database file (with its -wal and -shm), the
+    embedded Chroma directory and the inbox folder, each only when it is outside the home (a
+    symlink in the home that leads out of it counts as outside: the walk does not follow it)
+    and exists. A PostgreSQL database or a Chroma server has nothing here: back those up with
+    `hermes-cmms export` or pg_dump."""
+    candidates = []
+    try:
+        url = make_url(settings.database_url)
+    except ArgumentError:
+        url = None  # not a URL the store could open either
+    if url is not None and url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        database = Path(url.database).expanduser()
+        candidates += [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
+    if not settings.chroma_url:
+        candidates.append(settings.chroma_path)
+    if settings.inbox:
+        candidates.append(Path(settings.inbox).expanduser())
+    home = Path(settings.home).expanduser().resolve()
+    found = []
+    for path in candidates:
+        real = path.resolve()
+        if path.exists() and real != home and home not in real.parents and real not in found:
+            found.append(real)
+    return found
+
+
+def _scope(scope) -> str:
+    if not isinstance(scope, str) or not scope.strip():
+        raise InvalidInput("A scope must be a non-empty string.")
+    return clean_key(scope)

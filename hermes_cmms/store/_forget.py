@@ -1,0 +1,142 @@
+"""A scope's right to be forgotten (`forget --all`) in bounded batches, so other scopes' writes
+go on meanwhile, and crash-safe: the scope is marked first, its memories read as gone from then
+on, and running the forget again finishes it."""
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from ._batches import in_batches, slices
+from ._rows import _by_ids, _event, _memory, _record
+from .models import AuditEvent, Belief, ConversationSession, Entity, Evidence, Forgetting, Link, Memory, Relation
+
+Progress = Callable[[int], None]  # memories forgotten so far
+
+
+def forgetting(conn: Connection, scope: str) -> bool:
+    """Whether a forget --all of `scope` has begun and not finished."""
+    return conn.execute(select(Forgetting.scope).where(Forgetting.scope == scope)).first() is not None
+
+
+class ForgetAll:
+    """Store methods of forget --all. Mixed into Store: they use its write() connections, its
+    write lock, _delete_rows, keyword index and _checkpoint."""
+
+    def forget_all(self, scope: str, actor: str = "", progress: Optional[Progress] = None) -> int:
+        """Forget every memory of `scope` (its vectors queued for removal), its sessions, beliefs
+        and graph, and the scope's own words on its audit trail (every event's snapshot and detail
+        blanked, its actor cut to its door, see door_of); one 'forget_all' event carries the
+        count. Batches of about TARGET_S each; in order: the mark, the events, the belief and
+        graph rows, the memories (with what they cascade to), the sessions, then one last
+        transaction for anything written meanwhile, the event and the end of the mark. Then the
+        files are scrubbed (_checkpoint) so the deleted text is gone from them too.
+        Returns how many memories went (in this run and any interrupted one before it)."""
+        self._mark_forgetting(scope, actor)
+        events, newest = self._event_rows(scope)
+        batches = in_batches(self, slices(events, _blank_events))
+        for table, key in ((Belief, Belief.memory_id), (Entity, Entity.id)):  # what the belief and graph doors read
+            in_batches(self, lambda conn, size: _delete_some(conn, table, key, scope, size), batches)
+        self._forget_memories(scope, actor, batches, progress or (lambda done: None))
+        in_batches(self, lambda conn, size: _delete_some(conn, ConversationSession, ConversationSession.session_id,
+                                                         scope, size), batches)
+        count = self._finish_forget(scope, actor, newest)
+        self._checkpoint()  # the keyword index and the files scrubbed, in short steps of their own
+        return count
+
+    def unfinished_forgets(self, before: float) -> list[tuple[str, str]]:
+        """(scope, actor) of each forget --all that has not moved since `before` (interrupted)."""
+        with self.read() as conn:
+            return [tuple(row) for row in conn.execute(select(Forgetting.scope, Forgetting.actor)
+                                                       .where(Forgetting.updated_at < before))]
+
+    def _mark_forgetting(self, scope: str, actor: str) -> None:
+        now = time.time()
+        with self._write_lock, self.write() as conn:
+            if not forgetting(conn, scope):
+                conn.execute(insert(Forgetting).values(scope=scope, actor=actor, started_at=now, updated_at=now))
+
+    def _event_rows(self, scope: str) -> tuple[list[tuple[int, str]], int]:
+        """(id, actor) of the scope's audit events but those of a forget --all, and the newest
+        event id of all then (read without the lock: finding them scans the scope's events)."""
+        with self.read() as conn:
+            rows = [tuple(row) for row in conn.execute(select(AuditEvent.id, AuditEvent.actor).where(
+                AuditEvent.scope == scope, AuditEvent.action != "forget_all"))]
+            return rows, conn.execute(select(func.coalesce(func.max(AuditEvent.id), 0))).scalar_one()
+
+    def _forget_memories(self, scope: str, actor: str, batches, progress: Progress) -> None:
+        """Every memory of the scope, read first (without the lock), then deleted by id; again
+        until none is left (a turn may have been written into the scope meanwhile)."""
+        done = 0
+
+        def forget(conn: Connection, part: list[str]) -> None:
+            nonlocal done
+            done += self._forget_some(conn, scope, actor, part)
+        while ids := self._memory_ids(scope):
+            in_batches(self, slices(ids, forget), batches, after=lambda: progress(done))
+
+    def _memory_ids(self, scope: str) -> list[str]:
+        with self.read() as conn:
+            return list(conn.execute(select(Memory.id).where(Memory.scope == scope)).scalars())
+
+    def _forget_some(self, conn: Connection, scope: str, actor: str, ids: list[str]) -> int:
+        rows = list(_by_ids(conn, scope, ids).values())
+        if rows:
+            now = time.time()
+            self._delete_rows(conn, scope, rows, "forget_all", actor, now, snapshots=False, scrub_context=False)
+            conn.execute(update(Forgetting).where(Forgetting.scope == scope)
+                         .values(memories=Forgetting.memories + len(rows), updated_at=now))
+        return len(rows)
+
+    def _finish_forget(self, scope: str, actor: str, newest: int) -> int:
+        """The last transaction: what was written into the scope since its pass (memories, and
+        events after `newest`), whatever a cascade left behind, the 'forget_all'
+        event and the end of the mark. 0 when another process finished the same forget meanwhile."""
+        now = time.time()
+        with self._write_lock, self.write() as conn:
+            mark = conn.execute(select(Forgetting).where(Forgetting.scope == scope)).first()
+            if mark is None:
+                return 0
+            late = [_memory(row) for row in conn.execute(select(Memory).where(Memory.scope == scope))]
+            if late:
+                self._delete_rows(conn, scope, late, "forget_all", actor, now, snapshots=False, scrub_context=False)
+            _blank_events(conn, [tuple(row) for row in conn.execute(select(AuditEvent.id, AuditEvent.actor).where(
+                AuditEvent.id > newest, AuditEvent.scope == scope, AuditEvent.action != "forget_all"))])
+            for table in (Link, Belief, Evidence, Relation, Entity, ConversationSession):
+                conn.execute(delete(table).where(table.scope == scope))
+            count = mark.memories + len(late)
+            _record(conn, [_event(now, "forget_all", actor or mark.actor, scope, None, memories=count)])
+            conn.execute(delete(Forgetting).where(Forgetting.scope == scope))
+            return count
+
+
+
+
+def _delete_some(conn: Connection, table, key, scope: str, size: int) -> int:
+    """Delete up to `size` rows of `table` in `scope`, found by the scope and deleted by `key`."""
+    keys = list(conn.execute(select(key).where(table.scope == scope).limit(size)).scalars())
+    if keys:
+        conn.execute(delete(table).where(table.scope == scope, key.in_(keys)))
+    return len(keys)
+
+
+DOORS = ("cli", "mcp", "hermes", "cmms")  # what an actor or receipt starts with, before its ':'
+
+
+def door_of(actor: str) -> str:
+    """What a forgotten scope's event keeps of its actor: the door it came through ('mcp' of
+    'mcp:Dana'), or 'forgotten' (a memory's source is the user's own text)."""
+    door = actor.split(":", 1)[0]
+    return door if door in DOORS else "forgotten"
+
+
+def _blank_events(conn: Connection, rows: list[tuple[int, str]]) -> None:
+    """Audit events of a forgotten scope without its words: no snapshot, an empty detail (a
+    tool error may repeat an argument), the actor's door only. Action, time, scope and memory
+    id stay."""
+    by_door: dict[str, list[int]] = {}
+    for event_id, actor in rows:
+        by_door.setdefault(door_of(actor or ""), []).append(event_id)
+    for door, ids in by_door.items():
+        conn.execute(update(AuditEvent).where(AuditEvent.id.in_(ids)).values(snapshot=None, detail="{}", actor=door))

@@ -1,0 +1,53 @@
+"""Can the memory store be written here? A cheap local check, no network: for `is_available`,
+`hermes memory status` and `hermes-cmms doctor`."""
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from ..common.config import Settings
+
+
+def store_problem(settings: Settings) -> str:
+    """Why this store cannot be written, in one sentence; '' when nothing local stands in the
+    way. A database or Chroma server is not contacted: reaching it is `initialize`'s job."""
+    try:
+        url = make_url(settings.database_url)
+    except Exception:  # noqa: BLE001 - an unparsable URL: the store says so when opened
+        return f"The database URL {settings.database_url.split(':', 1)[0]}:… cannot be read."
+    places = []
+    if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
+        if url.query.get("mode") == "ro" or url.query.get("immutable") == "1":
+            return f"The memory store {url.database} is opened read-only (by its database URL)."
+        places.append(Path(url.database.removeprefix("file:")).expanduser())
+    if not settings.chroma_url:  # the embedded vector index and the writer lock live here
+        places.append(settings.data_dir / "cmms.db")
+    for database in places:
+        problem = _unwritable(database)
+        if problem:
+            return problem
+    return ""
+
+
+def _unwritable(database: Path) -> str:
+    """'' when the directory of `database` can be made and written, and the file (and its
+    WAL) writable; else the reason. Writing a file in the directory is the test: permission
+    bits alone do not tell whether root, a read-only mount or a file in the way would refuse.
+    The database files themselves are only asked about (access(2) knows root and read-only
+    mounts), never opened: closing any descriptor of a SQLite file drops the locks every
+    connection of this process holds on it, which can corrupt the store."""
+    where = database.parent
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=where):
+            pass
+        for path in (database, database.with_name(database.name + "-wal")):
+            if path.exists() and not os.access(path, os.W_OK):
+                raise PermissionError(errno.EACCES, "permission denied", str(path))
+    except OSError as exc:
+        return f"The memory store cannot be written at {exc.filename or where}: {exc.strerror or exc}."
+    return ""

@@ -1,0 +1,356 @@
+"""The Chroma vector index (derived data): one collection per scope, vectors computed by us."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+from urllib.parse import urlparse
+
+from ..common.config import Settings
+from ..common.errors import VectorsUnavailable
+
+SPACE = {"hnsw:space": "cosine"}
+# Chroma logs every write (embeddings_queue in chroma.sqlite3, vectors included) until its HNSW
+# index is next saved to disk, every `sync_threshold` (1,000) writes to the collection, and then
+# drops the log up to there. After a forget, deleting that many ids that were never stored
+# (BLANK_ID:n) makes it save and drop the log now; its last record, which it keeps, is one of them.
+BLANK_ID = "cmms:scrub"
+SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration does not say
+
+
+# What was embedded: the text; it in context; its sentences (`<memory id>:<n>` each, the
+# memory's id in their metadata: several vectors a memory, see units.py).
+VIEWS = {"content": "cmms_", "context": "cmmsc_", "sentences": "cmmss_"}
+UNITS = "sentences"
+
+
+def owner(unit_id: str) -> str:
+    """The memory a sentence vector's id belongs to."""
+    return unit_id.rpartition(":")[0] or unit_id
+
+
+def collection_name(scope: str, view: str = "content") -> str:
+    """A Chroma-safe, fixed-length collection name for a scope and view."""
+    return VIEWS[view] + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
+
+
+HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
+WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
+DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
+
+
+class VectorIndex:
+    """Upsert, delete and query vectors of one store, isolated per scope.
+
+    With `chroma_url` set it talks to a Chroma server (`http://host:port[/database]`). A
+    server can be down: writes are retried with backoff, and after a failure every call fails
+    fast (VectorsUnavailable) for a growing pause, 1 s up to DOWN_MAX_S, instead of making
+    each recall wait on a dead connection. Nothing is lost meanwhile: the outbox in SQL holds
+    the writes until the server answers again.
+    """
+
+    def __init__(self, settings: Settings):
+        self._settings = settings
+        self._collections: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self.embedded = not settings.chroma_url
+        self.location = settings.chroma_url or str(settings.chroma_path)
+        self._failures = 0
+        self._down_until = 0.0
+        self.client = None if not self.embedded else self._connect()
+
+    def _connect(self):
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        settings = self._settings
+        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        if not settings.chroma_url:
+            settings.chroma_path.mkdir(parents=True, exist_ok=True)
+            return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+        where = _server_address(settings.chroma_url)
+        database = urlparse(settings.chroma_url).path.strip("/")
+        if database:  # one Chroma server, several deployments: each in its own database
+            admin = admin_client(settings.chroma_url)
+            try:
+                admin.get_database(database)
+            except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
+                admin.create_database(database)
+        client = chromadb.HttpClient(**where, settings=chroma_settings,
+                                     **({"database": database} if database else {}))
+        return _with_timeout(client)
+
+    def _server(self):
+        """The server client, connected now if need be; fails fast while the server is down."""
+        if self.client is None:
+            with self._lock:
+                if self.client is None:
+                    self.client = self._connect()
+        return self.client
+
+    def reopen(self) -> None:
+        """Drop the embedded client and open a new one, which reads the index from disk again
+        (an open client never sees vectors another process added)."""
+        with self._lock:
+            old, self._collections = self.client, {}
+            old.close()
+            self.client = self._connect()
+
+    def _collection(self, scope: str, create: bool, view: str = "content"):
+        name = collection_name(scope, view)
+        if not self.embedded:
+            self._server()  # connected before the lock below is taken (connecting takes it too)
+        with self._lock:
+            if name not in self._collections:
+                if create:
+                    self._collections[name] = self.client.get_or_create_collection(
+                        name, embedding_function=None, metadata=SPACE)
+                else:
+                    try:
+                        self._collections[name] = self.client.get_collection(name, embedding_function=None)
+                    except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+                        if _unreachable(exc):
+                            raise
+                        return None
+            return self._collections[name]
+
+    def _retrying(self, operation, write: bool = False):
+        """Run `operation()`. Embedded: if the client was re-opened under it (another
+        thread's refresh), run it once more on the new client. Server: see the class."""
+        if not self.embedded:
+            return self._on_server(operation, WRITE_TRIES if write else 1)
+        client = self.client
+        try:
+            return operation()
+        except Exception:
+            with self._lock:  # wait out a re-open in progress
+                pass
+            if self.client is client:
+                raise
+            return operation()
+
+    def _on_server(self, operation, tries: int):
+        if time.monotonic() < self._down_until:
+            raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering; "
+                                     f"retrying in {self._down_until - time.monotonic():.0f} s.")
+        for attempt in range(tries):
+            try:
+                self._server()
+                result = operation()
+            except Exception as exc:  # noqa: BLE001 - any failure: back off, then say so clearly
+                gone = _unreachable(exc)
+                if not gone and "does not exist" in str(exc):  # restarted empty: collections are new
+                    self._collections = {}
+                if attempt + 1 < tries:
+                    time.sleep(0.2 * 2 ** attempt)
+                    continue
+                if gone:
+                    self._failures += 1
+                    self._down_until = time.monotonic() + min(DOWN_MAX_S, 2.0 ** (self._failures - 1))
+                    with self._lock:
+                        self._collections = {}
+                    raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering: "
+                                             f"{type(exc).__name__}: {exc}") from exc
+                raise
+            self._failures, self._down_until = 0, 0.0
+            return result
+
+    def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[dict], view: str = "content") -> None:
+        self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
+            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)), write=True)
+
+    def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The content-view vectors stored for `ids` (those that exist)."""
+        def get():
+            collection = self._collection(scope, create=False)
+            if collection is None or not ids:
+                return {}
+            found = collection.get(ids=list(ids), include=["embeddings"])
+            return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
+        return self._retrying(get)
+
+    def delete(self, scope: str, ids: Sequence[str], save: bool = True) -> None:
+        """Remove the ids from every view of the scope, leaving no trace of their vectors in
+        Chroma's files: HNSW only marks a deleted element (its vector stays in data_level0.bin),
+        so each is first overwritten with a blank unit vector, then deleted; then (unless
+        `save` is false: the caller calls `save` once after a run of deletes) the index is saved
+        and the log dropped."""
+        def delete():
+            for view in VIEWS:
+                collection = self._collection(scope, create=False, view=view)
+                if collection is not None and ids:
+                    present = _held(collection, view, ids, ["embeddings"])
+                    if present["ids"]:
+                        blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
+                        collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
+                    doomed = list(ids) if view != UNITS else present["ids"]
+                    if doomed:
+                        collection.delete(ids=doomed)
+        self._retrying(delete, write=True)
+        if save:
+            self.save(scope)
+
+    def save(self, scope: str) -> None:
+        """Make Chroma save the scope's HNSW index and drop its log now (see BLANK_ID): deleting
+        as many never-stored ids as its save interval is what triggers it."""
+        def save():
+            for view in VIEWS:
+                collection = self._collection(scope, create=False, view=view)
+                if collection is not None:
+                    collection.delete(ids=[f"{BLANK_ID}:{n}" for n in range(_sync_threshold(collection))])
+        self._retrying(save, write=True)
+
+    def drop(self, scope: str) -> None:
+        """Delete every view of the scope whole (forget --all), with its index files."""
+        def drop():
+            for view in VIEWS:
+                name = collection_name(scope, view)
+                with self._lock:
+                    self._collections.pop(name, None)
+                segments = _segment_dirs(self._settings.chroma_path, name) if self.embedded else []
+                try:
+                    self.client.delete_collection(name)
+                except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+                    if _unreachable(exc):
+                        raise
+                for path in segments:  # Chroma leaves a deleted collection's HNSW files behind
+                    shutil.rmtree(path, ignore_errors=True)
+        self._retrying(drop, write=True)
+
+    def scrub(self) -> None:
+        """Embedded: rewrite chroma.sqlite3 (VACUUM), whose deleted log, embedding and metadata
+        rows otherwise stay readable in its free pages (Chroma does not zero them). A Chroma
+        server's files are the server's to vacuum (`chroma vacuum --path DIR` while it is stopped)."""
+        if self.embedded:
+            database = sqlite3.connect(self._settings.chroma_path / "chroma.sqlite3", timeout=15)
+            try:
+                database.execute("VACUUM")
+            finally:
+                database.close()
+
+    def query(self, scope: str, vector: Sequence[float], limit: int,
+              view: str = "content") -> list[tuple[str, float]]:
+        """(memory id, cosine similarity) pairs, most similar first."""
+        return self.query_many(scope, [vector], limit, view)[0]
+
+    def query_many(self, scope: str, vectors: Sequence[Sequence[float]], limit: int,
+                   view: str = "content") -> list[list[tuple[str, float]]]:
+        """`query` for many vectors in one call: a list of (id, similarity) lists, in order."""
+        def query():
+            collection = self._collection(scope, create=False, view=view)
+            if collection is None or not vectors:
+                return [[] for _ in vectors]
+            found = collection.query(query_embeddings=[list(v) for v in vectors], n_results=limit,
+                                     include=["distances"])
+            return [[(i, 1.0 - d) for i, d in zip(ids, distances)]
+                    for ids, distances in zip(found["ids"], found["distances"])]
+        return self._retrying(query)
+
+    def present(self, scope: str, ids: Sequence[str], view: str = "content") -> set[str]:
+        """Which of `ids` have a vector in the scope's `view` (for the audit)."""
+        def present():
+            collection = self._collection(scope, create=False, view=view)
+            if collection is None or not ids:
+                return set()
+            found = _held(collection, view, ids, [])["ids"]
+            return {owner(i) for i in found} if view == UNITS else set(found)
+        return self._retrying(present)
+
+    def ids(self, scope: str, view: str = "content", batch: int = 1000) -> Iterator[list[str]]:
+        """Every id in the scope's `view`, a page at a time (for the audit; a page may shift
+        while the index is written)."""
+        offset = 0
+        while page := self._retrying(lambda: self._page(scope, view, batch, offset)):
+            yield list(dict.fromkeys(owner(i) for i in page)) if view == UNITS else page
+            offset += len(page)
+
+    def _page(self, scope: str, view: str, limit: int, offset: int) -> list[str]:
+        collection = self._collection(scope, create=False, view=view)
+        return collection.get(include=[], limit=limit, offset=offset)["ids"] if collection is not None else []
+
+    def collection_counts(self) -> dict[str, int]:
+        """Vectors per collection of every view and scope (for the audit)."""
+        prefixes = tuple(VIEWS.values())
+        return self._retrying(lambda: {c.name: c.count() for c in self.client.list_collections()
+                                       if c.name.startswith(prefixes)})
+
+    def count(self, scope: str | None = None) -> int:
+        """Vectors of the content view (one per indexed memory): of one scope, or of all."""
+        if scope is not None:
+            def one():
+                collection = self._collection(scope, create=False)
+                return collection.count() if collection is not None else 0
+            return self._retrying(one)
+        return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
+                                          if c.name.startswith("cmms_")))
+
+
+def _held(collection, view: str, ids: Sequence[str], include: list) -> dict:
+    """The vectors `collection` holds for the memories `ids`: by id, or for the sentences
+    view by the memory id in their metadata."""
+    if view != UNITS:
+        return collection.get(ids=list(ids), include=include)
+    return collection.get(where={"memory_id": {"$in": list(ids)}}, include=include)
+
+
+def _sync_threshold(collection) -> int:
+    """After how many writes Chroma saves the collection's HNSW index (and drops its log)."""
+    hnsw = (collection.configuration or {}).get("hnsw") or {}
+    return int(hnsw.get("sync_threshold") or SYNC_THRESHOLD)
+
+
+def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
+    """The directories of a collection's vector segments under an embedded Chroma's path."""
+    database = sqlite3.connect(chroma_path / "chroma.sqlite3", timeout=15)
+    try:
+        rows = database.execute("SELECT s.id FROM segments AS s JOIN collections AS c ON c.id = s.collection "
+                                "WHERE c.name = ? AND s.scope = 'VECTOR'", (name,)).fetchall()
+    finally:
+        database.close()
+    return [chroma_path / segment for (segment,) in rows if (chroma_path / segment).is_dir()]
+
+
+def _server_address(url: str) -> dict:
+    """HttpClient's host, port and ssl for a Chroma server URL."""
+    parsed = urlparse(url)
+    return {"host": parsed.hostname or "127.0.0.1", "port": parsed.port or 8000, "ssl": parsed.scheme == "https"}
+
+
+def admin_client(url: str):
+    """A chromadb AdminClient (databases and tenants) for the Chroma server at `url`."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    where = _server_address(url)
+    return _with_timeout(chromadb.AdminClient(ChromaSettings(
+        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+        chroma_server_host=where["host"], chroma_server_http_port=where["port"],
+        chroma_server_ssl_enabled=where["ssl"])))
+
+
+def _with_timeout(client):
+    """Give a chromadb HTTP client a request timeout (chromadb sets none: a hung server would
+    hang every caller). Reaches into chromadb's FastAPI client for its httpx session."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None) or getattr(
+        getattr(client, "_admin_client", None), "_session", None)
+    if session is not None:
+        session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)
+    return client
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether `exc` says the server could not be reached (not that it refused the request)."""
+    import httpx
+
+    while exc is not None:
+        if isinstance(exc, (httpx.TransportError, ConnectionError, TimeoutError)):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -1,0 +1,326 @@
+"""Background worker: turns outbox rows into vector-index writes, in batches."""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Optional
+
+from .embedders import Embedder
+from ..store.store import Store
+from ..common.units import units
+from .chroma import UNITS, VectorIndex
+
+try:
+    import fcntl
+except ImportError:  # Windows: one process per store
+    fcntl = None
+
+log = logging.getLogger(__name__)
+
+BATCH = 64
+DELETE_QUIET_S = 0.3  # no new vector delete for this long: a run of deletes (a forget) has ended
+MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
+POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
+REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
+
+
+class Indexer:
+    """Loads the embedder off the caller's thread, then drains the outbox as work arrives.
+
+    Several processes may share one store (the Hermes gateway and MCP bridges). Exactly one of
+    them writes the vector index: the one holding the lock file `lock_path`; when it exits,
+    another takes over. The others only read, and re-open the index when the writer's
+    generation counter (in SQL) has moved, since embedded Chroma does not show another
+    process's new vectors to a client that is already open.
+    """
+
+    def __init__(self, store: Store, load_embedder: Callable[[], Optional[Embedder]],
+                 open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None):
+        self.store = store
+        self._load_embedder = load_embedder
+        self._open_vectors = open_vectors
+        self.embedder: Optional[Embedder] = None
+        self.vectors: Optional[VectorIndex] = None
+        self.error: Optional[str] = None
+        self.ready = threading.Event()  # set once the embedder has loaded (or failed to)
+        self._lock = WriterLock(lock_path)
+        self._generation = -1  # index generation this process's vector client has seen
+        self._refreshed = 0.0
+        self._refresh_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._unsaved: set[str] = set()  # scopes with vector deletes Chroma has not saved yet
+        self._thread = threading.Thread(target=self._run, name="cmms-indexer", daemon=True)
+        self._thread.start()
+
+    @property
+    def writer(self) -> bool:
+        """Whether this process writes the vector index."""
+        return self._lock.held
+
+    def refresh(self) -> None:
+        """In a reader process, re-open the vector index if the writer has moved it on."""
+        if self.vectors is None or not self.vectors.embedded or self.writer:
+            return
+        now = time.monotonic()
+        if now - self._refreshed < REFRESH_S or not self._refresh_lock.acquire(blocking=False):
+            return
+        try:
+            self._refreshed = now
+            self._catch_up()
+        except Exception as exc:  # noqa: BLE001 - stale vectors beat a failed recall
+            log.warning("hermes-cmms: could not re-open the vector index: %s", exc)
+        finally:
+            self._refresh_lock.release()
+
+    @property
+    def active(self) -> bool:
+        return self.embedder is not None and self.vectors is not None
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until the outbox is empty (True) or `timeout` passes (False)."""
+        deadline = time.monotonic() + timeout
+        if not self.ready.wait(timeout) or not self.active:
+            return False
+        while time.monotonic() < deadline:
+            if not self.store.pending(1):
+                return True
+            self.notify()
+            time.sleep(0.02)
+        return False
+
+    def wait_deleted(self, scope: str, timeout: float) -> bool:
+        """After a forget: wait until the scope's queued vector deletions are done and scrubbed
+        from the index files (by this process or whichever one writes the index); False if
+        `timeout` passed first (they go on). A process without a vector index does not wait;
+        one still loading its embedder waits, as another process may be the index writer."""
+        deadline = time.monotonic() + timeout
+        while self.store.deletes_pending(scope):
+            if (self.ready.is_set() and not self.active) or time.monotonic() >= deadline:
+                return False
+            self.notify()
+            time.sleep(0.02)
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        self._lock.release()
+
+    def _run(self) -> None:
+        self._start()
+        if self.active and not self.vectors.embedded:  # a server: the writer is chosen in SQL
+            self._lock = LeaseLock(self.store)
+        while not self._stop.is_set():
+            try:
+                # this process's own batched maintenance first: sharing its CPU (and the GIL)
+                # with Chroma work made a forget of 1,000 memories take 3x as long
+                worked = self.active and not self.store.maintaining and self._claim() and self._step()
+            except Exception as exc:  # noqa: BLE001 - the database is away: wait, then go on
+                log.warning("hermes-cmms: indexer paused, will retry: %s", exc)
+                self._stop.wait(min(30.0, POLL_S * 8))
+                continue
+            if not worked:
+                self._wake.wait(POLL_S)
+                self._wake.clear()
+
+    def _claim(self) -> bool:
+        """Whether this process is (or just became) the index writer."""
+        if self._lock.held and self._lock.keep():
+            return True
+        if not self._lock.acquire():
+            return False
+        if self.vectors.embedded:
+            self._catch_up()  # see what the previous writer wrote before writing on
+        return True
+
+    def _catch_up(self) -> None:
+        """Re-open the embedded vector index if another writer has moved it on since."""
+        generation = self.store.index_generation()
+        if generation != self._generation:
+            self.vectors.reopen()
+            self._generation = generation
+
+    def _start(self) -> None:
+        try:
+            self.embedder = self._load_embedder()
+            if self.embedder is not None:
+                self._generation = self.store.index_generation()  # what the new client shows
+                self.vectors = self._open_vectors()
+        except Exception as exc:  # noqa: BLE001 - a broken index degrades recall, never the turn
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("hermes-cmms: vector index unavailable, recall is keyword-only: %s", self.error)
+            self.embedder = None
+        finally:
+            self.ready.set()
+
+    def _step(self) -> bool:
+        batch = self.store.pending(BATCH)
+        if not batch:
+            return False
+        try:
+            deleting = any(row.op == "delete" for row in batch)
+            last = deleting and not self.store.deletes_pending(after=batch[-1].id)
+            self._apply(batch)
+            if last:  # a forget writes in batches milliseconds apart: save and scrub at its end only
+                self._stop.wait(DELETE_QUIET_S)
+                last = not self.store.deletes_pending(after=batch[-1].id)
+            if last:  # the end of a run of deletes: saved once, and out of Chroma's own files too
+                for scope in sorted(self._unsaved):
+                    self.vectors.save(scope)
+                self._unsaved.clear()
+                self.vectors.scrub()
+            self._lock.check()  # still the writer (a lease may have run out meanwhile)
+            self.store.done([row.id for row in batch])
+        except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
+            log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
+            self.store.failed([row.id for row in batch], f"{type(exc).__name__}: {exc}")
+            self._stop.wait(min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6)))
+        return True
+
+    def _apply(self, batch) -> None:
+        by_scope: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for row in batch:
+            by_scope[row.scope][row.op].append(row.memory_id)
+        for scope, ops in by_scope.items():
+            if ops["delete"] and not self.store.has_memories(scope):
+                self.vectors.drop(scope)  # forget --all: the scope's collections go whole
+            elif ops["delete"]:
+                self.vectors.delete(scope, ops["delete"], save=False)
+                self._unsaved.add(scope)
+            memories = list(self.store.get(ops["upsert"], scope).values())
+            if memories:
+                self._upsert(scope, memories)
+
+    def _upsert(self, scope: str, memories) -> None:
+        """Embed each memory and each of its sentences (units.py) once; its context vector is
+        its own plus the previous message's.
+
+        (Embedding "previous + own text" a second time measured only +0.01 LoCoMo recall for
+        twice the embedding work.)
+        """
+        ids = [m.id for m in memories]
+        pieces = [(m, f"{m.id}:{n}", text) for m in memories for n, text in enumerate(units(m.content))]
+        vectors = self.embedder.embed([m.content[:MAX_EMBED_CHARS] for m in memories] + [t[:MAX_EMBED_CHARS] for _, _, t in pieces])
+        plain = dict(zip(ids, vectors[:len(ids)]))
+        previous = self.store.previous_message_ids(scope, [m for m in memories if m.context])
+        known = {**self.vectors.get(scope, [p for p in previous.values() if p not in plain]), **plain}
+        framed = {i: _combine(plain[i], known[p]) for i, p in previous.items() if p in known}
+        metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
+        self.vectors.upsert(scope, ids, [plain[i] for i in ids], metadata)
+        self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")
+        split = {m.id for m, _, _ in pieces}
+        single = [m for m in memories if m.id not in split]  # its sentence vector is its own
+        unit_ids = [f"{m.id}:0" for m in single] + [unit for _, unit, _ in pieces]
+        unit_vectors = [plain[m.id] for m in single] + vectors[len(ids):]
+        owners = [*single, *(m for m, _, _ in pieces)]
+        if unit_ids:
+            self.vectors.upsert(scope, unit_ids, unit_vectors, [
+                {"memory_id": m.id, "kind": m.kind, "created_at": m.created_at} for m in owners], view=UNITS)
+
+
+class LeaseLock:
+    """The writer of a Chroma server's index, chosen in SQL: a lease in the jobs table that the
+    holder renews as it works, so exactly one process of all those sharing the database (on
+    any machine) writes vectors, and another takes over within LEASE_S when it dies."""
+
+    LEASE_S = 10.0  # how long a dead writer holds up vector writes; renewed every LEASE_S / 2
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.owner = f"indexer:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._until = 0.0
+        self._tried = 0.0
+
+    @property
+    def held(self) -> bool:
+        """Whether the lease is ours by this process's clock (reading it writes nothing)."""
+        return time.time() < self._until
+
+    def keep(self) -> bool:
+        """Renew the lease once half of it has run (the indexer thread calls this as it loops);
+        False once another process has it."""
+        if time.time() < self._until - self.LEASE_S / 2:
+            return True
+        return self.acquire()
+
+    def acquire(self) -> bool:
+        now = time.time()
+        if not self.held and now - self._tried < self.LEASE_S / 6:
+            return False  # another process holds it: look again a little later
+        self._tried = now
+        if self.store.lease(self.owner, self.LEASE_S, now, name="indexer"):
+            self._until = now + self.LEASE_S
+            return True
+        self._until = 0.0
+        return False
+
+    def check(self) -> None:
+        """Before a batch is marked done: renew the lease, and fail the batch (it is retried)
+        only if another process took the lease meanwhile."""
+        if not self.keep():
+            raise RuntimeError("another process took the indexer lease while this one wrote; the batch is retried")
+
+    def release(self) -> None:
+        if self._until:
+            self._until = 0.0
+            try:
+                self.store.release_lease(self.owner, name="indexer")
+            except Exception as exc:  # noqa: BLE001 - it runs out by itself
+                log.warning("hermes-cmms: indexer lease not released: %s", exc)
+
+
+class WriterLock:
+    """A non-blocking exclusive lock on a file, released when the process exits."""
+
+    def __init__(self, path: Optional[Path]):
+        self.path = path
+        self._file = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None
+
+    def acquire(self) -> bool:
+        if self._file is not None:
+            return True
+        if self.path is None or fcntl is None:  # nothing to share with (or no flock here)
+            self._file = True
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+b")  # noqa: SIM115 - kept open while held
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._file = handle
+        return True
+
+    def keep(self) -> bool:
+        """A file lock lasts as long as the process: nothing to renew."""
+        return self.held
+
+    def check(self) -> None:
+        """A file lock lasts as long as the process: nothing to check."""
+
+    def release(self) -> None:
+        handle, self._file = self._file, None
+        if handle not in (None, True):
+            handle.close()  # closing the descriptor drops the flock
+
+
+def _combine(own, before) -> list[float]:
+    """The normalised sum of two unit vectors: the memory read after the one before it."""
+    total = [a + b for a, b in zip(own, before)]
+    norm = sum(x * x for x in total) ** 0.5 or 1.0
+    return [x / norm for x in total]
