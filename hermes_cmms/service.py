@@ -11,6 +11,7 @@ import pluggy
 
 from .common import lifecycle_rules as lifecycle
 from .recall import when
+from .common.checks import MAX_TAGS, TIERS, scope_of as _scope, tags_of as _tags, tier_of as _tier
 from .common.config import Settings
 from .lifecycle.consolidate import Report, Summariser, consolidate
 from .vectors.embedders import load_embedder
@@ -35,11 +36,9 @@ VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at 
 EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
 MAX_CONTENT_CHARS = 10_000_000
 MAX_FACT_PART_CHARS = 2_000
-MAX_TAGS = 32
 FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
 MAX_TTL_SECONDS = 10 * 365 * 86400
 FORGET_STALLED_S = 600  # a forget --all with no batch for this long was interrupted: the sweep finishes it
-TIERS = ("working", "episodic", "semantic")
 # Vector near-duplicates must also pass lifecycle.same_gist (same numbers, same content words but
 # one). Conversation messages that repeat older ones are folded by consolidation (consolidate.py).
 DUPLICATE_SIMILARITY = 0.95  # an explicit note this close to a current one reinforces it
@@ -562,25 +561,6 @@ def _without(query: str, words: set[str]) -> str:
     return query
 
 
-def _tags(tags) -> tuple[str, ...]:
-    """Tags as stored: a list of non-empty strings (None is no tags)."""
-    if tags is None:
-        return ()
-    if isinstance(tags, str) or not isinstance(tags, (list, tuple)) \
-            or not all(isinstance(t, str) and t.strip() for t in tags):
-        raise InvalidInput("Tags must be a list of non-empty strings.")
-    if len(tags) > MAX_TAGS:
-        raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")
-    return tuple(clean(t).strip() for t in tags)
-
-
-def _tier(tier: Optional[str]) -> Optional[str]:
-    """A tier filter: None (any tier) or one of TIERS."""
-    if tier is not None and tier not in TIERS:
-        raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
-    return tier
-
-
 def _nothing_left(items) -> str:
     """Why none of `items` is stored: secrets were all there was, or nothing printable was."""
     if any(lifecycle.REDACTED.search(item.content) for item in items):
@@ -596,13 +576,6 @@ def _truncated(text: str, scope: str) -> str:
     log.warning("hermes-cmms: a %s-character message in scope %s was cut to %s characters.",
                 f"{len(text):,}", scope, f"{MAX_CONTENT_CHARS:,}")
     return f"{text[:MAX_CONTENT_CHARS]}… [truncated: {lost:,} characters not kept]"
-
-
-def _scope(scope: str) -> str:
-    """The scope as stored; InvalidInput unless it is a non-empty string."""
-    if not isinstance(scope, str) or not scope.strip():
-        raise InvalidInput("A scope must be a non-empty string.")
-    return clean_key(scope)
 
 
 _services = Shared()

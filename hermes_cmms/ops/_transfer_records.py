@@ -9,12 +9,12 @@ from typing import Any, Callable, Optional
 from sqlalchemy import Float, Integer
 
 from ..common import lifecycle_rules as lifecycle
+from ..common.checks import TIERS
 from ..common.errors import InvalidInput
 from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 from ..redact import redact_key
 from ..common.nesting import MAX_DEPTH, text_depth
 from ..store.store import _fact_keys
-from ..service import TIERS
 from ..common.text import clean, clean_key, content_hash, map_strings
 
 FORMAT = "hermes-cmms-export"

@@ -29,15 +29,15 @@ from sqlalchemy import Connection, and_, func, insert, or_, select, tuple_
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from .. import __version__
+from ..common.version import __version__
 from ..knowledge import graph
 from ..store._batches import Batches
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
     record_of, row_of, stored_id
+from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, StoreUnavailable
 from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory, Outbox
 from ..common.plugins import run_redactors
-from ..common.text import clean_key
 
 CHUNK = 500  # records per lookup (and at most per write transaction)
 Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
@@ -378,9 +378,3 @@ def external_paths(settings) -> list[Path]:
         if path.exists() and real != home and home not in real.parents and real not in found:
             found.append(real)
     return found
-
-
-def _scope(scope) -> str:
-    if not isinstance(scope, str) or not scope.strip():
-        raise InvalidInput("A scope must be a non-empty string.")
-    return clean_key(scope)

@@ -1,0 +1,36 @@
+"""The checks every door's input passes: a scope, tags and a tier, as the engine stores them."""
+from __future__ import annotations
+
+from typing import Optional
+
+from .errors import InvalidInput
+from .text import clean, clean_key
+
+TIERS = ("working", "episodic", "semantic")
+MAX_TAGS = 32
+
+
+def scope_of(scope) -> str:
+    """The scope as stored; InvalidInput unless it is a non-empty string."""
+    if not isinstance(scope, str) or not scope.strip():
+        raise InvalidInput("A scope must be a non-empty string.")
+    return clean_key(scope)
+
+
+def tags_of(tags) -> tuple[str, ...]:
+    """Tags as stored: a list of non-empty strings (None is no tags)."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)) \
+            or not all(isinstance(t, str) and t.strip() for t in tags):
+        raise InvalidInput("Tags must be a list of non-empty strings.")
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")
+    return tuple(clean(t).strip() for t in tags)
+
+
+def tier_of(tier: Optional[str]) -> Optional[str]:
+    """A tier filter: None (any tier) or one of TIERS."""
+    if tier is not None and tier not in TIERS:
+        raise InvalidInput(f"Unknown tier {tier!r}; choose one of {', '.join(TIERS)}.")
+    return tier
