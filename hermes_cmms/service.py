@@ -13,6 +13,7 @@ from .common import lifecycle_rules as lifecycle
 from .recall import when
 from .common.checks import MAX_TAGS, TIERS, scope_of as _scope, tags_of as _tags, tier_of as _tier
 from .common.config import Settings
+from .engine import Engine
 from .lifecycle.consolidate import Report, Summariser, consolidate
 from .vectors.embedders import load_embedder
 from .common.errors import InvalidInput, StoreUnavailable, UnknownMemory
@@ -58,21 +59,29 @@ class MemoryService:
 
     def __init__(self, settings: Settings, pm: Optional[pluggy.PluginManager] = None,
                  scheduler: bool = True):
-        self.settings = settings
-        self.pm = pm or make_plugin_manager()
-        self.store = Store(settings.database_url)
+        store = Store(settings.database_url)
+        indexer = Indexer(store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
+                          lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
+        self.engine = Engine(settings, pm or make_plugin_manager(), store, indexer,
+                             ThreadPoolExecutor(VECTOR_WORKERS, thread_name_prefix="cmms-query"), service=self)
+        self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, store, indexer
         self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
-        self.in_hermes = False  # set by the Hermes provider: Hermes' own model can be asked
-        self.indexer = Indexer(self.store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
-                               lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
         self.metrics = Metrics(self)  # Prometheus registry and spans of this service
-        self._vector_pool = ThreadPoolExecutor(VECTOR_WORKERS, thread_name_prefix="cmms-query")
         self.scheduler: Optional[Scheduler] = None
         if scheduler and settings.scheduler == "on":
             self.scheduler = Scheduler(self.store, {
                 "sweep": (settings.sweep_interval_s, self.sweep),
                 "decay": (settings.decay_interval_s, self.decay),
                 "consolidate": (settings.consolidate_interval_s, self.consolidate_all)}).start()
+
+    @property
+    def in_hermes(self) -> bool:
+        """Set by the Hermes provider: Hermes' own model can be asked."""
+        return self.engine.in_hermes
+
+    @in_hermes.setter
+    def in_hermes(self, value: bool) -> None:
+        self.engine.in_hermes = value
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -347,7 +356,7 @@ class MemoryService:
         names = query_names(query)
         # A speaker's name matches every line they said (short ones best): the speaker boost
         # in rank() covers it, so keyword search looks for the rest of the question.
-        vectors = self._vector_pool.submit(self._vector_search, scope, query)
+        vectors = self.engine.pool.submit(self._vector_search, scope, query)
         words = _without(query, self.store.speakers(scope, names)) if names else query
         rankings = {
             "keyword": [m for m, _ in self.store.keyword_search(scope, words, CANDIDATES)],
@@ -542,7 +551,7 @@ class MemoryService:
     def close(self, drain_timeout: float = 5.0) -> None:
         if self.scheduler is not None:
             self.scheduler.stop()
-        self._vector_pool.shutdown(wait=True, cancel_futures=True)
+        self.engine.pool.shutdown(wait=True, cancel_futures=True)
         self.indexer.drain(drain_timeout)
         self.indexer.stop()
         self.store.close()
