@@ -3,8 +3,8 @@ from .common.config import Settings
 from .common.errors import CmmsError, InvalidInput, StoreUnavailable, UnknownMemory
 from .hooks import hookimpl
 from .service import MemoryService, acquire, release
+from .common.version import __version__
 from .store.store import NewMemory
 
-__version__ = "0.1.0"
 __all__ = ["CmmsError", "InvalidInput", "MemoryService", "NewMemory", "Settings",
            "StoreUnavailable", "UnknownMemory", "acquire", "hookimpl", "release"]

@@ -6,11 +6,11 @@ import ipaddress
 import os
 import socket
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator, Optional
 
 from hermes_cmms.common.config import Settings, hermes_home
 from hermes_cmms.common.errors import InvalidInput
+from hermes_cmms.common.scopes import local_scope  # noqa: F401 - re-exported (mcp_bridge.local_scope)
 
 from .limits import BoundedLines, BoundedRequests, Wire
 from .tools import catalogue, guarded
@@ -30,26 +30,6 @@ def sdk():
         from mcp.server.fastmcp import FastMCP
         from mcp.server.fastmcp.exceptions import ToolError
         return FastMCP, ToolError, 1
-
-
-def local_scope(home: Path) -> str:
-    """The scope Hermes gives its CLI user in this home: `local:<profile>`, the profile being
-    what hermes_cli.profiles.get_active_profile_name says for it ('default', or the name of
-    a `<root>/profiles/<name>` home)."""
-    try:
-        from hermes_cli.profiles import get_active_profile_name
-    except ImportError:  # Hermes not installed here: the same rule, simplified
-        resolved = Path(home).expanduser().resolve()
-        return f"local:{resolved.name if resolved.parent.name == 'profiles' else 'default'}"
-    previous = os.environ.get("HERMES_HOME")
-    os.environ["HERMES_HOME"] = str(home)
-    try:
-        return f"local:{get_active_profile_name()}"
-    finally:
-        if previous is None:
-            del os.environ["HERMES_HOME"]
-        else:
-            os.environ["HERMES_HOME"] = previous
 
 
 def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confined: bool = False):

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Callable, Optional
 
 from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema
 
-from hermes_cmms import __version__
+from hermes_cmms.common.version import __version__
 from hermes_cmms.common.errors import CmmsError, InvalidInput
 from hermes_cmms.recall.rank import Hit, render
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES

@@ -17,7 +17,8 @@ from hermes_cmms import InvalidInput, Settings, hookimpl
 from hermes_cmms.common.errors import LlmUnavailable
 from hermes_cmms.extract import MAX_SENTENCE_CHARS, Item, extract, make_item, negate
 from hermes_cmms.knowledge.llm import OFF, complete, llm_extract
-from hermes_cmms.common.plugins import make_plugin_manager, run_extractors
+from hermes_cmms.common.plugins import make_plugin_manager
+from hermes_cmms.knowledge.extractors import run_extractors
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "benchmarks"))
@@ -257,7 +258,7 @@ def test_hook_pools_every_extractor_without_duplicates_and_skips_a_failing_one(c
     pm = make_plugin_manager(load_entry_points=False)
     for plugin in (AcmeExtractor(), BrokenExtractor(), SloppyExtractor()):
         pm.register(plugin)
-    with caplog.at_level(logging.WARNING, logger="hermes_cmms.common.plugins"):
+    with caplog.at_level(logging.WARNING, logger="hermes_cmms.knowledge.extractors"):
         items = run_extractors(pm, "I live in Porto. Ticket ACME-1 is open.", SCOPE, "user")
     assert sorted((i.kind, i.text) for i in items) == [
         ("belief", "User wrote it"), ("fact", "ticket is test:extract"), ("fact", "user lives in Porto")]

@@ -114,7 +114,7 @@ class CmmsMemoryProvider(MemoryProvider):
         """Mirror the profile's MEMORY.md / USER.md (and the inbox) into the profile's scope,
         local:<profile>: they belong to the profile, not to one gateway user."""
         from . import mirror
-        from ..mcp_bridge.server import local_scope
+        from ..common.scopes import local_scope
 
         inbox = Path(self.settings.inbox).expanduser() if self.settings.inbox else None
         try:

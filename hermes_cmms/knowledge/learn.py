@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 from . import beliefs
 from ..common.errors import CmmsError, InvalidInput
 from .extract import Item
-from ..common.plugins import run_extractors
+from .extractors import run_extractors
 from ..common.text import clean
 
 log = logging.getLogger(__name__)

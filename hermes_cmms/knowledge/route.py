@@ -111,7 +111,7 @@ def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[d
     if settings is None:
         trace.append({"stage": "llm", "outcome": "the LLM fallback is not configured (set llm)"})
         return None
-    from .llm import complete
+    from ..common.llm import complete
 
     prompt = (f"Which memory retriever should answer this question: {', '.join(RETRIEVERS)}? "
               f"Reply with the one word only.\nQuestion: {query}")

@@ -57,7 +57,7 @@ LLM_TIMEOUT_S = 30.0
 def hermes_summariser() -> Optional[Summariser]:
     """A summariser on Hermes' plugin LLM facility (the user's model and auth), or None when
     not running with Hermes installed."""
-    from ..knowledge.llm import hermes_complete
+    from ..common.llm import hermes_complete
 
     if importlib.util.find_spec("agent") is None or importlib.util.find_spec("agent.plugin_llm") is None:
         return None

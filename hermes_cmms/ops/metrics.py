@@ -12,14 +12,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Optional
 
 import pluggy
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, Status, StatusCode
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
 from .audit import AUDIT_TYPES
+from ..common.tracing import TRACER_NAME, Span, tracer  # noqa: F401 - TRACER_NAME, tracer: re-exported
 from ..store.models import AuditEvent, Memory, Outbox
 from ..common.text import clean_key
 
@@ -28,55 +26,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TRACER_NAME = "hermes_cmms"
 MAX_TOOL_LABELS = 64  # distinct tool names kept as labels; any further name counts as "other"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-_ATTRIBUTE_TYPES = (str, bool, int, float)
 
-_tracer_lock = threading.Lock()
-_tracer_cache: tuple = (None, None)  # (provider, its hermes_cmms tracer)
 _hooks = threading.local()  # the open hook calls of this thread, innermost last
 _monitored: "weakref.WeakSet[pluggy.PluginManager]" = weakref.WeakSet()
-
-
-# -- tracing ------------------------------------------------------------------------------
-
-def tracer() -> Optional[trace.Tracer]:
-    """The hermes_cmms tracer of the provider set now (looked up on every call, so a provider
-    the application sets later is honoured), or None when no SDK provider is set: then no
-    span is made at all."""
-    global _tracer_cache
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, (ProxyTracerProvider, NoOpTracerProvider)):
-        return None
-    if _tracer_cache[0] is not provider:
-        with _tracer_lock:
-            _tracer_cache = (provider, trace.get_tracer(TRACER_NAME, tracer_provider=provider))
-    return _tracer_cache[1]
-
-
-class Span:
-    """A span, current until `end`; a no-op without an SDK tracer provider."""
-
-    def __init__(self, name: str, **attributes):
-        current = tracer()
-        self.span = self.token = None
-        if current is not None:
-            self.span = current.start_span(name, attributes={
-                k: v for k, v in attributes.items() if isinstance(v, _ATTRIBUTE_TYPES)})
-            self.token = otel_context.attach(trace.set_span_in_context(self.span))
-
-    def end(self, error: Optional[str] = None, exception: Optional[BaseException] = None) -> None:
-        if self.span is None:
-            return
-        otel_context.detach(self.token)
-        self.span.set_attribute("ok", error is None)
-        if error is not None:
-            self.span.set_attribute("error", error[:300])
-            self.span.set_status(Status(StatusCode.ERROR, error[:300]))
-        if exception is not None:
-            self.span.record_exception(exception)
-        self.span.end()
 
 
 # -- hooks --------------------------------------------------------------------------------
