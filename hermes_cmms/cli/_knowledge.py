@@ -7,14 +7,13 @@ import sys
 from typing import Callable
 
 from ..common.errors import InvalidInput
+from ._engine import _service
 
 SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 
 
 def _run(args, work: Callable) -> object:
     """Open the engine, do one thing, close it (waiting for the indexer when asked)."""
-    from .main import _service
-
     service = _service(args)
     try:
         return work(service)

@@ -12,13 +12,7 @@ import traceback
 from typing import Callable, Optional, Sequence
 
 from ..common.errors import CmmsError, InvalidInput
-
-
-def _service(args):
-    from ..common.config import Settings
-    from ..service import MemoryService
-
-    return MemoryService(Settings.load(args.hermes_home), scheduler=False)
+from ._engine import _service
 
 
 def cmd_install(args) -> int:

@@ -10,6 +10,8 @@ import logging
 import pkgutil
 from pathlib import Path
 
+from ._core import redact_text
+
 ROOT = "hermes_cmms"
 _installed = False
 
@@ -19,8 +21,6 @@ class RedactingFilter(logging.Filter):
     redacted forms; never drops a record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from . import redact_text
-
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a bad format string is logging's to report

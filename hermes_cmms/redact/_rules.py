@@ -23,7 +23,7 @@ class Rule:
     keywords: tuple[str, ...] = ()  # () = always tried (unless `precheck` says no)
     check: Optional[Callable[[re.Match], bool]] = None
     precheck: Optional[Callable[[str], bool]] = None  # a cheap look at the original text first
-    overlapping: bool = False  # a refused match is tried again one character on (see redact._scan)
+    overlapping: bool = False  # a refused match is tried again one character on (see redact._core._scan)
     anchors: tuple[str, ...] = ()  # lower-case words: the pattern is tried only where one starts
 
     def wanted(self, text: str, lowered: str) -> bool:

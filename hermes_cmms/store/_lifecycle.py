@@ -3,7 +3,7 @@ job times (used by the lifecycle jobs and the scheduler only)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 from sqlalchemy import insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
@@ -12,9 +12,7 @@ from ..common import lifecycle_rules as lifecycle
 from ._batches import Batches, in_batches, slices
 from ._rows import _by_ids, _memory, _move, _record
 from .models import Job, Memory
-
-if TYPE_CHECKING:
-    from .store import NewMemory
+from .new_memory import NewMemory
 
 DECAY_STEP = 0.005  # a decayed confidence is written once it has moved this much
 _AGE_ROWS = text(

@@ -7,7 +7,6 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
@@ -25,6 +24,7 @@ from ._lifecycle import LifecycleRows
 from ._rows import _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
 from .keyword import KeywordIndex, keyword_index_for
+from .new_memory import NewMemory
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
                      Outbox, Relation)
 from ..common.text import bounded_key, content_hash, speaker_of
@@ -43,34 +43,6 @@ _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
 def _tail(text: Optional[str]) -> Optional[str]:
     """The end of the previous message: where a question usually sits."""
     return text[-CONTEXT_CHARS:] if text else None
-
-
-@dataclass
-class NewMemory:
-    """What a caller hands the store to remember (already redacted and cleaned)."""
-
-    scope: str
-    content: str
-    kind: str = "message"
-    tier: str = "episodic"
-    role: Optional[str] = None
-    session_id: Optional[str] = None
-    source: str = ""
-    tags: Sequence[str] = ()
-    confidence: float = 1.0
-    expires_at: Optional[float] = None
-    fact: Optional[tuple[str, str, str]] = None  # (subject, predicate, object)
-    dedup: bool = True  # the same text already live in the scope (and tier) is reinforced instead
-    supersedes: Sequence[str] = ()  # ids of older memories this one replaces (kept, marked)
-    duplicate_of: Optional[str] = None  # a memory this one repeats: reinforce it, insert nothing
-    detail: Optional[dict] = None  # the structured parts of a learned item (decision, skill, ...)
-    learned_from: Sequence[str] = ()  # ids of the memories (turns, texts) it was learned from
-    belief: Optional[dict] = None  # a belief's proposition_key, topic, polarity: its beliefs row when new
-    evidence: Sequence[dict] = ()  # evidence rows (memory_id, source, stance, note[, at]) for it, new or reinforced
-    # set by Store.add: what happened to it
-    id: Optional[str] = None
-    reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
-    redacted: bool = False  # admission ran the built-in redactor on its text; else Store.add runs it
 
 
 def safe_url(url: str) -> str:
