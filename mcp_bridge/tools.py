@@ -10,21 +10,22 @@ import inspect
 import json
 import logging
 import typing
-from datetime import datetime, timezone
 from typing import Annotated, Any, Callable, Optional
 
 from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema
 
 from hermes_cmms.common.version import __version__
+from hermes_cmms.common.bounds import count_in, query_text
 from hermes_cmms.common.errors import CmmsError, InvalidInput
 from hermes_cmms.recall.rank import Hit, render
+from hermes_cmms.recall.shape import ITEM_KEYS, hit_dict, iso, memory_dict
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
-from hermes_cmms.service import TIERS, MemoryService
+from hermes_cmms.common.checks import TIERS
+from hermes_cmms.service import MemoryService
 from hermes_cmms.common.text import brief, escape_surrogates
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 10_000
 MAX_RESULTS = 100
 MAX_PAGE = 500
 
@@ -34,34 +35,6 @@ Scope = Annotated[str, Field(description="The memory scope, e.g. 'local:default'
 Tags = Annotated[Optional[list[str]], Field(description="Labels; as a filter, all must be present.")]
 Actor = Annotated[Optional[str], Field(description="Who is acting (recorded with the write).")]
 Source = Annotated[Optional[str], Field(description="Where it came from (a receipt), e.g. 'slack'.")]
-
-
-def _date(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
-def _item(memory, facts: dict, **extra) -> dict:
-    item = {"id": memory.id, "content": memory.content, "kind": memory.kind, "tier": memory.tier,
-            "role": memory.role, "tags": json.loads(memory.tags or "[]"), "source": memory.source,
-            "session_id": memory.session_id, "confidence": memory.confidence, "state": memory.state,
-            "superseded_by": memory.superseded_by, "reinforced": memory.access_count,
-            "created_at": _date(memory.created_at),
-            "expires_at": _date(memory.expires_at) if memory.expires_at else None}
-    if memory.id in facts:
-        item["subject"], item["predicate"], item["object"] = facts[memory.id]
-    return {**item, **extra}
-
-
-def _query(value: str, name: str = "query") -> str:
-    if not value.strip() or len(value) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"Argument {name!r} must hold 1 to {MAX_QUERY_CHARS:,} characters.")
-    return value
-
-
-def _count(value: int, name: str, high: int, low: int = 1) -> int:
-    if not low <= value <= high:
-        raise InvalidInput(f"Argument {name!r} must be between {low} and {high}, not {value}.")
-    return value
 
 
 def _receipt(tool: str, source: Optional[str], actor: Optional[str]) -> str:
@@ -74,7 +47,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
 
     def hits_out(hits: list[Hit]) -> list[dict]:
         facts = service.store.facts([h.memory.id for h in hits])
-        return [_item(h.memory, facts, score=round(h.score, 5)) for h in hits]
+        return [hit_dict(h, ITEM_KEYS, facts) for h in hits]
 
     # -- CMMS names (default scope) -----------------------------------------------------------
 
@@ -105,8 +78,8 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                limit: Annotated[int, Field(description="Most results (1-100, default 10).")] = 10) -> dict[str, Any]:
         """Hybrid (keyword + semantic) search of the default scope, optionally filtered."""
         if query.strip() or not (subject or predicate or object):
-            _query(query)
-        hits = service.search(default_scope, query, _count(limit, "limit", MAX_RESULTS), source=source,
+            query_text(query)
+        hits = service.search(default_scope, query, count_in(limit, "limit", MAX_RESULTS), source=source,
                               fact={"subject": subject, "predicate": predicate, "object": object})
         return {"scope": default_scope, "results": hits_out(hits)}
 
@@ -115,8 +88,8 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                     max_results: Annotated[int, Field(description="Most memories (1-100, default 10).")] = 10
                     ) -> dict[str, Any]:
         """The memories relevant to a task, as a ready-to-read context block plus the items."""
-        query = f"{_query(task, 'task')} {subject}" if subject else _query(task, "task")
-        hits = service.search(default_scope, query, _count(max_results, "max_results", MAX_RESULTS))
+        query = f"{query_text(task, 'task')} {subject}" if subject else query_text(task, "task")
+        hits = service.search(default_scope, query, count_in(max_results, "max_results", MAX_RESULTS))
         return {"scope": default_scope, "context": render(hits, service.settings.recall_tokens, query),
                 "memories": hits_out(hits)}
 
@@ -128,11 +101,11 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
         """Search the default scope by meaning only; each result has its cosine similarity."""
         if not -1.0 <= score_threshold <= 1.0:
             raise InvalidInput(f"Argument 'score_threshold' must be between -1 and 1, not {score_threshold}.")
-        found = service.semantic_search(default_scope, _query(query), _count(top_k, "top_k", MAX_RESULTS),
+        found = service.semantic_search(default_scope, query_text(query), count_in(top_k, "top_k", MAX_RESULTS),
                                         score_threshold)
         facts = service.store.facts([m.id for m, _ in found])
         return {"scope": default_scope,
-                "results": [_item(m, facts, similarity=round(sim, 5)) for m, sim in found]}
+                "results": [memory_dict(m, facts=facts, similarity=round(sim, 5)) for m, sim in found]}
 
     # -- memser names (explicit scope) ----------------------------------------------------------
 
@@ -151,7 +124,7 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                       k: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5,
                       tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
         """Hybrid search of the named scope, optionally only memories with all the given tags."""
-        hits = service.search(scope, _query(query), _count(k, "k", MAX_RESULTS), tags=tags or ())
+        hits = service.search(scope, query_text(query), count_in(k, "k", MAX_RESULTS), tags=tags or ())
         return {"scope": scope, "results": hits_out(hits)}
 
     def forget_memory(scope: Scope,
@@ -179,11 +152,11 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                       ) -> dict[str, Any]:
         """Page through the named scope's memories, newest first, with the total count."""
         memories, total = service.page(scope, tier=tier, tags=tags or (), state=state,
-                                       limit=_count(limit, "limit", MAX_PAGE),
-                                       offset=_count(offset, "offset", 10**9, low=0))
+                                       limit=count_in(limit, "limit", MAX_PAGE),
+                                       offset=count_in(offset, "offset", 10**9, low=0))
         facts = service.store.facts([m.id for m in memories])
         return {"scope": scope, "total": total, "limit": limit, "offset": offset,
-                "memories": [_item(m, facts) for m in memories]}
+                "memories": [memory_dict(m, facts=facts) for m in memories]}
 
     def consolidate_memories(scope: Scope,
                              session_id: Annotated[Optional[str], Field(
@@ -201,9 +174,10 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                   offset: Annotated[int, Field(description="Events to skip (default 0).")] = 0) -> dict[str, Any]:
         """The scope's audit trail, newest first (forgotten content is not shown here)."""
         events = service.audit_log(scope, memory_id=memory_id, action=action,
-                                   limit=_count(limit, "limit", MAX_PAGE), offset=_count(offset, "offset", 10**9, low=0))
+                                   limit=count_in(limit, "limit", MAX_PAGE),
+                                   offset=count_in(offset, "offset", 10**9, low=0))
         return {"scope": scope, "events": [
-            {"at": _date(e.at), "action": e.action, "actor": e.actor, "memory_id": e.memory_id,
+            {"at": iso(e.at), "action": e.action, "actor": e.actor, "memory_id": e.memory_id,
              "detail": json.loads(e.detail or "{}"), "snapshot_kept": e.snapshot is not None} for e in events]}
 
     # -- knowledge (default scope) --------------------------------------------------------------
@@ -229,13 +203,13 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                      ) -> dict[str, Any]:
         """Search the entity graph built from facts: by query, by entity id, or paths between two."""
         return service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
-                                    target_id=target_id, max_depth=_count(max_depth, "max_depth", 4),
-                                    limit=_count(limit, "limit", MAX_RESULTS))
+                                    target_id=target_id, max_depth=count_in(max_depth, "max_depth", 4),
+                                    limit=count_in(limit, "limit", MAX_RESULTS))
 
     def route(query: Query,
               limit: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5) -> dict[str, Any]:
         """Answer a question from the retriever the 4-stage router picks; says which stage and why."""
-        return service.route(default_scope, _query(query), _count(limit, "limit", MAX_RESULTS))
+        return service.route(default_scope, query_text(query), count_in(limit, "limit", MAX_RESULTS))
 
     def audit(audit_type: Annotated[str, Field(
                   description="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift.")] = "all"
@@ -275,8 +249,8 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
         """Beliefs with their confidence, evidence and contradictions, filtered."""
         return service.get_belief(default_scope, text=text, state=state, min_confidence=min_confidence,
                                   tags=tags or (), source=source, belief_id=belief_id,
-                                  limit=_count(limit, "limit", MAX_RESULTS),
-                                  offset=_count(offset, "offset", 10**9, low=0))
+                                  limit=count_in(limit, "limit", MAX_RESULTS),
+                                  offset=count_in(offset, "offset", 10**9, low=0))
 
     def resolve_conflict(belief_a: Annotated[str, Field(description="The id of one belief.")],
                          belief_b: Annotated[str, Field(description="The id of the belief it contradicts.")],

@@ -45,7 +45,7 @@ def test_mcp_store_reinforces_forget_snapshots_and_every_call_is_audited(home):
     assert (first["stored"], first["reinforced"]) == (True, False)
     assert (again["stored"], again["reinforced"], again["id"]) == (False, True, first["id"])
     [item] = listed["memories"]
-    assert (item["id"], item["reinforced"], item["state"]) == (first["id"], 1, "active")
+    assert (item["id"], item["reinforcements"], item["state"]) == (first["id"], 1, "active")
     assert bad.error and "Unknown state 'asleep'" in bad.text
     assert gone["forgotten"] == 1 and _sql(home, "SELECT count(*) FROM memories") == [(0,)]
     actions = [e["action"] for e in trail["events"]]

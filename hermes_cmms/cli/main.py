@@ -11,6 +11,7 @@ import time
 import traceback
 from typing import Callable, Optional, Sequence
 
+from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ._engine import _service
 
@@ -43,12 +44,16 @@ def cmd_status(args) -> int:
     return 0
 
 
-def cmd_search(args) -> int:
-    from ..hermes.tools import call_tool
+MAX_SEARCH_LIMIT = 50  # most results `search --limit` shows
 
+
+def cmd_search(args) -> int:
+    from ..recall.shape import hit_dict
+
+    query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
     service = _service(args)
     try:
-        result = call_tool(service, args.scope, "cmms_recall", {"query": args.query, "limit": args.limit})
+        result = {"results": [hit_dict(h) for h in service.search(args.scope, query, limit)]}
     finally:
         service.close(drain_timeout=0)
     if args.json:

@@ -1,15 +1,14 @@
 """The compact Hermes tool set: schemas, argument checks, one engine call each."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Optional
 
+from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ..common.nesting import MAX_DEPTH, too_deep, value_depth
-from ..recall.rank import Hit
 from ..common.text import brief
+from ..recall.shape import hit_dict
 
-MAX_QUERY_CHARS = 10_000
 MAX_LIMIT = 50
 
 TOOL_SCHEMAS = [
@@ -68,14 +67,6 @@ def _arg(args: Any, name: str, kind: type, required: bool = False, default: Any 
     return value
 
 
-def _hit(hit: Hit) -> dict:
-    m = hit.memory
-    return {"id": m.id, "content": m.content, "kind": m.kind, "role": m.role,
-            "session_id": m.session_id, "source": m.source,
-            "date": datetime.fromtimestamp(m.created_at, timezone.utc).isoformat(timespec="seconds"),
-            "score": round(hit.score, 5)}
-
-
 def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[str] = None) -> dict:
     """Run one Hermes tool call; raises CmmsError subclasses for bad input (with a short message:
     an echoed argument is cut)."""
@@ -90,16 +81,12 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
 
 def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) -> dict:
     if name == "cmms_recall":
-        query = _arg(args, "query", str, required=True)
-        limit = _arg(args, "limit", int, default=8)
-        if not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise InvalidInput(f"Argument 'query' must hold 1 to {MAX_QUERY_CHARS:,} characters.")
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidInput(f"Argument 'limit' must be between 1 and {MAX_LIMIT}, not {limit}.")
+        query, limit = _arg(args, "query", str, required=True), _arg(args, "limit", int, default=8)
+        query, limit = query_text(query), count_in(limit, "limit", MAX_LIMIT)
         if _arg(args, "route", bool, default=False):
             answer = service.route(scope, query, limit)
             return {key: answer[key] for key in ("stage", "route", "answered", "reason", "results")}
-        return {"results": [_hit(h) for h in service.search(scope, query, limit)]}
+        return {"results": [hit_dict(h) for h in service.search(scope, query, limit)]}
     if name == "cmms_remember":
         content = _arg(args, "content", str, required=True)
         tags = _arg(args, "tags", list, default=[])
@@ -122,8 +109,6 @@ def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) 
         return {"id": result["id"], "action": result["action"], "confidence": belief["confidence"],
                 "contested_by": belief["contested_by"]}
     if name == "cmms_graph":
-        query = _arg(args, "query", str, required=True)
-        if not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise InvalidInput(f"Argument 'query' must hold 1 to {MAX_QUERY_CHARS:,} characters.")
+        query = query_text(_arg(args, "query", str, required=True))
         return service.graph_search(scope, query=query, limit=10)
     raise InvalidInput(f"Unknown cmms tool {name!r}.")

@@ -1,0 +1,46 @@
+"""One shape of a memory at every door (hermes_cmms/recall/shape.py): the Hermes tools, the MCP
+tools and the CLI give every field they share the same name and the same meaning."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.common.scopes import local_scope
+from hermes_cmms.hermes.tools import call_tool
+from mcp_client import run, stdio_bridge
+
+CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+QUESTION = "when does the ferry leave"
+
+
+def _hermes(home, scope: str) -> tuple[dict, dict, dict]:
+    with MemoryService(Settings.load(home, embedder="none")) as service:
+        first = call_tool(service, scope, "cmms_remember", {"content": "The ferry leaves at nine.", "tags": ["trip"]})
+        again = call_tool(service, scope, "cmms_remember", {"content": "the ferry leaves at nine. "})
+        return first, again, call_tool(service, scope, "cmms_recall", {"query": QUESTION})
+
+
+def _mcp(home) -> dict:
+    async def main():
+        async with stdio_bridge(home, env={"CMMS_EMBEDDER": "none"}) as bridge:
+            return await bridge.ok("search", query=QUESTION)
+
+    return run(main())
+
+
+def test_every_door_shows_a_memory_with_one_meaning_per_field(home):
+    scope = local_scope(home)  # the MCP tools' default scope
+    first, again, hermes = _hermes(home, scope)
+    mcp = _mcp(home)
+    cli = subprocess.run([CLI, "search", QUESTION, "--scope", scope, "--json"], capture_output=True, text=True,
+                         env=dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none"), timeout=120)
+    assert (first["reinforced"], again["reinforced"], again["id"]) == (False, True, first["id"])  # a write: a bool
+    [hit], [item] = hermes["results"], mcp["results"]
+    assert (item["reinforcements"], "reinforced" in item) == (1, False)  # a memory: how often, by another name
+    shared = set(hit) & set(item)
+    assert shared == {"id", "content", "kind", "role", "session_id", "source", "score"}
+    assert {key: hit[key] for key in shared} == {key: item[key] for key in shared}
+    assert hit["date"] == item["created_at"] and item["tags"] == ["trip"]
+    assert cli.stdout == json.dumps(hermes, indent=2, ensure_ascii=False) + "\n"  # `search --json`: the tool's answer
