@@ -17,7 +17,7 @@ from pydantic import Field, TypeAdapter, ValidationError, WithJsonSchema
 from hermes_cmms.common.version import __version__
 from hermes_cmms.common.bounds import count_in, query_text
 from hermes_cmms.common.errors import CmmsError, InvalidInput
-from hermes_cmms.recall.rank import Hit, render
+from hermes_cmms.recall.rank import Hit
 from hermes_cmms.recall.shape import ITEM_KEYS, hit_dict, iso, memory_dict
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
 from hermes_cmms.common.checks import TIERS
@@ -87,10 +87,10 @@ def catalogue(service: MemoryService, default_scope: str) -> list[Callable[..., 
                     subject: Annotated[Optional[str], Field(description="A subject to focus on.")] = None,
                     max_results: Annotated[int, Field(description="Most memories (1-100, default 10).")] = 10
                     ) -> dict[str, Any]:
-        """The memories relevant to a task, as a ready-to-read context block plus the items."""
+        """The memories relevant to a task: the block Hermes would inject before a turn, plus the items."""
         query = f"{query_text(task, 'task')} {subject}" if subject else query_text(task, "task")
         hits = service.search(default_scope, query, count_in(max_results, "max_results", MAX_RESULTS))
-        return {"scope": default_scope, "context": render(hits, service.settings.recall_tokens, query),
+        return {"scope": default_scope, "context": service.recall(default_scope, query),  # the recall hook
                 "memories": hits_out(hits)}
 
     def semantic_search(query: Query,

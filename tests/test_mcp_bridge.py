@@ -10,12 +10,14 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import anyio
 import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.mcp_bridge import local_scope
+from hermes_cmms.recall.rank import HEADER
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
 from servers import free_port
 
@@ -73,6 +75,28 @@ def test_cmms_tools_work_in_the_default_scope(home):
     with MemoryService(Settings.load(home, embedder="none")) as service:  # the same store
         assert service.store.counts()["memories"] == 3
 
+
+RECALL_PLUGIN = Path(__file__).parent / "recall_plugin_fixture"
+
+
+def test_get_context_is_the_block_the_recall_hook_builds_as_for_hermes(home):
+    scope = local_scope(home)
+    with MemoryService(Settings.load(home, embedder="none")) as service:
+        service.store_note(scope, "The stamp album is in the attic.")
+        budget = service.settings.recall_tokens
+    paths = [str(RECALL_PLUGIN), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**KEYWORD_ONLY, "PYTHONPATH": os.pathsep.join(paths)}
+
+    async def main():
+        async with stdio_bridge(home, env=env) as bridge:
+            return (await bridge.ok("get_context", task="where is the stamp album"),
+                    await bridge.ok("get_context", task="where is the album", max_results=1))
+
+    stamped, built_in = run(main())
+    assert stamped["context"] == f"STAMPED for {scope} within {budget} tokens"  # a recall plugin's block
+    assert stamped["memories"][0]["content"] == "The stamp album is in the attic."  # the items: search
+    assert built_in["context"].startswith(HEADER) and "attic" in built_in["context"]
+    assert [m["content"] for m in built_in["memories"]] == ["The stamp album is in the attic."]
 
 def test_memser_tools_store_recall_list_and_forget_in_a_named_scope(home):
     scope, other = "user:telegram:42", "user:telegram:43"
