@@ -10,6 +10,7 @@ from sqlalchemy import event
 
 from hermes_cmms.knowledge import graph
 from hermes_cmms.common.errors import InvalidInput, UnknownEntity
+from hermes_cmms.store import graph_rows
 from hermes_cmms.store.store import NewMemory
 
 from db import sql
@@ -59,7 +60,7 @@ def _route(path: dict) -> list[tuple[str, str, str, bool]]:
 
 def _paths(service, source: str, target: str, scope: str = SCOPE, **kwargs) -> list:
     ids = _ids(service, scope)
-    found = graph.search(service, scope, source_id=ids[source], target_id=ids[target], **kwargs)
+    found = graph.search(service.engine, scope, source_id=ids[source], target_id=ids[target], **kwargs)
     assert found["mode"] == "paths" and found["source"]["id"] == ids[source]
     return [_route(p) for p in found["paths"]]
 
@@ -93,41 +94,41 @@ def test_entity_key_folds_case_spaces_punctuation_possessive_and_article(spellin
 
 
 def test_query_mode_finds_the_entities_a_question_names(keyword_service, facts):
-    found = graph.search(keyword_service, SCOPE, query="Where does alice work?")
+    found = graph.search(keyword_service.engine, SCOPE, query="Where does alice work?")
     assert found["mode"] == "query" and [e["name"] for e in found["entities"]] == ["Alice"]
     [alice] = found["entities"]
     assert alice["degree"] == 2 and _neighbours(alice) == {("Acme", "works at", True, True),
                                                            ("Jazz", "likes", True, True)}
     assert {n["memory_id"] for n in alice["neighbours"]} == {facts["alice_acme"], facts["alice_jazz"]}
-    acme = graph.search(keyword_service, SCOPE, query="Who works at the Acme?")["entities"]
+    acme = graph.search(keyword_service.engine, SCOPE, query="Who works at the Acme?")["entities"]
     assert [e["name"] for e in acme] == ["Acme"] and acme[0]["degree"] == 4
     assert ("Bob", "works at", False, True) in _neighbours(acme[0])
-    both = graph.search(keyword_service, SCOPE, query="Is Lisbon in Portugal?")["entities"]
+    both = graph.search(keyword_service.engine, SCOPE, query="Is Lisbon in Portugal?")["entities"]
     assert [(e["name"], e["degree"]) for e in both] == [("Lisbon", 3), ("Portugal", 2)]  # better connected first
 
 
 def test_query_mode_reads_the_first_person_as_the_user_entity(keyword_service, facts):
     for question in ("Where do I live?", "Where does the user live?"):
-        [user] = graph.search(keyword_service, SCOPE, query=question)["entities"]
+        [user] = graph.search(keyword_service.engine, SCOPE, query=question)["entities"]
         assert user["name"] == "user" and _neighbours(user) == {("Lisbon", "lives in", True, True)}
 
 
 def test_query_mode_falls_back_to_whole_words_of_longer_names(keyword_service, facts):
-    [hana] = graph.search(keyword_service, SCOPE, query="What does Sato do?")["entities"]
+    [hana] = graph.search(keyword_service.engine, SCOPE, query="What does Sato do?")["entities"]
     assert hana["name"] == "Hana Sato" and _neighbours(hana) == {("Acme", "CEO is", False, True)}
-    assert graph.search(keyword_service, SCOPE, query="Who is Sat?")["entities"] == []
-    assert graph.search(keyword_service, SCOPE, query="the weather in Oslo")["entities"] == []
+    assert graph.search(keyword_service.engine, SCOPE, query="Who is Sat?")["entities"] == []
+    assert graph.search(keyword_service.engine, SCOPE, query="the weather in Oslo")["entities"] == []
 
 
 def test_entity_mode_lists_neighbours_with_direction_and_provenance(keyword_service, facts):
     ids = _ids(keyword_service)
-    found = graph.search(keyword_service, SCOPE, entity_id=ids["bob"])
+    found = graph.search(keyword_service.engine, SCOPE, entity_id=ids["bob"])
     assert found["mode"] == "entity" and found["entity"]["name"] == "Bob" and found["entity"]["degree"] == 3
     assert _neighbours(found["entity"]) == {("Acme", "works at", True, True), ("Porto", "lives in", True, True),
                                             ("Carol", "knows", False, True)}
     porto = next(n for n in found["entity"]["neighbours"] if n["entity"]["name"] == "Porto")
     assert porto["memory_id"] == facts["bob_porto"] and porto["entity"]["id"] == ids["porto"]
-    acme = graph.entity(keyword_service, SCOPE, ids["acme"], limit=2)
+    acme = graph.entity(keyword_service.engine, SCOPE, ids["acme"], limit=2)
     assert acme["degree"] == 4 and len(acme["neighbours"]) == 2
 
 
@@ -159,11 +160,11 @@ def test_a_superseded_fact_stays_in_the_graph_flagged_and_ranked_after(keyword_s
     braga = keyword_service.remember_fact(SCOPE, "Bob", "lives in", "Braga")
     keyword_service.remember_fact(SCOPE, "Braga", "is in", "Portugal")
     assert _sql(keyword_service, "SELECT superseded_by FROM memories WHERE id = ?", facts["bob_porto"]) == [(braga,)]
-    bob = graph.entity(keyword_service, SCOPE, _ids(keyword_service)["bob"])
+    bob = graph.entity(keyword_service.engine, SCOPE, _ids(keyword_service)["bob"])
     assert ("Braga", "lives in", True, True) in _neighbours(bob)
     assert ("Porto", "lives in", True, False) in _neighbours(bob)
     assert [n["current"] for n in bob["neighbours"]] == [True, True, True, False]
-    found = graph.search(keyword_service, SCOPE, source_id=_ids(keyword_service)["bob"],
+    found = graph.search(keyword_service.engine, SCOPE, source_id=_ids(keyword_service)["bob"],
                          target_id=_ids(keyword_service)["portugal"])["paths"]
     assert [[s["to"]["name"] for s in p["steps"]] for p in found[:2]] == [["Braga", "Portugal"], ["Porto", "Portugal"]]
     assert [[s["current"] for s in p["steps"]] for p in found[:2]] == [[True, True], [False, True]]
@@ -176,8 +177,8 @@ def test_forgetting_a_fact_removes_its_edge_and_the_entities_left_alone(keyword_
     after_keys, after_edges = _graph_rows(keyword_service)
     assert after_keys == keys - {"erin", "hana sato"}
     assert after_edges == {e for e in edges if e[3] not in (facts["erin_dave"], facts["acme_hana"])}
-    assert graph.entity(keyword_service, SCOPE, _ids(keyword_service)["dave"])["degree"] == 1
-    assert graph.search(keyword_service, SCOPE, query="Who is Sato?")["entities"] == []
+    assert graph.entity(keyword_service.engine, SCOPE, _ids(keyword_service)["dave"])["degree"] == 1
+    assert graph.search(keyword_service.engine, SCOPE, query="Who is Sato?")["entities"] == []
 
 
 def test_rebuild_equals_the_incremental_graph_and_repairs_drift(keyword_service, facts):
@@ -186,14 +187,24 @@ def test_rebuild_equals_the_incremental_graph_and_repairs_drift(keyword_service,
     keyword_service.remember_fact(OTHER, "Alice", "works at", "Globex")
     built, other = _graph_rows(keyword_service), _graph_rows(keyword_service, OTHER)
     other_ids = _ids(keyword_service, OTHER)
-    assert graph.rebuild(keyword_service, SCOPE) == {"scopes": 1, "entities": 13, "relations": 13}
+    assert graph.rebuild(keyword_service.engine, SCOPE) == {"scopes": 1, "entities": 13, "relations": 13}
     assert _graph_rows(keyword_service) == built and _ids(keyword_service, OTHER) == other_ids
     _sql(keyword_service, "DELETE FROM relations WHERE memory_id = ?", facts["carol_bob"])
     _sql(keyword_service, "INSERT INTO entities (id, scope, name, key, created_at) VALUES ('x', ?, 'Ghost', 'ghost', 0)",
          SCOPE)
     assert _graph_rows(keyword_service) != built
-    assert graph.rebuild(keyword_service) == {"scopes": 2, "entities": 15, "relations": 14}
+    assert graph.rebuild(keyword_service.engine) == {"scopes": 2, "entities": 15, "relations": 14}
     assert _graph_rows(keyword_service) == built and _graph_rows(keyword_service, OTHER) == other
+
+
+def test_the_store_rebuilds_a_graph_from_its_facts_alone(keyword_service, facts):
+    """The graph's write half lives in the store (store/graph_rows.py): handed the Store only,
+    it rebuilds what the facts make."""
+    built = _graph_rows(keyword_service)
+    _sql(keyword_service, "DELETE FROM relations WHERE scope = ?", SCOPE)
+    _sql(keyword_service, "DELETE FROM entities WHERE scope = ?", SCOPE)
+    assert graph_rows.rebuild(keyword_service.store, SCOPE) == {"scopes": 1, "entities": 13, "relations": 13}
+    assert _graph_rows(keyword_service) == built
 
 
 def test_scopes_never_leak_into_each_other(keyword_service, facts):
@@ -202,16 +213,16 @@ def test_scopes_never_leak_into_each_other(keyword_service, facts):
     _sql(keyword_service, "INSERT INTO relations (scope, source_id, target_id, predicate, memory_id, created_at) "
                           "VALUES (?, ?, ?, 'drifted into', ?, 0)",  # a corrupt row: another scope's edge
          OTHER, _ids(keyword_service)["alice"], _ids(keyword_service, OTHER)["globex"], globex)
-    [alice] = graph.search(keyword_service, SCOPE, query="Where does Alice work?")["entities"]
+    [alice] = graph.search(keyword_service.engine, SCOPE, query="Where does Alice work?")["entities"]
     assert alice["id"] == _ids(keyword_service)["alice"] and alice["degree"] == 2 and "Globex" not in str(alice)
     assert _paths(keyword_service, "alice", "portugal", scope=OTHER) == [
         [("Alice", "works at", "Globex", True), ("Globex", "is in", "Portugal", True)]]
     foreign = _ids(keyword_service, OTHER)
     with pytest.raises(UnknownEntity, match=foreign["globex"]):
-        graph.search(keyword_service, SCOPE, entity_id=foreign["globex"])
+        graph.search(keyword_service.engine, SCOPE, entity_id=foreign["globex"])
     with pytest.raises(UnknownEntity):
-        graph.search(keyword_service, SCOPE, source_id=_ids(keyword_service)["alice"], target_id=foreign["portugal"])
-    assert graph.search(keyword_service, OTHER, query="Where is Lisbon?")["entities"] == []
+        graph.search(keyword_service.engine, SCOPE, source_id=_ids(keyword_service)["alice"], target_id=foreign["portugal"])
+    assert graph.search(keyword_service.engine, OTHER, query="Where is Lisbon?")["entities"] == []
 
 
 def _bulk_facts(service, scope: str, triples) -> list[str]:
@@ -250,7 +261,7 @@ def hub(keyword_service) -> dict[str, str]:
 
 def test_a_first_person_query_on_a_hub_reads_only_the_neighbours_it_shows(keyword_service, hub):
     with _relation_rows(keyword_service) as rows:
-        [user] = graph.search(keyword_service, SCOPE, query="Where do I keep things?", limit=20)["entities"]
+        [user] = graph.search(keyword_service.engine, SCOPE, query="Where do I keep things?", limit=20)["entities"]
     assert user["name"] == "user" and user["degree"] == 5001
     assert [(n["entity"]["name"], n["forward"]) for n in user["neighbours"]] == [
         ("Ana", False), *((f"box {n}", True) for n in range(4999, 4980, -1))]  # newest first
@@ -304,7 +315,7 @@ def _every_path(service, source: str, target: str, depth: int) -> list[tuple[int
 def test_paths_on_a_hub_graph_come_shortest_first_and_stop_early(keyword_service, hubs, monkeypatch):
     source, target = hubs["person 0"], hubs["person 1"]
     with _relation_rows(keyword_service) as rows:
-        found = graph.search(keyword_service, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
+        found = graph.search(keyword_service.engine, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
     every = _every_path(keyword_service, source, target, 4)
     ids = dict(_sql(keyword_service, "SELECT memory_id, id FROM relations"))
     shown = [(p["length"], sum(not s["current"] for s in p["steps"]), tuple(ids[s["memory_id"]] for s in p["steps"]))
@@ -313,11 +324,11 @@ def test_paths_on_a_hub_graph_come_shortest_first_and_stop_early(keyword_service
     assert shown == every[:20] and not found["truncated"]  # the 20 best: shortest, then most current
     assert sum(rows) <= 400, rows  # of 2,000 relations, 125 per hub
     monkeypatch.setattr(graph, "MAX_RANKED", 5)  # a length with more paths than that: ranked among 5
-    cut = graph.search(keyword_service, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
+    cut = graph.search(keyword_service.engine, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
     lengths = [p["length"] for p in cut["paths"]]
     assert cut["truncated"] and lengths == [length for length, _, _ in every[:len(lengths)]]
     monkeypatch.setattr(graph, "MAX_ROWS", 10)  # the reads stop: shorter paths only, flagged
-    cut = graph.search(keyword_service, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
+    cut = graph.search(keyword_service.engine, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
     assert cut["truncated"] and len(cut["paths"]) < 20
 
 
@@ -332,7 +343,7 @@ def test_rebuild_commits_each_scope_in_chunks_and_equals_the_incremental_graph(k
 
     event.listen(keyword_service.store.engine, "commit", count)
     try:
-        assert graph.rebuild(keyword_service) == {"scopes": 2, "entities": 5003 + 2, "relations": 5002 + 1}
+        assert graph.rebuild(keyword_service.engine) == {"scopes": 2, "entities": 5003 + 2, "relations": 5002 + 1}
     finally:
         event.remove(keyword_service.store.engine, "commit", count)
     assert len(commits) == 3 + 1  # 5,002 facts in chunks of 2,000, then the other scope
@@ -342,7 +353,7 @@ def test_rebuild_commits_each_scope_in_chunks_and_equals_the_incremental_graph(k
 def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_service):
     _bulk_facts(keyword_service, SCOPE, [(f"Isatori {n:03d}", "grows", "rice") for n in range(600)])
     keyword_service.remember_fact(SCOPE, "Yuki Sato", "works at", "Acme")
-    [sato] = graph.search(keyword_service, SCOPE, query="What does Sato do?")["entities"]
+    [sato] = graph.search(keyword_service.engine, SCOPE, query="What does Sato do?")["entities"]
     assert sato["name"] == "Yuki Sato" and sato["neighbours"][0]["entity"]["name"] == "Acme"
 
 
@@ -360,16 +371,16 @@ def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_
 ])
 def test_bad_input_gets_one_clear_sentence(keyword_service, facts, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
-        graph.search(keyword_service, SCOPE, **kwargs)
+        graph.search(keyword_service.engine, SCOPE, **kwargs)
 
 
 def test_unknown_entities_same_ends_and_bad_scopes_are_refused(keyword_service, facts):
     alice = _ids(keyword_service)["alice"]
     with pytest.raises(UnknownEntity, match="Unknown entity id 'nope'"):
-        graph.search(keyword_service, SCOPE, entity_id="nope")
+        graph.search(keyword_service.engine, SCOPE, entity_id="nope")
     with pytest.raises(InvalidInput, match="two different entities"):
-        graph.search(keyword_service, SCOPE, source_id=alice, target_id=alice)
+        graph.search(keyword_service.engine, SCOPE, source_id=alice, target_id=alice)
     with pytest.raises(InvalidInput, match="scope"):
-        graph.search(keyword_service, "", query="Alice")
+        graph.search(keyword_service.engine, "", query="Alice")
     with pytest.raises(InvalidInput, match="scope"):
-        graph.rebuild(keyword_service, 3)
+        graph.rebuild(keyword_service.engine, 3)

@@ -164,6 +164,25 @@ def test_a_reader_is_not_blocked_by_an_open_write(url):
         store.close()
 
 
+def test_writing_is_one_transaction_under_the_writer_lock(url):
+    """Store.writing(), how features write beside the store: this process's writer lock held
+    for the whole transaction, committed on exit, rolled back (and the lock let go) on error."""
+    store = Store(url)
+    try:
+        store.add([NewMemory(scope=SCOPE, content="before")])
+        with store.writing() as conn:
+            assert store._write_lock.locked()
+            conn.execute(text("UPDATE memories SET content = 'inside'"))
+        assert not store._write_lock.locked()
+        with pytest.raises(RuntimeError, match="boom"), store.writing() as conn:
+            conn.execute(text("UPDATE memories SET content = 'rolled back'"))
+            raise RuntimeError("boom")
+        assert not store._write_lock.locked()
+        assert [m.content for m in store.recent(SCOPE, 5)] == ["inside"]
+    finally:
+        store.close()
+
+
 def test_turns_are_numbered_per_session(url):
     store = Store(url)
     try:

@@ -20,7 +20,7 @@ from ._reflect import REFLECT_MODES, Record, auto_winner
 from ..common.errors import InvalidInput, UnknownMemory
 from ..store.models import Belief, Evidence, Link, Memory
 from ..common.plugins import run_redactors
-from ..store.store import _event, _filtered, _record
+from ..store.store import event as _event, filtered as _filtered, record as _record
 from ..common.text import clean, clean_key
 
 __all__ = ["REFLECT_MODES", "STRATEGIES", "set_belief", "get_belief", "resolve_conflict", "reflect",
@@ -200,7 +200,7 @@ def _challenge(service, scope: str, belief: Record, cited: list[str], note: str,
     now = time.time()
     rows = [{**row, "belief_id": belief.id, "scope": scope, "at": now}
             for row in _evidence_rows(cited, note or "challenged", -1, source, True)]
-    with service.store._write_lock, service.store.write() as conn:
+    with service.store.writing() as conn:
         conn.execute(insert(Evidence), rows)
         _record(conn, [_event(now, "evidence", source, scope, belief.id, stance=-1, rows=len(rows))])
     return {"id": belief.id, "action": "challenged", "superseded": [],
@@ -294,7 +294,7 @@ def resolve_conflict(service, scope: str, belief_a: str, belief_b: str, strategy
     if strategy == "merge":
         return _merge(service, scope, belief_a, belief_b, merged_text, actor)
     store, now = service.store, time.time()
-    with store._write_lock, store.write() as conn:
+    with store.writing() as conn:
         a, b = _pair(conn, scope, belief_a, belief_b)
         if strategy == "discard_both":
             winner, rule, events = None, None, _archive(conn, scope, [a, b], actor, now)
@@ -302,7 +302,7 @@ def resolve_conflict(service, scope: str, belief_a: str, belief_b: str, strategy
         else:
             winner, loser, rule = auto_winner(a, b) if strategy == "auto" else (a, b, None) \
                 if strategy == "keep_a" else (b, a, None)
-            events = store._supersede(conn, scope, [loser.id], winner.id, now, conflict=True)
+            events = store.supersede(conn, scope, [loser.id], winner.id, now, conflict=True)
             outcome = {"kept": [winner.id], "superseded": [loser.id], "archived": []}
         answer = {"strategy": strategy, "rule": rule, "winner": winner.id if winner else None, **outcome,
                   "merged": None, "contradiction": _contradict(a, b)}
@@ -353,7 +353,7 @@ def _merge(service, scope: str, belief_a: str, belief_b: str, merged_text: Optio
                               belief=_row(reading), evidence=evidence)
     answer = {"strategy": "merge", "rule": None, "winner": None, "kept": [item.id], "superseded": [a.id, b.id],
               "archived": [], "merged": item.id, "contradiction": _contradict(a, b)}
-    with service.store._write_lock, service.store.write() as conn:
+    with service.store.writing() as conn:
         _record(conn, [_resolution(time.time(), actor, scope, answer, a, b)])
     return {**answer, "beliefs": _show(service, scope, [a.id, b.id, item.id])}
 

@@ -1,23 +1,27 @@
 """The entity graph: entities and relations built from facts on write, persisted in SQL; its
-reads (named entities, neighbours, paths) and its rebuild. See docs/graph.md."""
+reads (named entities, neighbours, paths) and its rebuild. The rows themselves (names, writes,
+the rebuild) are hermes_cmms.store.graph_rows, re-exported here. See docs/graph.md."""
 from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections import defaultdict
 from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
-from sqlalchemy import Connection, delete, func, insert, literal_column, or_, select, union_all
+from sqlalchemy import Connection, func, literal_column, or_, select, union_all
 from sqlalchemy.orm import aliased
 
+from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
-from ..store.models import Entity, Fact, Memory, Relation
-from ..common.text import STOPWORDS, bounded_key, clean, clean_key, terms
+from ..common.text import STOPWORDS, clean, clean_key, terms
+from ..store import graph_rows
+from ..store.graph_rows import CHUNK as _CHUNK
+from ..store.graph_rows import REBUILD_CHUNK, add_facts, chunks, display_name, entity_key  # noqa: F401 - re-exported
+from ..store.models import Entity, Memory, Relation
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..engine import Engine
 
 MAX_DEPTH = 4  # longest path searched, in hops
 MAX_LIMIT = 100  # most entities, neighbours per entity, or paths in one answer
@@ -30,125 +34,7 @@ MAX_ROWS = 10_000  # relation rows one path search reads at most; more: "truncat
 HUB = 100  # an entity with more relations is a hub: a path search reads only those it needs
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})  # a query in the first person means "user"
 USER = "user"
-_CHUNK = 500
-REBUILD_CHUNK = 2000  # facts re-added per transaction by rebuild
-
-_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
-_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»"
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-# -- names --------------------------------------------------------------------------------
-
-def _trimmed(name: str) -> str:
-    """The name with spaces collapsed and outer punctuation and a possessive "'s" dropped."""
-    name = " ".join(name.split()).strip(_EDGE_PUNCTUATION).strip()
-    return _POSSESSIVE.sub("", name).strip(_EDGE_PUNCTUATION).strip()
-
-
-def entity_key(name: str) -> str:
-    """The key that deduplicates entity names: spaces collapsed, outer punctuation (a trailing
-    dot too), a possessive "'s" and a leading article dropped, case-folded ("The Lisbon office",
-    "lisbon office." and "Lisbon office's" are one entity)."""
-    trimmed = _trimmed(name)
-    return bounded_key((_ARTICLE.sub("", trimmed) or trimmed).casefold() or " ".join(name.split()).casefold())
-
-
-def display_name(name: str) -> str:
-    """The name an entity is shown by: its first spelling, spaces collapsed, outer punctuation
-    dropped."""
-    return " ".join(name.split()).strip(_EDGE_PUNCTUATION).strip() or " ".join(name.split())
-
-
-# -- writes -------------------------------------------------------------------------------
-
-def _entities(conn: Connection, scope: str, names: list[str], now: float) -> dict[str, str]:
-    """Entity ids by key for these names in `scope`, creating the missing ones (named by the
-    first spelling met)."""
-    keys: dict[str, str] = {}
-    for name in names:
-        keys.setdefault(entity_key(name), display_name(name))
-    found = {}
-    for chunk in _chunks(list(keys)):
-        found.update({row.key: row.id for row in conn.execute(
-            select(Entity.key, Entity.id).where(Entity.scope == scope, Entity.key.in_(chunk)))})
-    fresh = [{"id": uuid.uuid4().hex, "scope": scope, "name": name, "key": key, "created_at": now}
-             for key, name in keys.items() if key not in found]
-    if fresh:
-        conn.execute(insert(Entity), fresh)
-        found.update({row["key"]: row["id"] for row in fresh})
-    return found
-
-
-def add_facts(conn: Connection, facts: list[dict], now: float) -> None:
-    """Add the entities and relation of each new fact row (memory_id, scope, subject,
-    predicate, object) inside the caller's transaction."""
-    for scope in {fact["scope"] for fact in facts}:
-        mine = [fact for fact in facts if fact["scope"] == scope]
-        ids = _entities(conn, scope, [n for f in mine for n in (f["subject"], f["object"])], now)
-        conn.execute(insert(Relation), [
-            {"scope": scope, "source_id": ids[entity_key(f["subject"])], "target_id": ids[entity_key(f["object"])],
-             "predicate": " ".join(f["predicate"].split()), "memory_id": f["memory_id"], "created_at": now}
-            for f in mine])
-
-
-def rebuild(service: "MemoryService", scope: Optional[str] = None) -> dict:
-    """Rebuild the graph of `scope` (None: every scope) from its facts: its entities and relations
-    are deleted and re-added from the facts whose memory exists, oldest first. Each scope is
-    rebuilt in transactions of REBUILD_CHUNK facts (the first also deletes its old graph), so
-    writers wait at most one chunk; a reader may see a scope's graph partly rebuilt meanwhile.
-    Returns how many scopes, entities and relations there are afterwards."""
-    scope = None if scope is None else _scope(scope)
-    if scope is not None:
-        scopes = [scope]
-    else:
-        with service.store.read() as conn:
-            scopes = _graph_scopes(conn)
-    relations = sum(_rebuild_scope(service, name) for name in scopes)
-    with service.store.read() as conn:
-        entities = sum(conn.execute(select(func.count()).select_from(Entity).where(Entity.scope == name))
-                       .scalar_one() for name in scopes)
-    return {"scopes": len(scopes), "entities": entities, "relations": relations}
-
-
-def _graph_scopes(conn: Connection) -> list[str]:
-    """Every scope with facts or a graph."""
-    found: set[str] = set()
-    for table in (Fact, Entity, Relation):
-        found.update(conn.execute(select(table.scope).distinct()).scalars())
-    return sorted(found)
-
-
-def _rebuild_scope(service: "MemoryService", scope: str) -> int:
-    """Replace one scope's graph with the one its facts make, REBUILD_CHUNK facts per
-    transaction; return how many relations. Only facts older than the rebuild are re-added: a
-    fact written meanwhile got its relation when it was written."""
-    after, last, added = 0, None, 0
-    while True:
-        with service.store._write_lock, service.store.write() as conn:
-            if last is None:
-                conn.execute(delete(Relation).where(Relation.scope == scope))
-                conn.execute(delete(Entity).where(Entity.scope == scope))
-                last = conn.execute(select(func.coalesce(func.max(Memory.seq), 0))).scalar_one()
-            batch = _readd(conn, scope, after, last)
-        added += len(batch)
-        if len(batch) < REBUILD_CHUNK:
-            return added
-        after = batch[-1]["seq"]
-
-
-def _readd(conn: Connection, scope: str, after: int, last: int) -> list[dict]:
-    """Add the graph of the next REBUILD_CHUNK facts of `scope` whose memory's seq is in
-    (after, last]; return those facts."""
-    query = (select(Memory.seq, Fact.memory_id, Fact.scope, Fact.subject, Fact.predicate, Fact.object)
-             .join(Memory, Memory.id == Fact.memory_id)
-             .where(Fact.scope == scope, Memory.seq > after, Memory.seq <= last)
-             .order_by(Memory.seq).limit(REBUILD_CHUNK))
-    batch = [dict(row) for row in conn.execute(query).mappings()]
-    if batch:
-        add_facts(conn, batch, time.time())
-    return batch
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -161,7 +47,7 @@ def _live(now: float, memory=Memory):
 def _names(conn: Connection, scope: str, ids: Iterable[str]) -> dict[str, str]:
     """Names by id of the entities among `ids` that are in `scope`."""
     found = {}
-    for chunk in _chunks(list(set(ids))):
+    for chunk in chunks(list(set(ids))):
         found.update(conn.execute(select(Entity.id, Entity.name)
                                   .where(Entity.scope == scope, Entity.id.in_(chunk))).all())
     return found
@@ -195,12 +81,18 @@ def _describe_all(conn: Connection, scope: str, ids: list[str], limit: int,
             for i in ids]
 
 
-def entity(service: "MemoryService", scope: str, entity_id: str, limit: int = 20) -> dict:
+def rebuild(engine: "Engine", scope: Optional[str] = None) -> dict:
+    """The graph of `scope` (checked; None: every scope) rebuilt from its facts by
+    graph_rows.rebuild; how many scopes, entities and relations there are afterwards."""
+    return graph_rows.rebuild(engine.store, None if scope is None else _scope(scope))
+
+
+def entity(engine: "Engine", scope: str, entity_id: str, limit: int = 20) -> dict:
     """One entity of `scope` with its neighbours; UnknownEntity if it is not in the scope."""
-    return search(service, scope, entity_id=entity_id, limit=limit)["entity"]
+    return search(engine, scope, entity_id=entity_id, limit=limit)["entity"]
 
 
-def search(service: "MemoryService", scope: str, *, query: Optional[str] = None,
+def search(engine: "Engine", scope: str, *, query: Optional[str] = None,
            entity_id: Optional[str] = None, source_id: Optional[str] = None,
            target_id: Optional[str] = None, max_depth: int = MAX_DEPTH, limit: int = 20) -> dict:
     """Read the scope's graph in exactly one mode: `query` (the entities it names, each with its
@@ -209,7 +101,7 @@ def search(service: "MemoryService", scope: str, *, query: Optional[str] = None,
     scope = _scope(scope)
     max_depth, limit = _bounded("max_depth", max_depth, MAX_DEPTH), _bounded("limit", limit, MAX_LIMIT)
     mode = _mode(query, entity_id, source_id, target_id)
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         if mode == "query":
             text = _text(query)
             return {"mode": "query", "query": text, "entities": _by_query(conn, scope, text, limit)}
@@ -251,7 +143,7 @@ def _named(conn: Connection, scope: str, query: str) -> dict[str, int]:
     """Entity ids whose key is one of the query's word runs, with the run's length."""
     grams = _grams(query)
     found = {}
-    for chunk in _chunks(list(grams)):
+    for chunk in chunks(list(grams)):
         for row in conn.execute(select(Entity.id, Entity.key).where(Entity.scope == scope, Entity.key.in_(chunk))):
             found[row.id] = grams[row.key]
     return found
@@ -290,7 +182,7 @@ def _degrees(conn: Connection, scope: str, ids: list[str]) -> dict[str, int]:
                  .where(Relation.scope == scope, or_(Memory.expires_at.is_(None), Memory.expires_at > time.time())))
         if not loops:
             query = query.where(Relation.source_id != Relation.target_id)
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids):
             for entity_id, count in conn.execute(query.where(column.in_(chunk)).group_by(column)):
                 found[entity_id] = found.get(entity_id, 0) + count
     return found
@@ -354,7 +246,7 @@ class _Adjacency:
         missing = sorted(nodes - set(self.counts))
         self.counts.update((n, (0, 0)) for n in missing)
         for at, column in enumerate((Relation.source_id, Relation.target_id)):
-            for chunk in _chunks(missing):
+            for chunk in chunks(missing):
                 for node, count in self.conn.execute(select(column, func.count()).where(column.in_(chunk))
                                                      .group_by(column)):
                     self.counts[node] = (count, self.counts[node][1]) if at == 0 else (self.counts[node][0], count)
@@ -365,7 +257,7 @@ class _Adjacency:
         nodes = list(dict.fromkeys(nodes))
         missing = [n for n in nodes if n not in self.full]
         read = {n: [] for n in missing}
-        for chunk in _chunks(missing):
+        for chunk in chunks(missing):
             for r in self._rows(Relation.source_id.in_(chunk)):
                 read[r.source_id].append((r.id, r.target_id, True, bool(r.current)))
             for r in self._rows(Relation.target_id.in_(chunk)):
@@ -398,8 +290,8 @@ class _Adjacency:
             mine = mine.concat("")
         else:
             theirs = theirs.concat("")
-        for chunk in _chunks(ends):
-            for known in _chunks(sorted(others)):
+        for chunk in chunks(ends):
+            for known in chunks(sorted(others)):
                 yield from self._rows(mine.in_(chunk), theirs.in_(known))
 
     def links(self, x: str, y: str, room: int) -> list[_Link]:
@@ -530,7 +422,7 @@ def _two_hops(adj: _Adjacency, starts: set[str], ends: set[str]) -> Iterator[_Li
 def _details(conn: Connection, ids: set[int]) -> dict:
     """Predicate, provenance and whether the fact is current, by relation id."""
     found = {}
-    for chunk in _chunks(sorted(ids)):
+    for chunk in chunks(sorted(ids)):
         found.update((r.id, r) for r in conn.execute(
             select(Relation.id, Relation.predicate, Relation.memory_id, Memory.superseded_by.is_(None).label("current"))
             .join(Memory, Memory.id == Relation.memory_id).where(Relation.id.in_(chunk))))
@@ -584,18 +476,6 @@ def _bounded(name: str, value, top: int) -> int:
     return value
 
 
-def _scope(scope) -> str:
-    """The scope as stored (as MemoryService does it); InvalidInput unless a non-empty string."""
-    if not isinstance(scope, str) or not scope.strip():
-        raise InvalidInput(f"A scope must be a non-empty string, not {scope!r}.")
-    return clean_key(scope)
-
-
 def _escaped(word: str) -> str:
     """A word made literal inside a LIKE pattern (escape character: backslash)."""
     return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _chunks(items: list) -> Iterator[list]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start:start + _CHUNK]

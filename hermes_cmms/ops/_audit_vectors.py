@@ -126,7 +126,7 @@ def _queue_repairs(service, vectors, scope: Optional[str]) -> tuple[int, int]:
     now = time.time()
     rows = [{"memory_id": m, "scope": s, "op": op, "created_at": now} for m, s, op in sorted(work)]
     for start in range(0, len(rows), 500):
-        with service.store._write_lock, service.store.write() as conn:
+        with service.store.writing() as conn:
             conn.execute(insert(Outbox), rows[start:start + 500])
     upserts = sum(1 for row in rows if row["op"] == "upsert")
     return upserts, len(rows) - upserts

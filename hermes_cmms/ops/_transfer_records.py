@@ -14,7 +14,7 @@ from ..common.errors import InvalidInput
 from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 from ..redact import redact_key
 from ..common.nesting import MAX_DEPTH, text_depth
-from ..store.store import _fact_keys
+from ..store.store import fact_keys as _fact_keys
 from ..common.text import clean, clean_key, content_hash, map_strings
 
 FORMAT = "hermes-cmms-export"

@@ -337,7 +337,7 @@ def run(service: "MemoryService", audit_type: str = "all", scope: Optional[str] 
 def _delete_orphans(service, scope: Optional[str]) -> dict[str, int]:
     """Delete every orphan row (a dangling superseded_by is cleared instead), one transaction."""
     done = {}
-    with service.store._write_lock, service.store.write() as conn:
+    with service.store.writing() as conn:
         for check in ORPHANS:
             where = (*check.where, *(() if scope is None else (check.model.scope == scope,)))
             if check.model is Memory:

@@ -293,7 +293,7 @@ class _Writer:
             self.redacted += changed
         store, now = self.service.store, time.time()
         try:
-            with store._write_lock, store.write() as conn:
+            with store.writing() as conn:
                 for name, rows in groups.items():
                     if rows:
                         self._insert(conn, KINDS[name], rows, now)

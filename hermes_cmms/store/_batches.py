@@ -85,7 +85,7 @@ def in_batches(store, step: Callable[[Connection, int], int], batches: Optional[
     try:
         while True:
             size = batches.size
-            with store._write_lock, store.write() as conn:
+            with store.writing() as conn:
                 started = time.perf_counter()
                 rows = step(conn, size)
             batches.done(rows, time.perf_counter() - started)

@@ -53,7 +53,7 @@ class ForgetAll:
 
     def _mark_forgetting(self, scope: str, actor: str) -> None:
         now = time.time()
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             if not forgetting(conn, scope):
                 conn.execute(insert(Forgetting).values(scope=scope, actor=actor, started_at=now, updated_at=now))
 
@@ -94,7 +94,7 @@ class ForgetAll:
         events after `newest`), whatever a cascade left behind, the 'forget_all'
         event and the end of the mark. 0 when another process finished the same forget meanwhile."""
         now = time.time()
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             mark = conn.execute(select(Forgetting).where(Forgetting.scope == scope)).first()
             if mark is None:
                 return 0

@@ -26,7 +26,7 @@ _AGE_UPDATE = text(  # only if the row is as it was read (a repeat may have rein
 
 class LifecycleRows:
     """Store methods of the lifecycle jobs and the scheduler. Mixed into Store: they use its
-    read() and write() connections, its write lock, _add and _supersede."""
+    read() and write() connections, writing(), _add and supersede."""
 
     def expired(self, now: float) -> dict[str, list[str]]:
         """Ids of the working memories past their expiry time, by scope."""
@@ -103,13 +103,13 @@ class LifecycleRows:
         """Store one summary and mark its members superseded by it, in one transaction; None
         (nothing written) when a member has since been forgotten or superseded (for instance by
         another process's run)."""
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             found = _by_ids(conn, summary.scope, members)
             if len(found) != len(set(members)) or any(m.superseded_by for m in found.values()):
                 return None
             now = time.time()
             [summary_id] = self._add(conn, [summary], None, now)
-            _record(conn, self._supersede(conn, summary.scope, list(members), summary_id, now, conflict=False))
+            _record(conn, self.supersede(conn, summary.scope, list(members), summary_id, now, conflict=False))
             conn.execute(update(Memory).where(Memory.id.in_(list(members))).values(consolidated_at=now))
             return summary_id
 
@@ -120,7 +120,7 @@ class LifecycleRows:
     def lease(self, owner: str, seconds: float, now: float, name: str = "scheduler") -> bool:
         """Take or renew the named lease for `owner`; False while another owner holds it.
         A lease that has no row yet is created taken."""
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             done = conn.execute(update(Job).where(Job.name == name,
                                                   or_(Job.owner == owner, Job.lease_until < now))
                                 .values(owner=owner, lease_until=now + seconds))
@@ -136,7 +136,7 @@ class LifecycleRows:
             return True
 
     def release_lease(self, owner: str, name: str = "scheduler") -> None:
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             conn.execute(update(Job).where(Job.name == name, Job.owner == owner)
                          .values(owner="", lease_until=0.0))
 
@@ -145,7 +145,7 @@ class LifecycleRows:
             return {row.name: row.last_run_at for row in conn.execute(select(Job))}
 
     def job_ran(self, name: str, at: float) -> None:
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             done = conn.execute(update(Job).where(Job.name == name).values(last_run_at=at))
             if not done.rowcount:  # a job the migrations did not seed a row for
                 conn.execute(insert(Job).values(name=name, last_run_at=at))

@@ -14,8 +14,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from . import _migrations, _postgres, _sqlite
-from ..knowledge import graph
+from . import _migrations, _postgres, _sqlite, graph_rows
 from ..common import lifecycle_rules as lifecycle
 from ._batches import WriteHolds, in_batches, slices
 from ._forget import ForgetAll, forgetting
@@ -99,6 +98,11 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
     return query
 
 
+# the row helpers a feature writing inside Store.writing() uses, and the fact keys (the store's own
+# code keeps the private names)
+event, record, filtered, fact_keys = _event, _record, _filtered, _fact_keys
+
+
 class Store(LifecycleRows, ForgetAll):
     """Row-level access to the memories, sessions and outbox tables."""
 
@@ -128,6 +132,13 @@ class Store(LifecycleRows, ForgetAll):
                 finally:
                     if began is not None:
                         self.holds.observe(time.perf_counter() - began)
+
+    @contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """A write transaction under this process's writer lock (taken first, then the
+        database's): how every write is made, by the store and by features writing beside it."""
+        with self._write_lock, self.write() as conn:
+            yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -195,7 +206,7 @@ class Store(LifecycleRows, ForgetAll):
         are stamped with that turn number.
         """
         now = time.time()
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             return self._add(conn, items, turn_of, now)
 
     def _add(self, conn: Connection, items: Sequence[NewMemory], turn_of: Optional[tuple[str, str]],
@@ -219,7 +230,7 @@ class Store(LifecycleRows, ForgetAll):
                 item.id, item.reinforced = same.id, True
                 self._link(conn, item)
                 if item.belief is not None and item.supersedes:  # a belief restated in place of another
-                    events += self._supersede(conn, row["scope"], [i for i in item.supersedes if i != same.id],
+                    events += self.supersede(conn, row["scope"], [i for i in item.supersedes if i != same.id],
                                               same.id, now, conflict=True)
                 continue
             if item.fact:
@@ -235,7 +246,7 @@ class Store(LifecycleRows, ForgetAll):
                      for item, row in fresh if item.fact]
             if facts:
                 conn.execute(insert(Fact), facts)
-                graph.add_facts(conn, facts, now)
+                graph_rows.add_facts(conn, facts, now)
             beliefs = [{**item.belief, "memory_id": row["id"], "scope": item.scope}
                        for item, row in fresh if item.belief]
             if beliefs:
@@ -247,10 +258,10 @@ class Store(LifecycleRows, ForgetAll):
                 for _, r in fresh])
             for item, row in fresh:
                 if item.supersedes:
-                    events += self._supersede(conn, row["scope"], list(item.supersedes), row["id"],
+                    events += self.supersede(conn, row["scope"], list(item.supersedes), row["id"],
                                               now, conflict=row["tier"] != "episodic")
                 if row["id"] in renewed:
-                    events += self._supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
+                    events += self.supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
                                               conflict=False, reason="renewed")
         evidence = [{"scope": item.scope, "at": now, **e, "belief_id": item.id}
                     for item in items for e in item.evidence]
@@ -324,8 +335,8 @@ class Store(LifecycleRows, ForgetAll):
             events.append(_move(now, memory, state, "corroborated"))
         return events
 
-    def _supersede(self, conn: Connection, scope: str, old_ids: list[str], new_id: str, now: float,
-                   conflict: bool, reason: str = "") -> list[dict]:
+    def supersede(self, conn: Connection, scope: str, old_ids: list[str], new_id: str, now: float,
+                  conflict: bool, reason: str = "") -> list[dict]:
         """Mark the scope's memories `old_ids` superseded by `new_id` (kept, never deleted);
         a conflict halves their confidence."""
         olds = [m for m in _by_ids(conn, scope, old_ids).values() if m.superseded_by is None]
@@ -494,7 +505,7 @@ class Store(LifecycleRows, ForgetAll):
     def record(self, action: str, actor: str, scope: Optional[str], memory_id: Optional[str] = None,
                **detail) -> None:
         """Write one audit event on its own (tool calls, jobs)."""
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             _record(conn, [_event(time.time(), action, actor, scope, memory_id, **detail)])
 
     def audit_events(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
@@ -538,7 +549,7 @@ class Store(LifecycleRows, ForgetAll):
         more, first = True, True
         while more:
             started = time.perf_counter()
-            with self._write_lock, self.write() as conn:
+            with self.writing() as conn:
                 more, first = self.keyword.purge(conn, first), False
             if more:
                 time.sleep(time.perf_counter() - started)
@@ -554,7 +565,7 @@ class Store(LifecycleRows, ForgetAll):
 
     def blank_snapshots(self, before: float) -> int:
         """Drop the content of audit snapshots taken before `before`; return how many."""
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             blanked = conn.execute(update(AuditEvent).where(AuditEvent.snapshot.is_not(None), AuditEvent.at < before)
                                    .values(snapshot=None)).rowcount
         if blanked:  # the last copy of forgotten text: out of the files too
@@ -568,7 +579,7 @@ class Store(LifecycleRows, ForgetAll):
         claimed: the session is marked read up to its last turn in the same transaction, so
         a concurrent flush (or a later one) gets none of them."""
         key = {"scope": scope, "session_id": session_id}
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             row = conn.execute(select(ConversationSession.extracted_turn, ConversationSession.last_turn)
                                .filter_by(**key)).first()
             if row is None or row.last_turn <= row.extracted_turn:
@@ -585,7 +596,7 @@ class Store(LifecycleRows, ForgetAll):
 
     def mark_flushed(self, scope: str, session_id: str) -> bool:
         """Record that a session was flushed; False when it was already flushed or unknown."""
-        with self._write_lock, self.write() as conn:
+        with self.writing() as conn:
             done = conn.execute(update(ConversationSession)
                                 .where(ConversationSession.scope == scope,
                                        ConversationSession.session_id == session_id,
@@ -616,7 +627,7 @@ class Store(LifecycleRows, ForgetAll):
     def done(self, outbox_ids: Sequence[int]) -> None:
         """Forget finished outbox rows and bump the index generation other processes watch."""
         if outbox_ids:
-            with self._write_lock, self.write() as conn:
+            with self.writing() as conn:
                 conn.execute(delete(Outbox).where(Outbox.id.in_(list(outbox_ids))))
                 conn.execute(update(IndexState).where(IndexState.name == "vectors")
                              .values(generation=IndexState.generation + 1))
@@ -628,7 +639,7 @@ class Store(LifecycleRows, ForgetAll):
 
     def failed(self, outbox_ids: Sequence[int], error: str) -> None:
         if outbox_ids:
-            with self._write_lock, self.write() as conn:
+            with self.writing() as conn:
                 conn.execute(update(Outbox).where(Outbox.id.in_(list(outbox_ids)))
                              .values(attempts=Outbox.attempts + 1, last_error=error[:500]))
 
