@@ -219,7 +219,7 @@ def test_dated_run_without_time_machine_is_one_sentence(tmp_path):
     done = subprocess.run([CLI, "bench", "locomo", str(DATA / "locomo_tiny.json")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert (done.returncode, done.stderr.strip()) == (
-        2, "error: A dated run moves the clock with time-machine, which cannot be imported "
+        1, "error: A dated run moves the clock with time-machine, which cannot be imported "
            "(time_machine is blocked here); reinstall hermes-cmms or pass --undated.")
     out = tmp_path / "undated.json"
     undated = subprocess.run([CLI, "bench", "locomo", str(DATA / "locomo_tiny.json"), "--undated",
@@ -237,7 +237,7 @@ def test_locomo_prints_a_table_and_picks_conversations(tmp_path):
                      "ingest_s", "p50_ms", "p95_ms"]
     assert cats == ["category", "questions", "evidence", "ev_key", "ev_words", "ev_recall", "all_key"]
     unknown = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--convs", "conv-99")
-    assert unknown.returncode == 2
+    assert unknown.returncode == 1
     assert unknown.stderr.strip() == "error: No conversation 'conv-99' in the file; it has tiny-1."
 
 
@@ -254,14 +254,14 @@ def header_of(table: str) -> list[str]:
     ("locomo", '[{"sample_id": "s"}]', "'{path}' is not a LoCoMo file: sample 0 lacks sample_id"),
     ("locomo", "LONGMEMEVAL", "'{path}' is not a LoCoMo file: sample 0 lacks sample_id"),
 ])
-def test_bad_file_is_one_sentence_and_exit_2(tmp_path, suite, content, message):
+def test_bad_file_is_one_sentence_and_exit_1(tmp_path, suite, content, message):
     path = tmp_path / "data.json"
     if content == "LONGMEMEVAL":
         content = (DATA / "longmemeval_tiny.json").read_text(encoding="utf-8")
     if content is not None:
         path.write_text(content, encoding="utf-8")
     done = bench(tmp_path, suite, str(path))
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr.startswith("error: " + message.format(path=path))
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
@@ -273,4 +273,4 @@ def test_bad_file_is_one_sentence_and_exit_2(tmp_path, suite, content, message):
 ])
 def test_bad_options_are_one_sentence(tmp_path, args, message):
     done = bench(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"), *args)
-    assert (done.returncode, done.stderr.strip()) == (2, message)
+    assert (done.returncode, done.stderr.strip()) == (1, message)

@@ -49,13 +49,13 @@ def test_status_and_search_read_the_store(home):
 ])
 def test_bad_input_is_one_clean_sentence(home, args, message):
     result = run(home, *args)
-    assert result.returncode == 2
+    assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
 def test_bad_setting_is_reported_not_raised(home):
     result = run(home, "status", CMMS_RECALL_TOKENS="lots")
-    assert result.returncode == 2
+    assert result.returncode == 1
     assert result.stderr.strip() == "error: Setting recall_tokens must be a whole number, not 'lots'."
 
 
@@ -72,7 +72,7 @@ def test_a_deeply_nested_import_line_is_one_sentence_naming_the_line(home, tmp_p
         lines = tmp_path / f"deep-{depth}.jsonl"
         lines.write_text(json.dumps(header) + "\n" + '{"type": "memory", "tags": ' + "[" * depth + "]" * depth + "}\n")
         result = run(home, "import", str(lines))
-        assert result.returncode == 2
+        assert result.returncode == 1
         assert result.stderr == ("error: Line 2: it nests lists or objects deeper than 64 levels; "
                                  "nothing was imported.\n")
 
@@ -99,7 +99,7 @@ def test_the_cli_exits_with_its_code_while_an_engine_thread_is_inside_native_cod
     import os
 
     env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
-    for args, code, stderr in ((["search", ""], 2, "error: Argument 'query' must hold 1 to 10,000 characters.\n"),
+    for args, code, stderr in ((["search", ""], 1, "error: Argument 'query' must hold 1 to 10,000 characters.\n"),
                                (["plugins"], 0, "")):
         done = subprocess.run([sys.executable, "-c", ENGINE_THREAD_IN_NATIVE_CODE, *args], env=env,
                               capture_output=True, text=True, timeout=120)

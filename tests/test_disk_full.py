@@ -74,7 +74,7 @@ def test_mcp_tool_says_the_disk_is_full(full_disk):
 
 
 def test_cli_says_the_disk_is_full(full_disk, capsys):
-    assert main(["learn", BIG, "--hermes-home", str(full_disk)]) == 2
+    assert main(["learn", BIG, "--hermes-home", str(full_disk)]) == 1
     error = capsys.readouterr().err
     assert error.startswith(f"error: {FULL}") and error.count("\n") == 1, error
     assert scalar(full_disk, "SELECT COUNT(*) FROM memories") == 1

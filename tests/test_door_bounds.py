@@ -47,7 +47,7 @@ def test_a_port_in_use_is_one_sentence(tmp_path):
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
         done = _cli(tmp_path, "mcp", "--transport", "http", "--port", str(port))
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr.decode().strip() == f"error: Cannot serve MCP over HTTP on 127.0.0.1:{port}: Address already in use."
 
 

@@ -130,16 +130,16 @@ def test_cli_knowledge_commands(home):
     assert audit.returncode == 0, audit.stdout
     _sql_write(home, "DELETE FROM relations")
     drift = _cli(home, "audit", "graph_drift")
-    assert drift.returncode == 1 and "FAIL graph_drift" in drift.stdout
+    assert drift.returncode == 3 and "FAIL graph_drift" in drift.stdout
     fixed = _cli(home, "reindex")
     assert fixed.returncode == 0, fixed.stderr
     assert _cli(home, "audit", "graph_drift").returncode == 0
     metrics = _cli(home, "metrics")
     assert metrics.returncode == 0 and "cmms_memories" in metrics.stdout
     bad = _cli(home, "learn")
-    assert bad.returncode == 2 and bad.stderr.startswith("error: Give the text")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: Give the text")
     bad = _cli(home, "beliefs", "reflect", "dreams")
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
 
 
 def _sql_write(home, query):

@@ -368,13 +368,13 @@ def test_cli_export_and_import(keyword_service, home, tmp_path):
         bad = tmp_path / "bad.jsonl"
         bad.write_bytes(b"\n".join(out.stdout.splitlines()[:2] + [b"{oops"]) + b"\n")
         failed = cli(fresh, "import", str(bad), env=env)
-        assert failed.returncode == 2 and failed.stdout == b""
+        assert failed.returncode == 1 and failed.stdout == b""
         assert failed.stderr.decode().startswith("error: Line 3: not valid JSON")
         assert failed.stderr.decode().count("\n") == 1
         missing = cli(fresh, "import", str(tmp_path / "nope.jsonl"), env=env)
-        assert missing.returncode == 2 and b"Cannot read" in missing.stderr
+        assert missing.returncode == 1 and b"Cannot read" in missing.stderr
         other = cli(fresh, "import", "-", "--scope", "user:telegram:9", stdin=out.stdout, env=env)
-        assert other.returncode == 2 and b"already belongs to scope 'local:default'" in other.stderr
+        assert other.returncode == 1 and b"already belongs to scope 'local:default'" in other.stderr
 
 
 def test_progress_bar_only_on_a_terminal(keyword_service, home, tmp_path):

@@ -10,6 +10,7 @@ from ..common.errors import InvalidInput
 from ._engine import _service
 
 SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
+FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/main.py)
 
 
 def _run(args, work: Callable) -> object:
@@ -103,7 +104,7 @@ def cmd_audit(args) -> int:
             print(f"{'ok  ' if not count else 'FAIL'} {check}: {count}")
             for finding in result["findings"].get(check, [])[:10]:
                 print(f"       {json.dumps(finding, ensure_ascii=False, default=str)[:200]}")
-    return 0 if result["ok"] else 1
+    return 0 if result["ok"] else FOUND_EXIT
 
 
 def cmd_reindex(args) -> int:
@@ -135,7 +136,7 @@ def register(add: Callable) -> None:
     p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
     p.add_argument("--limit", type=int, default=5)
     p = add("audit", cmd_audit, "Check the stored data: orphans, receipts, lifecycle, confidence, drift. "
-                                "Exits 1 when something is found.")
+                                "Exits 3 when something is found.")
     p.add_argument("type", nargs="?", default="all",
                    help="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift")
     p.add_argument("--scope", help="Only this scope (default: every scope).")

@@ -287,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
+# Exit codes (README, "Command line"): 0 done; 1 an error, said in one sentence (a bug: its
+# traceback), or a failed `doctor` check; 2 a usage error, from argparse; 3 `audit` found
+# something; 130 interrupted.
+ERROR_EXIT = 1
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -295,12 +299,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         code = args.func(args)
     except CmmsError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        code = 2
+        code = ERROR_EXIT
     except KeyboardInterrupt:
         code = 130
     except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
         traceback.print_exc()
-        code = 1
+        code = ERROR_EXIT
     if argv is None and not settled():  # this process is the command
         exit_now(code)
     return code
