@@ -56,7 +56,7 @@ def _ids(answer: dict) -> list[str]:
 
 
 def _set(svc, text: str, scope: str = SCOPE, **kwargs) -> str:
-    return set_belief(svc, scope, text, **kwargs)["id"]
+    return set_belief(svc.engine, scope, text, **kwargs)["id"]
 
 
 def _dump(svc) -> str:
@@ -70,7 +70,7 @@ def _dump(svc) -> str:
 def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(keyword_service):
     svc = keyword_service
     note = svc.remember(SCOPE, "Alice ordered green tea at lunch")
-    answer = set_belief(svc, SCOPE, "Alice likes tea", confidence=0.9, evidence="She said so",
+    answer = set_belief(svc.engine, SCOPE, "Alice likes tea", confidence=0.9, evidence="She said so",
                         evidence_ids=[note], source="mcp:set_belief", tags=["people"])
     assert answer["action"] == "created" and answer["superseded"] == []
     row = _memory(svc, answer["id"])
@@ -88,15 +88,16 @@ def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(key
 
 def test_the_same_proposition_reworded_reinforces_the_belief(keyword_service):
     svc = keyword_service
-    first = set_belief(svc, SCOPE, "Alice likes tea", confidence=0.9, source="mcp:a")
-    again = set_belief(svc, SCOPE, "I think Alice probably likes the tea.", source="hermes:chat", evidence="Again")
+    first = set_belief(svc.engine, SCOPE, "Alice likes tea", confidence=0.9, source="mcp:a")
+    again = set_belief(svc.engine, SCOPE, "I think Alice probably likes the tea.", source="hermes:chat",
+                       evidence="Again")
     assert (again["action"], again["id"]) == ("reinforced", first["id"])
     assert _sql(svc, "SELECT count(*) FROM memories WHERE kind = 'belief'") == [(1,)]
     row = _memory(svc, first["id"])
     assert row["access_count"] == 1 and row["confidence"] == pytest.approx(0.93)  # 1 - 0.1 * 0.7
     assert [r["source"] for r in json.loads(row["receipts"])] == ["hermes:chat"]
     assert _evidence(svc, first["id"]) == [(None, "hermes:chat", 1, "Again", SCOPE)]
-    set_belief(svc, SCOPE, "alice LIKES tea")  # a bare restatement is evidence too
+    set_belief(svc.engine, SCOPE, "alice LIKES tea")  # a bare restatement is evidence too
     assert _evidence(svc, first["id"])[-1] == (None, "", 1, "restated", SCOPE)
     assert _memory(svc, first["id"])["access_count"] == 2
 
@@ -104,26 +105,26 @@ def test_the_same_proposition_reworded_reinforces_the_belief(keyword_service):
 def test_supersedes_marks_the_old_belief_and_halves_its_confidence(keyword_service):
     svc = keyword_service
     old = _set(svc, "Deploys are weekly", confidence=0.6, evidence="Release calendar")
-    answer = set_belief(svc, SCOPE, "Deploys are daily", confidence=0.9, supersedes=old)
+    answer = set_belief(svc.engine, SCOPE, "Deploys are daily", confidence=0.9, supersedes=old)
     assert answer["action"] == "superseded" and answer["superseded"] == [old]
     assert (_memory(svc, old)["superseded_by"], _memory(svc, old)["confidence"]) == (answer["id"], 0.3)
     assert _memory(svc, answer["id"])["superseded_by"] is None
     [event] = _events(svc, "supersede")
     assert (event["memory_id"], event["detail"]["superseded_by"]) == (old, answer["id"])
-    assert get_belief(svc, SCOPE, belief_id=old)["beliefs"][0]["state"] == "superseded"
-    again = set_belief(svc, SCOPE, "Deploys are daily")  # reinforced: the old one's evidence stays there
+    assert get_belief(svc.engine, SCOPE, belief_id=old)["beliefs"][0]["state"] == "superseded"
+    again = set_belief(svc.engine, SCOPE, "Deploys are daily")  # reinforced: the old one's evidence stays there
     assert (again["action"], again["superseded"]) == ("reinforced", [])
     assert _evidence(svc, answer["id"]) == [(None, "", 1, "restated", SCOPE)]
     with pytest.raises(InvalidInput, match="already superseded"):
-        set_belief(svc, SCOPE, "Deploys are hourly", supersedes=old)
+        set_belief(svc.engine, SCOPE, "Deploys are hourly", supersedes=old)
     with pytest.raises(InvalidInput, match="restates"):
-        set_belief(svc, SCOPE, "The deploys are daily", supersedes=answer["id"])
+        set_belief(svc.engine, SCOPE, "The deploys are daily", supersedes=answer["id"])
 
 
 def test_superseding_with_a_proposition_already_held_reinforces_that_one(keyword_service):
     svc = keyword_service
     held, old = _set(svc, "Deploys are daily"), _set(svc, "Deploys are weekly")
-    answer = set_belief(svc, SCOPE, "The deploys are daily", supersedes=old)
+    answer = set_belief(svc.engine, SCOPE, "The deploys are daily", supersedes=old)
     assert (answer["id"], answer["action"], answer["superseded"]) == (held, "superseded", [old])
     assert _memory(svc, old)["superseded_by"] == held and _memory(svc, held)["access_count"] == 1
 
@@ -131,12 +132,12 @@ def test_superseding_with_a_proposition_already_held_reinforces_that_one(keyword
 def test_the_negation_is_a_separate_belief_that_contests_it(keyword_service):
     svc = keyword_service
     likes = _set(svc, "Alice likes tea")
-    answer = set_belief(svc, SCOPE, "Alice doesn't like tea")
+    answer = set_belief(svc.engine, SCOPE, "Alice doesn't like tea")
     assert answer["action"] == "created" and answer["id"] != likes
     assert _belief_row(svc, answer["id"]) == (SCOPE, "alice likes tea", "alice", -1)
     assert answer["belief"]["contested_by"] == [likes]
     assert _memory(svc, likes)["superseded_by"] is None and _memory(svc, answer["id"])["superseded_by"] is None
-    assert get_belief(svc, SCOPE, belief_id=likes)["beliefs"][0]["contested_by"] == [answer["id"]]
+    assert get_belief(svc.engine, SCOPE, belief_id=likes)["beliefs"][0]["contested_by"] == [answer["id"]]
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -172,14 +173,14 @@ def test_a_given_polarity_asserts_or_denies_the_text_as_written(keyword_service)
 
 def test_denying_a_held_text_is_a_new_contradicting_belief_not_a_reinforcement(keyword_service):
     svc = keyword_service
-    held = set_belief(svc, SCOPE, "the staging API is stable")
-    denied = set_belief(svc, SCOPE, "the staging API is stable", polarity=-1)
+    held = set_belief(svc.engine, SCOPE, "the staging API is stable")
+    denied = set_belief(svc.engine, SCOPE, "the staging API is stable", polarity=-1)
     assert denied["action"] == "created" and denied["id"] != held["id"]
     assert _memory(svc, denied["id"])["content"] == "the staging API is not stable"
     assert _belief_row(svc, denied["id"])[1:] == ("staging api is stable", "staging api", -1)
     assert _memory(svc, held["id"])["access_count"] == 0 and denied["belief"]["contested_by"] == [held["id"]]
-    assert _ids(get_belief(svc, SCOPE, state="contested")) == [denied["id"], held["id"]]
-    again = set_belief(svc, SCOPE, "The staging API isn't stable")  # reinforced by proposition, not text
+    assert _ids(get_belief(svc.engine, SCOPE, state="contested")) == [denied["id"], held["id"]]
+    again = set_belief(svc.engine, SCOPE, "The staging API isn't stable")  # reinforced by proposition, not text
     assert (again["action"], again["id"]) == ("reinforced", denied["id"])
 
 
@@ -193,20 +194,21 @@ def test_learning_a_denial_contests_the_learned_belief(keyword_service):
     assert read_proposition(_memory(svc, denied["id"])["content"]) == ("staging api is stable", "staging api", -1)
     assert read_proposition(_memory(svc, held["id"])["content"])[2] == 1
     assert _memory(svc, held["id"])["access_count"] == 0
-    assert set(_ids(get_belief(svc, SCOPE, state="contested"))) == {held["id"], denied["id"]}
+    assert set(_ids(get_belief(svc.engine, SCOPE, state="contested"))) == {held["id"], denied["id"]}
 
 
 def test_secrets_never_reach_belief_rows_evidence_the_audit_log_or_errors(keyword_service):
     svc = keyword_service
-    answer = set_belief(svc, SCOPE, SECRET_TEXT, evidence=f"seen with {SECRETS[1]}", source=f"cli {SECRETS[1]}")
+    answer = set_belief(svc.engine, SCOPE, SECRET_TEXT, evidence=f"seen with {SECRETS[1]}",
+                        source=f"cli {SECRETS[1]}")
     assert "redacted" in _belief_row(svc, answer["id"])[1] and _evidence(svc, answer["id"])
     other = _set(svc, "the deploy password is not set")
-    resolve_conflict(svc, SCOPE, answer["id"], other, "merge", merged_text=f"the password is {SECRETS[0]}")
+    resolve_conflict(svc.engine, SCOPE, answer["id"], other, "merge", merged_text=f"the password is {SECRETS[0]}")
     bad_calls = [((SECRET_TEXT,), {"supersedes": answer["id"]}), (({"password": SECRETS[0]},), {}),
                  ((SECRET_TEXT * 30,), {}), ((SECRET_TEXT,), {"polarity": 0})]
     for args, kwargs in bad_calls:
         with pytest.raises(InvalidInput) as error:
-            set_belief(svc, SCOPE, *args, **kwargs)
+            set_belief(svc.engine, SCOPE, *args, **kwargs)
         assert not any(secret in str(error.value) for secret in SECRETS), error.value
         svc.record_call("test", "set_belief", SCOPE, False, str(error.value))  # what a door writes
     dump = _dump(svc)
@@ -218,7 +220,7 @@ def test_a_stale_belief_restated_is_renewed_with_its_evidence(keyword_service):
     old = _set(svc, "Postgres is old", confidence=0.8, evidence="Released 1996")
     svc.decay(now=time.time() + 400 * DAY)
     assert _memory(svc, old)["state"] == "stale"
-    answer = set_belief(svc, SCOPE, "Postgres is old", evidence="Still true")
+    answer = set_belief(svc.engine, SCOPE, "Postgres is old", evidence="Still true")
     assert answer["action"] == "reinforced" and answer["superseded"] == [old] and answer["id"] != old
     assert _memory(svc, old)["superseded_by"] == answer["id"] and _memory(svc, answer["id"])["state"] == "active"
     assert [e[3] for e in _evidence(svc, answer["id"])] == ["Released 1996", "Still true"]
@@ -228,7 +230,7 @@ def test_evidence_against_an_existing_belief_challenges_it_without_reinforcing(k
     svc = keyword_service
     note = svc.remember(SCOPE, "Alice ordered coffee twice")
     held = _set(svc, "Alice likes tea", confidence=0.9)
-    answer = set_belief(svc, SCOPE, "Alice likes tea", stance=-1, evidence_ids=[note], source="cli")
+    answer = set_belief(svc.engine, SCOPE, "Alice likes tea", stance=-1, evidence_ids=[note], source="cli")
     assert (answer["id"], answer["action"]) == (held, "challenged")
     assert _memory(svc, held)["access_count"] == 0 and _memory(svc, held)["confidence"] == 0.9
     assert _evidence(svc, held) == [(note, "cli", -1, "challenged", SCOPE)]
@@ -255,23 +257,23 @@ def test_get_belief_filters_by_text_state_confidence_tags_source_and_id(keyword_
     unsure = _set(svc, "Bob might be on call", confidence=0.3, source="mcp:y")
     weekly = _set(svc, "Deploys are weekly", confidence=0.7)
     daily = _set(svc, "Deploys are daily", confidence=0.7, supersedes=weekly)
-    assert _ids(get_belief(svc, SCOPE)) == [daily, weekly, unsure, no_tea, tea]  # newest first
-    found = get_belief(svc, SCOPE, text="green tea")
+    assert _ids(get_belief(svc.engine, SCOPE)) == [daily, weekly, unsure, no_tea, tea]  # newest first
+    found = get_belief(svc.engine, SCOPE, text="green tea")
     assert set(_ids(found)) == {tea, no_tea} and found["total"] == 2
-    assert _ids(get_belief(svc, SCOPE, state="candidate")) == [unsure]
-    assert _ids(get_belief(svc, SCOPE, state="active")) == [daily, no_tea, tea]
-    assert _ids(get_belief(svc, SCOPE, state="superseded")) == [weekly]
-    assert _ids(get_belief(svc, SCOPE, state="contested")) == [no_tea, tea]
-    assert _ids(get_belief(svc, SCOPE, min_confidence=0.7)) == [daily, tea]  # weekly was halved to 0.35
-    assert _ids(get_belief(svc, SCOPE, tags=["people", "drinks"])) == [tea]
-    assert _ids(get_belief(svc, SCOPE, source="mcp:")) == [unsure, tea]
-    assert _ids(get_belief(svc, SCOPE, belief_id=tea)) == [tea]
-    assert _ids(get_belief(svc, SCOPE, belief_id=tea, state="candidate")) == []
-    assert _ids(get_belief(svc, SCOPE, text="green tea", state="contested", tags=["drinks"])) == [tea]
-    page = get_belief(svc, SCOPE, limit=2, offset=1)
+    assert _ids(get_belief(svc.engine, SCOPE, state="candidate")) == [unsure]
+    assert _ids(get_belief(svc.engine, SCOPE, state="active")) == [daily, no_tea, tea]
+    assert _ids(get_belief(svc.engine, SCOPE, state="superseded")) == [weekly]
+    assert _ids(get_belief(svc.engine, SCOPE, state="contested")) == [no_tea, tea]
+    assert _ids(get_belief(svc.engine, SCOPE, min_confidence=0.7)) == [daily, tea]  # weekly was halved to 0.35
+    assert _ids(get_belief(svc.engine, SCOPE, tags=["people", "drinks"])) == [tea]
+    assert _ids(get_belief(svc.engine, SCOPE, source="mcp:")) == [unsure, tea]
+    assert _ids(get_belief(svc.engine, SCOPE, belief_id=tea)) == [tea]
+    assert _ids(get_belief(svc.engine, SCOPE, belief_id=tea, state="candidate")) == []
+    assert _ids(get_belief(svc.engine, SCOPE, text="green tea", state="contested", tags=["drinks"])) == [tea]
+    page = get_belief(svc.engine, SCOPE, limit=2, offset=1)
     assert (_ids(page), page["total"]) == ([weekly, unsure], 5)
     with pytest.raises(UnknownMemory, match="Unknown belief id 'nope'"):
-        get_belief(svc, SCOPE, belief_id="nope")
+        get_belief(svc.engine, SCOPE, belief_id="nope")
 
 
 def test_get_belief_state_filters_stale_and_archived(keyword_service):
@@ -279,10 +281,10 @@ def test_get_belief_state_filters_stale_and_archived(keyword_service):
     old = _set(svc, "Postgres is old")
     svc.decay(now=time.time() + 400 * DAY)
     a, b = _set(svc, "Carol works at Acme"), _set(svc, "Carol no longer works at Acme")
-    resolve_conflict(svc, SCOPE, a, b, "discard_both")
-    assert _ids(get_belief(svc, SCOPE, state="stale")) == [old]
-    assert _ids(get_belief(svc, SCOPE, state="archived")) == [b, a]
-    assert _ids(get_belief(svc, SCOPE, state="contested")) == []  # discarded: no longer contested
+    resolve_conflict(svc.engine, SCOPE, a, b, "discard_both")
+    assert _ids(get_belief(svc.engine, SCOPE, state="stale")) == [old]
+    assert _ids(get_belief(svc.engine, SCOPE, state="archived")) == [b, a]
+    assert _ids(get_belief(svc.engine, SCOPE, state="contested")) == []  # discarded: no longer contested
 
 
 # -- resolve_conflict ------------------------------------------------------------------------------
@@ -299,14 +301,14 @@ def test_keep_supersedes_the_other_belief_and_is_audited(keyword_service, strate
     a, b = _pair(svc)
     kept, lost = (a, b) if strategy == "keep_a" else (b, a)
     before = _memory(svc, lost)["confidence"]
-    answer = resolve_conflict(svc, SCOPE, a, b, strategy, actor="mcp:resolve")
+    answer = resolve_conflict(svc.engine, SCOPE, a, b, strategy, actor="mcp:resolve")
     assert (answer["winner"], answer["kept"], answer["superseded"], answer["rule"]) == (kept, [kept], [lost], None)
     assert _memory(svc, lost)["superseded_by"] == kept and _memory(svc, kept)["superseded_by"] is None
     assert _memory(svc, lost)["confidence"] == round(before / 2, 4)
     [event] = _events(svc, "resolve_conflict")
     assert (event["actor"], event["scope"], event["memory_id"]) == ("mcp:resolve", SCOPE, kept)
     assert (event["detail"]["strategy"], event["detail"]["superseded"]) == (strategy, [lost])
-    assert get_belief(svc, SCOPE, state="contested")["total"] == 0
+    assert get_belief(svc.engine, SCOPE, state="contested")["total"] == 0
 
 
 def test_merge_carries_both_evidence_into_a_new_belief_that_supersedes_both(keyword_service):
@@ -314,7 +316,7 @@ def test_merge_carries_both_evidence_into_a_new_belief_that_supersedes_both(keyw
     note = svc.remember(SCOPE, "Alice ordered green tea")
     a, b = _pair(svc, a={"evidence_ids": [note], "source": "mcp:a", "tags": ["x"]},
                  b={"evidence": "Refused tea once", "source": "cli", "tags": ["y"]})
-    answer = resolve_conflict(svc, SCOPE, a, b, "merge", merged_text="Alice likes tea, but only sometimes",
+    answer = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes tea, but only sometimes",
                               actor="cli:resolve")
     merged = answer["merged"]
     assert answer["superseded"] == [a, b] and answer["kept"] == [merged]
@@ -334,7 +336,7 @@ def test_merge_is_learned_from_what_both_were_learned_from(keyword_service):
     svc = keyword_service
     n1, n2 = svc.remember(SCOPE, "Alice ordered green tea"), svc.remember(SCOPE, "Alice refused the tea")
     a, b = _pair(svc, a={"learned_from": [n1]}, b={"learned_from": [n2]})
-    merged = resolve_conflict(svc, SCOPE, a, b, "merge", merged_text="Alice likes tea sometimes")["merged"]
+    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes tea sometimes")["merged"]
     assert sorted(_sql(svc, "SELECT source_id FROM links WHERE memory_id = ?", merged)) == sorted([(n1,), (n2,)])
     svc.forget(SCOPE, n1)
     assert _sql(svc, "SELECT source_id FROM links WHERE memory_id = ?", merged) == [(n2,)]
@@ -343,7 +345,7 @@ def test_merge_is_learned_from_what_both_were_learned_from(keyword_service):
 def test_merge_keeps_the_first_32_tags(keyword_service):
     svc = keyword_service
     a, b = _pair(svc, a={"tags": [f"a{i}" for i in range(20)]}, b={"tags": [f"b{i}" for i in range(20)]})
-    merged = resolve_conflict(svc, SCOPE, a, b, "merge")["merged"]
+    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge")["merged"]
     assert json.loads(_memory(svc, merged)["tags"]) == [f"a{i}" for i in range(20)] + [f"b{i}" for i in range(12)]
 
 
@@ -367,7 +369,7 @@ def test_a_belief_its_row_and_its_evidence_are_written_in_one_transaction(keywor
 def test_merge_by_default_restates_a_without_folding_into_it(keyword_service):
     svc = keyword_service
     a, b = _pair(svc)
-    answer = resolve_conflict(svc, SCOPE, a, b, "merge")
+    answer = resolve_conflict(svc.engine, SCOPE, a, b, "merge")
     assert answer["merged"] not in (a, b)
     assert _memory(svc, answer["merged"])["content"] == "Alice likes tea"
     assert _belief_row(svc, answer["merged"])[1:] == ("alice likes tea", "alice", 1)
@@ -376,7 +378,7 @@ def test_merge_by_default_restates_a_without_folding_into_it(keyword_service):
 def test_discard_both_archives_them_and_keeps_the_rows(keyword_service):
     svc = keyword_service
     a, b = _pair(svc)
-    answer = resolve_conflict(svc, SCOPE, a, b, "discard_both")
+    answer = resolve_conflict(svc.engine, SCOPE, a, b, "discard_both")
     assert answer["archived"] == [a, b] and answer["winner"] is None
     assert [_memory(svc, i)["state"] for i in (a, b)] == ["archived", "archived"]
     assert _sql(svc, "SELECT count(*) FROM beliefs") == [(2,)]
@@ -384,7 +386,7 @@ def test_discard_both_archives_them_and_keeps_the_rows(keyword_service):
     assert moves == [(a, "archived"), (b, "archived")]
     assert _events(svc, "resolve_conflict")[0]["detail"]["archived"] == [a, b]
     with pytest.raises(InvalidInput, match="is archived"):
-        resolve_conflict(svc, SCOPE, a, b, "keep_a")
+        resolve_conflict(svc.engine, SCOPE, a, b, "keep_a")
 
 
 @pytest.mark.parametrize("conf_a,conf_b,evidence_b,rule,winner", [
@@ -397,7 +399,7 @@ def test_auto_applies_confidence_then_evidence_then_recency(keyword_service, con
     svc = keyword_service
     a, b = _pair(svc, conf_a, conf_b, b={"evidence": "Seen"} if evidence_b else {})
     expected = {"a": a, "b": b}[winner]
-    answer = resolve_conflict(svc, SCOPE, a, b, "auto")
+    answer = resolve_conflict(svc.engine, SCOPE, a, b, "auto")
     assert (answer["rule"], answer["winner"]) == (rule, expected)
     loser = b if expected == a else a
     assert _memory(svc, loser)["superseded_by"] == expected
@@ -422,8 +424,8 @@ def world(keyword_service):
     ids["tea"] = _set(svc, "Alice likes tea", confidence=0.9, evidence_ids=[n1], source="mcp:test")
     ids["no_tea"] = _set(svc, "Alice doesn't like tea", confidence=0.6, evidence="Refused tea", source="cli")
     _set(svc, "Alice likes the tea", source="hermes:chat")  # reinforces: 0.93, evidence from 2 sources
-    set_belief(svc, SCOPE, "Alice doesn't like tea", stance=-1, evidence_ids=[n1], source="mcp:test")
-    set_belief(svc, SCOPE, "Alice doesn't like tea", stance=-1, evidence="Ordered tea twice", source="cli")
+    set_belief(svc.engine, SCOPE, "Alice doesn't like tea", stance=-1, evidence_ids=[n1], source="mcp:test")
+    set_belief(svc.engine, SCOPE, "Alice doesn't like tea", stance=-1, evidence="Ordered tea twice", source="cli")
     ids["fast"] = _set(svc, "Postgres is fast", confidence=0.8, evidence_ids=[n2, n3], source="mcp:test")
     ids["slow"] = _set(svc, "Postgres is not fast", confidence=0.78)
     ids["ubuntu"] = _set(svc, "The build server runs Ubuntu", confidence=0.7)
@@ -434,7 +436,7 @@ def world(keyword_service):
     ids["designer"] = _set(svc, "Alice is a designer", confidence=0.85, evidence="Wiki title", source="mcp:test")
     ids["carol"] = _set(svc, "Carol works at Acme", confidence=0.7)
     ids["no_carol"] = _set(svc, "Carol no longer works at Acme", confidence=0.7)
-    resolve_conflict(svc, SCOPE, ids["carol"], ids["no_carol"], "discard_both")
+    resolve_conflict(svc.engine, SCOPE, ids["carol"], ids["no_carol"], "discard_both")
     svc.forget(SCOPE, n3)  # forget cascades: "fast" keeps only n2's evidence
     with svc.store._write_lock, svc.store.write() as conn:  # a row that raced the forget of n3
         conn.execute(insert(Evidence).values(belief_id=ids["designer"], scope=SCOPE, memory_id=n3,
@@ -447,7 +449,7 @@ def world(keyword_service):
 
 def test_reflect_overview(world):
     svc, ids = world
-    view = reflect(svc, SCOPE, "overview")
+    view = reflect(svc.engine, SCOPE, "overview")
     assert view["by_state"] == {"candidate": 0, "validated": 0, "active": 8, "stale": 1, "archived": 2,
                                 "superseded": 1}
     assert (view["mode"], view["beliefs"], view["current"], view["superseded"], view["contested"]) == \
@@ -459,7 +461,7 @@ def test_reflect_overview(world):
 
 def test_reflect_contradictions_with_the_rule_auto_would_apply(world):
     svc, ids = world
-    view = reflect(svc, SCOPE, "contradictions")
+    view = reflect(svc.engine, SCOPE, "contradictions")
     got = [(p["proposition"], p["holds"]["id"], p["denied"]["id"], p["auto"]["winner"], p["auto"]["rule"])
            for p in view["pairs"]]
     assert view["count"] == 3 and got == [
@@ -473,7 +475,7 @@ def test_reflect_contradictions_with_the_rule_auto_would_apply(world):
 
 def test_reflect_decay(world):
     svc, ids = world
-    view = reflect(svc, SCOPE, "decay", now=time.time() + 10 * DAY)
+    view = reflect(svc.engine, SCOPE, "decay", now=time.time() + 10 * DAY)
     [fallen] = view["fallen"]
     assert (fallen["id"], fallen["reliability"], fallen["confidence"], fallen["drop"], fallen["state"]) == \
         (ids["old"], 0.8, 0.4, 0.4, "stale")
@@ -485,14 +487,14 @@ def test_reflect_decay(world):
 def test_reflect_topics(world):
     svc, ids = world
     got = [(t["topic"], t["beliefs"], t["mean_confidence"], t["contested"])
-           for t in reflect(svc, SCOPE, "topics")["topics"]]
+           for t in reflect(svc.engine, SCOPE, "topics")["topics"]]
     assert got == [("alice", 3, 0.7933, 2), ("postgres", 3, 0.66, 2), ("build server", 2, 0.7, 2),
                    ("deploys", 1, 0.9, 0)]
 
 
 def test_reflect_evidence_audit(world):
     svc, ids = world
-    view = reflect(svc, SCOPE, "evidence_audit")
+    view = reflect(svc.engine, SCOPE, "evidence_audit")
     names = {v: k for k, v in ids.items()}
     assert [names[r["id"]] for r in view["no_evidence"]] == ["old", "slow", "ubuntu", "no_ubuntu"]
     assert [names[r["id"]] for r in view["single_source"]] == ["fast", "daily", "designer"]
@@ -503,7 +505,7 @@ def test_reflect_evidence_audit(world):
 
 def test_reflect_confidence(world):
     svc, ids = world
-    view = reflect(svc, SCOPE, "confidence")
+    view = reflect(svc.engine, SCOPE, "confidence")
     assert view["histogram"] == {"0.0-0.2": 0, "0.2-0.4": 0, "0.4-0.6": 1, "0.6-0.8": 4, "0.8-1.0": 4}
     assert (view["count"], view["mean"]) == (9, 0.74)
     assert [r["id"] for r in view["lowest"]] == [ids["old"], ids["no_tea"], ids["ubuntu"]]
@@ -516,22 +518,22 @@ def test_reflect_confidence(world):
 
 def test_another_scopes_beliefs_never_show(world):
     svc, ids = world
-    assert reflect(svc, OTHER, "contradictions")["count"] == 1
-    assert reflect(svc, OTHER, "overview")["beliefs"] == 2
-    theirs = set(_ids(get_belief(svc, OTHER, limit=200)))
-    assert len(theirs) == 2 and not theirs & set(_ids(get_belief(svc, SCOPE, limit=200)))
-    assert not theirs & set(_ids(get_belief(svc, SCOPE, text="alice tea", state="contested")))
+    assert reflect(svc.engine, OTHER, "contradictions")["count"] == 1
+    assert reflect(svc.engine, OTHER, "overview")["beliefs"] == 2
+    theirs = set(_ids(get_belief(svc.engine, OTHER, limit=200)))
+    assert len(theirs) == 2 and not theirs & set(_ids(get_belief(svc.engine, SCOPE, limit=200)))
+    assert not theirs & set(_ids(get_belief(svc.engine, SCOPE, text="alice tea", state="contested")))
     assert _belief_row(svc, _set(svc, "Alice likes tea", scope=OTHER))[0] == OTHER
     assert _memory(svc, ids["tea"])["access_count"] == 1  # OTHER's restatement did not reinforce ours
     mine, other = ids["tea"], next(iter(theirs))
     with pytest.raises(UnknownMemory):
-        resolve_conflict(svc, SCOPE, mine, other, "keep_a")
+        resolve_conflict(svc.engine, SCOPE, mine, other, "keep_a")
     with pytest.raises(UnknownMemory):
-        set_belief(svc, SCOPE, "Alice likes coffee", supersedes=other)
+        set_belief(svc.engine, SCOPE, "Alice likes coffee", supersedes=other)
     with pytest.raises(UnknownMemory):
-        set_belief(svc, SCOPE, "Alice likes coffee", evidence_ids=[other])
+        set_belief(svc.engine, SCOPE, "Alice likes coffee", evidence_ids=[other])
     with pytest.raises(UnknownMemory):
-        get_belief(svc, SCOPE, belief_id=other)
+        get_belief(svc.engine, SCOPE, belief_id=other)
 
 
 # -- forget ----------------------------------------------------------------------------------------
@@ -547,7 +549,7 @@ def test_forgetting_a_belief_removes_its_rows_and_a_cited_memory_its_evidence(ke
     assert _evidence(svc, tea) == []
     svc.forget(SCOPE, note)
     assert _evidence(svc, other) == [] and _belief_row(svc, other)[1] == "alice is designer"
-    assert _ids(get_belief(svc, SCOPE)) == [other]
+    assert _ids(get_belief(svc.engine, SCOPE)) == [other]
 
 
 # -- bad input -------------------------------------------------------------------------------------
@@ -572,7 +574,7 @@ def test_forgetting_a_belief_removes_its_rows_and_a_cited_memory_its_evidence(ke
 def test_set_belief_refuses_bad_input_and_stores_nothing(keyword_service, kwargs, message):
     args = {"text": "Alice likes tea", **kwargs}
     with pytest.raises(InvalidInput if message else UnknownMemory, match=message or "Unknown memory id 'ghost'"):
-        set_belief(keyword_service, SCOPE, args.pop("text"), **args)
+        set_belief(keyword_service.engine, SCOPE, args.pop("text"), **args)
     assert _sql(keyword_service, "SELECT count(*) FROM memories") == [(0,)]
 
 
@@ -580,11 +582,11 @@ def test_set_belief_refuses_unknown_ids_and_bad_scopes(keyword_service):
     svc = keyword_service
     note = svc.remember(SCOPE, "A plain note")
     with pytest.raises(UnknownMemory, match="Unknown memory id 'missing'"):
-        set_belief(svc, SCOPE, "Alice likes tea", evidence_ids=[note, "missing"])
+        set_belief(svc.engine, SCOPE, "Alice likes tea", evidence_ids=[note, "missing"])
     with pytest.raises(UnknownMemory, match=f"Unknown belief id '{note}'"):  # a memory, not a belief
-        set_belief(svc, SCOPE, "Alice likes tea", supersedes=note)
+        set_belief(svc.engine, SCOPE, "Alice likes tea", supersedes=note)
     with pytest.raises(InvalidInput, match="scope"):
-        set_belief(svc, "  ", "Alice likes tea")
+        set_belief(svc.engine, "  ", "Alice likes tea")
     assert _sql(svc, "SELECT count(*) FROM beliefs") == [(0,)]
 
 
@@ -600,7 +602,7 @@ def test_set_belief_refuses_unknown_ids_and_bad_scopes(keyword_service):
 ])
 def test_get_belief_refuses_bad_filters(keyword_service, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
-        get_belief(keyword_service, SCOPE, **kwargs)
+        get_belief(keyword_service.engine, SCOPE, **kwargs)
 
 
 def test_resolve_conflict_refuses_bad_input(keyword_service):
@@ -614,18 +616,18 @@ def test_resolve_conflict_refuses_bad_input(keyword_service):
              ((a, b, "auto"), {"actor": 5}, InvalidInput, "actor must be a string")]
     for args, kwargs, error, message in cases:
         with pytest.raises(error, match=message):
-            resolve_conflict(svc, SCOPE, *args, **kwargs)
+            resolve_conflict(svc.engine, SCOPE, *args, **kwargs)
     assert _events(svc, "resolve_conflict") == []
     assert _sql(svc, "SELECT count(*) FROM memories WHERE superseded_by IS NOT NULL") == [(0,)]
 
 
 def test_reflect_refuses_an_unknown_mode_naming_the_six(keyword_service):
     with pytest.raises(InvalidInput) as error:
-        reflect(keyword_service, SCOPE, "dream")
+        reflect(keyword_service.engine, SCOPE, "dream")
     assert str(error.value) == ("Unknown reflect mode 'dream'; choose one of overview, contradictions, decay, "
                                 "topics, evidence_audit, confidence.")
     with pytest.raises(InvalidInput, match="Unix time"):
-        reflect(keyword_service, SCOPE, "decay", now="tomorrow")
+        reflect(keyword_service.engine, SCOPE, "decay", now="tomorrow")
     assert beliefs.REFLECT_MODES == ("overview", "contradictions", "decay", "topics", "evidence_audit",
                                      "confidence")
     assert beliefs.STRATEGIES == ("keep_a", "keep_b", "merge", "discard_both", "auto")
@@ -636,10 +638,10 @@ def test_the_reflection_examples_in_the_docs_are_the_fixtures_output(world):
     names = {v: k for k, v in ids.items()}
     blocks = re.findall(r"```json\n(.*?)```", (REPO / "docs" / "beliefs.md").read_text(), re.S)
     shown = dict(zip(beliefs.REFLECT_MODES, (json.loads(block) for block in blocks)))
-    overview = reflect(svc, SCOPE, "overview")
+    overview = reflect(svc.engine, SCOPE, "overview")
     overview["newest"] = {**overview["newest"], "id": names[overview["newest"]["id"]], "created_at": "…"}
     assert shown["overview"] == {k: v for k, v in overview.items() if k != "mode"}
-    confidence = reflect(svc, SCOPE, "confidence")
+    confidence = reflect(svc.engine, SCOPE, "confidence")
     assert [shown["confidence"][k] for k in ("count", "mean", "histogram", "correlation_with_evidence")] == \
         [confidence[k] for k in ("count", "mean", "histogram", "correlation_with_evidence")]
     assert shown["evidence_audit"]["missing_memory"] == [{"belief_id": "designer", "memory_id": "n3"}]

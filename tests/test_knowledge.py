@@ -106,24 +106,24 @@ def _seed(svc):
 
 def test_rules_answer_with_the_kind_they_name(keyword_service):
     _seed(keyword_service)
-    answer = route(keyword_service, SCOPE, "What coffee do I like?")
+    answer = route(keyword_service.engine, SCOPE, "What coffee do I like?")
     assert (answer["stage"], answer["route"], answer["answered"]) == ("rules", "preferences", True)
     assert "'like'" in answer["reason"] and answer["results"][0]["kind"] == "preference"
-    answer = route(keyword_service, SCOPE, "Why did we pick Postgres, what was decided?")
+    answer = route(keyword_service.engine, SCOPE, "Why did we pick Postgres, what was decided?")
     assert (answer["stage"], answer["route"]) == ("rules", "decisions")
     assert answer["results"][0]["detail"]["reason"] == "it scales"
 
 
 def test_rules_match_whole_words_never_substrings(keyword_service):
     _seed(keyword_service)
-    answer = route(keyword_service, SCOPE, "Is that unlikely to be thinkable?")  # 'like', 'think' inside
+    answer = route(keyword_service.engine, SCOPE, "Is that unlikely to be thinkable?")  # 'like', 'think' inside
     assert answer["stage"] != "rules"
     assert answer["trace"][0] == {"stage": "rules", "outcome": "no rule matched"}
 
 
 def test_a_rule_that_finds_nothing_falls_through(keyword_service):
     keyword_service.store_note(SCOPE, "The boiler was serviced in March.")
-    answer = route(keyword_service, SCOPE, "What do I like about the boiler?")
+    answer = route(keyword_service.engine, SCOPE, "What do I like about the boiler?")
     assert answer["trace"][0]["rule"] == "preferences" and "0 found" in answer["trace"][0]["outcome"]
     assert answer["stage"] == "none" and not answer["answered"]
     assert answer["results"][0]["content"] == "The boiler was serviced in March."  # hybrid fallback
@@ -131,7 +131,7 @@ def test_a_rule_that_finds_nothing_falls_through(keyword_service):
 
 def test_graph_stage_answers_for_a_named_entity_without_vectors(keyword_service):
     _seed(keyword_service)
-    answer = route(keyword_service, SCOPE, "Tell me about Ana")
+    answer = route(keyword_service.engine, SCOPE, "Tell me about Ana")
     stages = [step["stage"] for step in answer["trace"]]
     assert stages == ["rules", "semantic", "graph"]
     assert "unavailable" in answer["trace"][1]["outcome"]  # keyword-only store: no semantic stage
@@ -140,7 +140,7 @@ def test_graph_stage_answers_for_a_named_entity_without_vectors(keyword_service)
 
 
 def test_llm_stage_says_when_it_is_not_configured(keyword_service):
-    answer = route(keyword_service, SCOPE, "zebra crossing")
+    answer = route(keyword_service.engine, SCOPE, "zebra crossing")
     assert answer["trace"][-1] == {"stage": "llm", "outcome": "the LLM fallback is not configured (set llm)"}
     assert answer["stage"] == "none"
 
@@ -148,7 +148,7 @@ def test_llm_stage_says_when_it_is_not_configured(keyword_service):
 def test_semantic_stage_answers_a_paraphrase(service):
     service.store_note(SCOPE, "The boiler was serviced in March by the plumber.")
     service.indexer.drain(60)
-    answer = route(service, SCOPE, "heater maintenance by a plumber")  # cosine 0.57
+    answer = route(service.engine, SCOPE, "heater maintenance by a plumber")  # cosine 0.57
     assert answer["stage"] == "semantic" and answer["results"][0]["content"].startswith("The boiler")
     assert "cosine similarity" in answer["reason"]
 
@@ -156,7 +156,7 @@ def test_semantic_stage_answers_a_paraphrase(service):
 def test_route_rejects_bad_input(keyword_service):
     for query, limit in [("", 5), ("  ", 5), (None, 5), ("x" * 10_001, 5), ("ok", 0), ("ok", 101), ("ok", True)]:
         with pytest.raises(InvalidInput):
-            route(keyword_service, SCOPE, query, limit)
+            route(keyword_service.engine, SCOPE, query, limit)
 
 
 def test_llm_stage_runs_the_retriever_the_model_picks(home, llm_server):
@@ -165,9 +165,9 @@ def test_llm_stage_runs_the_retriever_the_model_picks(home, llm_server):
     with MemoryService(Settings.load(home, embedder="none", llm=llm_server.url), scheduler=False) as svc:
         svc.store_note(SCOPE, "The zebra crossing near the office was repainted.")
         llm_server.say("keyword")
-        picked = route(svc, SCOPE, "zebra crossing paint")
+        picked = route(svc.engine, SCOPE, "zebra crossing paint")
         llm_server.say("no idea, sorry")
-        unsure = route(svc, SCOPE, "zebra crossing paint")
+        unsure = route(svc.engine, SCOPE, "zebra crossing paint")
     assert (picked["stage"], picked["route"], picked["answered"]) == ("llm", "keyword", True)
     assert picked["results"][0]["content"].startswith("The zebra crossing")
     assert picked["trace"][-1] == {"stage": "llm", "outcome": "the model answered 'keyword'"}
@@ -259,10 +259,10 @@ def test_the_router_reaches_an_old_fact_and_ignores_a_bare_first_person(keyword_
     svc.learn(SCOPE, "I live in Lisbon.")
     for n in range(600):
         svc.remember_fact(SCOPE, f"project{n}", "is owned by", "the platform team")
-    answer = route(svc, SCOPE, "Where do I live?")
+    answer = route(svc.engine, SCOPE, "Where do I live?")
     assert answer["route"] == "facts" and answer["results"][0]["content"] == "user lives in Lisbon"
     svc.store_note(SCOPE, "Dinner yesterday was sushi at Kaito.")
-    answer = route(svc, SCOPE, "what did I eat for dinner yesterday?")
+    answer = route(svc.engine, SCOPE, "what did I eat for dinner yesterday?")
     assert answer["stage"] != "graph"  # 'I' names the user, nothing in particular
     assert answer["results"][0]["content"].startswith("Dinner yesterday was sushi")
 
@@ -271,5 +271,5 @@ def test_a_rule_never_answers_with_memories_that_share_nothing_with_the_question
     keyword_service.learn(SCOPE, "To deploy the app: first run the tests, then build the image, finally push it.")
     keyword_service.learn(SCOPE, "I live in Porto.")
     for question in ("How do I like my coffee?", "What is the capital of France?"):
-        answer = route(keyword_service, SCOPE, question)
+        answer = route(keyword_service.engine, SCOPE, question)
         assert answer["stage"] != "rules", (question, answer["results"])

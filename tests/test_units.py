@@ -1,6 +1,8 @@
 """A memory's sentences embedded one by one, so a question finds the sentence that answers it."""
 from hermes_cmms.common.units import MAX_UNITS, units
+from hermes_cmms.recall.search import _vector_search
 from hermes_cmms.vectors.chroma import UNITS, owner
+from hermes_cmms.vectors.indexer import query_vector
 
 
 def test_each_sentence_keeps_the_speaker():
@@ -28,16 +30,16 @@ def test_a_question_reaches_the_one_sentence_that_answers_it(service):
         service.remember(scope, other)
     assert service.indexer.drain(60)
     assert service.indexer.vectors.present(scope, [mixed], UNITS) == {mixed}
-    unit, _ = service.indexer.vectors.query(scope, service._query_vector("When is my sister getting married?"),
-                                            1, UNITS)[0]
+    question = query_vector(service.indexer, "When is my sister getting married?")
+    unit, _ = service.indexer.vectors.query(scope, question, 1, UNITS)[0]
     assert owner(unit) == mixed and unit != f"{mixed}:0"  # its own sentence, not its opening
-    assert service._vector_search(scope, "When is my sister getting married?")["vector_sentences"][0] == mixed
+    assert _vector_search(service.engine, scope, "When is my sister getting married?")["vector_sentences"][0] == mixed
 
 
 def test_only_sentence_ids_are_read_as_their_memory(service):
     """An id with a colon (an imported one, say) in the content view is that memory's own."""
     scope = "local:units-ids"
-    vector = service._query_vector("a boat at the pier")
+    vector = query_vector(service.indexer, "a boat at the pier")
     service.indexer.vectors.upsert(scope, ["import:7"], [vector], [{"kind": "note", "created_at": 0.0}])
     assert service.indexer.vectors.present(scope, ["import:7"], "content") == {"import:7"}
     service.indexer.vectors.upsert(scope, ["import:7:0"], [vector], [{"memory_id": "import:7", "kind": "note",

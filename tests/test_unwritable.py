@@ -193,9 +193,9 @@ def test_a_store_that_refuses_writes_after_opening_fails_each_turn_loudly(kw_hom
 
 
 def test_a_turn_over_the_limit_is_marked_and_logged(kw_home, monkeypatch, caplog):
-    from hermes_cmms import service as engine
+    from hermes_cmms.retain import admission
 
-    monkeypatch.setattr(engine, "MAX_CONTENT_CHARS", 1_000)
+    monkeypatch.setattr(admission, "MAX_CONTENT_CHARS", 1_000)
     provider = CmmsMemoryProvider()
     provider.initialize("s1", hermes_home=str(kw_home), **INIT)
     caplog.set_level(logging.WARNING)

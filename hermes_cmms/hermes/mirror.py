@@ -22,6 +22,7 @@ from sqlalchemy import and_, or_, select
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from ..common.checks import scope_of
 from ..common.shared import Shared
 from ..common.errors import CmmsError
 from ..store.models import Memory
@@ -42,6 +43,18 @@ MAX_WAIT = 10  # a burst of events delays a sync by at most this many debounce p
 WATCHED = {"created", "modified", "moved", "deleted", "closed"}  # not our own opens and reads
 LEASE = "mirror:"  # + the scope: one process at a time mirrors into a scope (a gateway and a CLI share a home)
 LEASE_S = 60.0  # a holder that stops renewing loses it after this long (renewed every LEASE_S / 3)
+
+
+def hermes_entries(service, scope: str, fragment: str, keep: str = "") -> list[str]:
+    """Ids of the scope's current copies of Hermes' built-in memory entries (written by its
+    memory tool or mirrored from MEMORY.md / USER.md) holding `fragment`, except one whose
+    text is `keep`: what a `replace` of that entry supersedes."""
+    if not isinstance(fragment, str) or not fragment.strip():
+        return []
+    sources = [MEMORY_TOOL_SOURCE, *(SOURCE_PREFIX + name for name in MEMORY_FILES)]
+    kept = run_redactors(service.pm, clean(keep), scope).strip() if keep else None
+    found = service.store.containing(scope_of(scope), run_redactors(service.pm, clean(fragment), scope), sources)
+    return [m.id for m in found if m.content.strip() != kept]
 
 
 class _Events(FileSystemEventHandler):

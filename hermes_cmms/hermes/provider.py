@@ -213,9 +213,10 @@ class CmmsMemoryProvider(MemoryProvider):
         if not self.primary or action not in ("add", "replace"):
             return
         old_text = (metadata or {}).get("old_text") if action == "replace" else None
+        from . import mirror
         try:
             with self._writing("this memory entry"):
-                replaced = self.service.hermes_entries(self.scope, old_text, content) if old_text else []
+                replaced = mirror.hermes_entries(self.service, self.scope, old_text, content) if old_text else []
                 self.service.remember(self.scope, content, tags=[f"hermes-{target}"], supersedes=replaced,
                                       source="hermes:memory-tool", session_id=self.session_id or None)
         except StoreUnavailable as exc:  # Hermes logs what this hook raises at DEBUG only

@@ -3,25 +3,30 @@ contradicted by their negation, resolved, and reflected on (docs/beliefs.md).
 
 A belief is a memory of kind 'belief' in the semantic tier (so recall, decay, lifecycle states,
 the audit trail and forget apply to it), a row in `beliefs` (its proposition) and rows in
-`evidence`. Every function takes the MemoryService first and returns plain JSON-able dicts.
+`evidence`. Every function takes the Engine first and returns plain JSON-able dicts.
 """
 from __future__ import annotations
 
 import time
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from sqlalchemy import Connection, exists, func, insert, select, update
 
 from . import _reflect
 from ..common import lifecycle_rules as lifecycle
-from .. import service as _svc  # a module reference: service.py may import this module
 from ._proposition import read_proposition, worded
 from ._reflect import REFLECT_MODES, Record, auto_winner
+from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..store.models import Belief, Evidence, Link, Memory
 from ..common.plugins import run_redactors
 from ..store.store import event as _event, filtered as _filtered, record as _record
 from ..common.text import clean, clean_key
+from ..recall.search import search
+from ..retain.admission import store_note
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 __all__ = ["REFLECT_MODES", "STRATEGIES", "set_belief", "get_belief", "resolve_conflict", "reflect",
            "read_proposition"]
@@ -85,10 +90,10 @@ def _reading(text: str, polarity) -> tuple[str, str, int]:
     return key, topic, parsed * (1 if polarity is None else _sign(polarity, "polarity"))
 
 
-def _cited(service, scope: str, memory_ids, name: str = "evidence_ids") -> list[str]:
+def _cited(engine: "Engine", scope: str, memory_ids, name: str = "evidence_ids") -> list[str]:
     """The memory ids, each checked to exist in the scope."""
     ids = _ids(memory_ids, name)
-    found = service.store.get(ids, scope)
+    found = engine.store.get(ids, scope)
     for memory_id in ids:
         if memory_id not in found:
             raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
@@ -112,10 +117,10 @@ def _holding(conn: Connection, scope: str, key: str, polarity: int) -> Optional[
     return found[0] if found else None
 
 
-def _before(service, scope: str, supersedes,
+def _before(engine: "Engine", scope: str, supersedes,
             reading: tuple[str, str, int]) -> tuple[Optional[Record], Optional[Record]]:
     """(the belief to supersede, the current belief stating the same) as stored now."""
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         old, match = _replaced(conn, scope, supersedes), _holding(conn, scope, reading[0], reading[2])
     if old is not None and match is not None and match.id == old.id:
         raise InvalidInput(f"The belief restates {old.id!r}; set it without supersedes to reinforce it.")
@@ -128,14 +133,14 @@ def _source(source) -> str:
     return source
 
 
-def _redact(service, scope: str, text: str) -> str:
-    return run_redactors(service.pm, clean(text), scope) if text else ""
+def _redact(engine: "Engine", scope: str, text: str) -> str:
+    return run_redactors(engine.pm, clean(text), scope) if text else ""
 
 
 # -- writing ------------------------------------------------------------------------------------
 
 
-def set_belief(service, scope: str, text: str, *, confidence: Optional[float] = None,
+def set_belief(engine: "Engine", scope: str, text: str, *, confidence: Optional[float] = None,
                polarity: Optional[int] = None, evidence: Optional[str] = None, evidence_ids: Sequence[str] = (),
                stance: int = 1, source: str = "", tags: Sequence[str] = (), supersedes: Optional[str] = None,
                learned_from: Sequence[str] = ()) -> dict:
@@ -150,28 +155,28 @@ def set_belief(service, scope: str, text: str, *, confidence: Optional[float] = 
     scope that support (stance 1) or contradict (-1) it; each becomes an evidence row. The text
     is redacted before anything is read from it; memory, belief row and evidence are written in
     one transaction."""
-    scope, tags = _svc._scope(scope), _svc._tags(tags)
-    text = _redact(service, scope, _text(text))
+    scope, tags = scope_of(scope), tags_of(tags)
+    text = _redact(engine, scope, _text(text))
     reading, stance = _reading(text, polarity), _sign(stance, "stance")
-    source = _redact(service, scope, _source(source))
+    source = _redact(engine, scope, _source(source))
     _fraction(confidence, "confidence")
-    note = _redact(service, scope, _text(evidence, "The evidence note")) if evidence is not None else ""
-    cited = _cited(service, scope, evidence_ids)
-    learned_from = _cited(service, scope, learned_from, "learned_from")
-    old, match = _before(service, scope, supersedes, reading)
+    note = _redact(engine, scope, _text(evidence, "The evidence note")) if evidence is not None else ""
+    cited = _cited(engine, scope, evidence_ids)
+    learned_from = _cited(engine, scope, learned_from, "learned_from")
+    old, match = _before(engine, scope, supersedes, reading)
     if stance < 0 and match is not None and old is None:
-        return _challenge(service, scope, match, cited, note, source)
+        return _challenge(engine, scope, match, cited, note, source)
     renewing = match is not None and match.state in lifecycle.FADED  # a fresh copy carries its evidence
     rows = [*(_carried(match, 1) if renewing else []),
             *_evidence_rows(cited, note, stance, source, restated=match is not None and not renewing)]
-    item = service.store_note(scope, worded(text, reading[2]), kind="belief", tags=tags, source=source,
+    item = store_note(engine, scope, worded(text, reading[2]), kind="belief", tags=tags, source=source,
                               confidence=confidence, learned_from=learned_from, supersedes=[old.id] if old else (),
                               duplicate_of=match.id if match else None, judge=False, dedup=False,
                               belief=_row(reading), evidence=rows)
     superseded = [*([old.id] if old else []), *([match.id] if match and match.id != item.id else [])]
     action = "superseded" if old else "reinforced" if match else "created"
     return {"id": item.id, "action": action, "superseded": superseded,
-            "belief": _show(service, scope, [item.id])[0]}
+            "belief": _show(engine, scope, [item.id])[0]}
 
 
 def _row(reading: tuple[str, str, int]) -> dict:
@@ -195,33 +200,33 @@ def _carried(belief: Record, factor: int) -> list[dict]:
              "note": e["note"], "at": e["at"]} for e in belief.evidence]
 
 
-def _challenge(service, scope: str, belief: Record, cited: list[str], note: str, source: str) -> dict:
+def _challenge(engine: "Engine", scope: str, belief: Record, cited: list[str], note: str, source: str) -> dict:
     """Record evidence against an existing belief (no reinforcement), with an audit event."""
     now = time.time()
     rows = [{**row, "belief_id": belief.id, "scope": scope, "at": now}
             for row in _evidence_rows(cited, note or "challenged", -1, source, True)]
-    with service.store.writing() as conn:
+    with engine.store.writing() as conn:
         conn.execute(insert(Evidence), rows)
         _record(conn, [_event(now, "evidence", source, scope, belief.id, stance=-1, rows=len(rows))])
     return {"id": belief.id, "action": "challenged", "superseded": [],
-            "belief": _show(service, scope, [belief.id])[0]}
+            "belief": _show(engine, scope, [belief.id])[0]}
 
 
 # -- reading ------------------------------------------------------------------------------------
 
 
-def get_belief(service, scope: str, *, text: Optional[str] = None, state: Optional[str] = None,
+def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, state: Optional[str] = None,
                min_confidence: Optional[float] = None, tags: Sequence[str] = (), source: Optional[str] = None,
                belief_id: Optional[str] = None, limit: int = 20, offset: int = 0) -> dict:
     """A page of the scope's beliefs matching every filter given, and how many match in all:
     {"beliefs": [...], "total"}. With `text`, best hybrid-search match first; else newest first.
     `state`: a lifecycle state, "superseded" or "contested"; `source`: a receipt prefix;
     `belief_id`: that belief only (UnknownMemory if the scope has no such belief)."""
-    scope = _svc._scope(scope)
-    q = _narrowed(scope, state, _fraction(min_confidence, "min_confidence"), _svc._tags(tags), source)
+    scope = scope_of(scope)
+    q = _narrowed(scope, state, _fraction(min_confidence, "min_confidence"), tags_of(tags), source)
     limit, offset = _count(limit, "limit", 1, MAX_LIMIT), _count(offset, "offset", 0, 10 ** 9)
-    ranked = _ranked(service, scope, _text(text, "The text filter")) if text is not None else None
-    with service.store.read() as conn:
+    ranked = _ranked(engine, scope, _text(text, "The text filter")) if text is not None else None
+    with engine.store.read() as conn:
         if belief_id is not None:
             q = q.where(Memory.id == _reflect.one(conn, scope, clean_key(belief_id)).id)
         if ranked is None:
@@ -262,27 +267,27 @@ def _contradicted(scope: str):
         rival_memory.c.state != "archived"))
 
 
-def _ranked(service, scope: str, text: str) -> list[str]:
+def _ranked(engine: "Engine", scope: str, text: str) -> list[str]:
     """Belief ids by hybrid-search rank for `text` (best first)."""
-    return [hit.memory.id for hit in service.search(scope, text, SEARCH_CANDIDATES) if hit.memory.kind == "belief"]
+    return [hit.memory.id for hit in search(engine, scope, text, SEARCH_CANDIDATES) if hit.memory.kind == "belief"]
 
 
-def _show(service, scope: str, ids: Sequence[str]) -> list[dict]:
-    with service.store.read() as conn:
+def _show(engine: "Engine", scope: str, ids: Sequence[str]) -> list[dict]:
+    with engine.store.read() as conn:
         return _reflect.dicts(conn, scope, [_reflect.one(conn, scope, i) for i in ids])
 
 
 # -- conflicts ----------------------------------------------------------------------------------
 
 
-def resolve_conflict(service, scope: str, belief_a: str, belief_b: str, strategy: str, *,
+def resolve_conflict(engine: "Engine", scope: str, belief_a: str, belief_b: str, strategy: str, *,
                      merged_text: Optional[str] = None, actor: str = "") -> dict:
     """Settle two current beliefs of the scope; every resolution is a 'resolve_conflict' audit
     event. keep_a / keep_b: the other is superseded by the kept one; merge: a new belief
     (`merged_text`, else a's text) carrying both one's evidence supersedes both; discard_both:
     both archived (kept, not deleted); auto: the higher confidence wins, within 0.05 the one
     with more supporting evidence, still tied the newer (the answer's "rule" says which)."""
-    scope = _svc._scope(scope)
+    scope = scope_of(scope)
     if strategy not in STRATEGIES:
         raise InvalidInput(f"Unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
     if belief_a == belief_b:
@@ -292,8 +297,8 @@ def resolve_conflict(service, scope: str, belief_a: str, belief_b: str, strategy
     if not isinstance(actor, str):
         raise InvalidInput(f"The actor must be a string, not {actor!r}.")
     if strategy == "merge":
-        return _merge(service, scope, belief_a, belief_b, merged_text, actor)
-    store, now = service.store, time.time()
+        return _merge(engine, scope, belief_a, belief_b, merged_text, actor)
+    store, now = engine.store, time.time()
     with store.writing() as conn:
         a, b = _pair(conn, scope, belief_a, belief_b)
         if strategy == "discard_both":
@@ -307,7 +312,7 @@ def resolve_conflict(service, scope: str, belief_a: str, belief_b: str, strategy
         answer = {"strategy": strategy, "rule": rule, "winner": winner.id if winner else None, **outcome,
                   "merged": None, "contradiction": _contradict(a, b)}
         _record(conn, [*events, _resolution(now, actor, scope, answer, a, b)])
-    return {**answer, "beliefs": _show(service, scope, [a.id, b.id])}
+    return {**answer, "beliefs": _show(engine, scope, [a.id, b.id])}
 
 
 def _pair(conn: Connection, scope: str, belief_a, belief_b) -> tuple[Record, Record]:
@@ -338,38 +343,39 @@ def _resolution(now: float, actor: str, scope: str, answer: dict, a: Record, b: 
                   **{k: v for k, v in answer.items() if k != "contradiction"})
 
 
-def _merge(service, scope: str, belief_a: str, belief_b: str, merged_text: Optional[str], actor: str) -> dict:
+def _merge(engine: "Engine", scope: str, belief_a: str, belief_b: str, merged_text: Optional[str],
+           actor: str) -> dict:
     """A new belief (merged_text, else a's text) with both one's evidence and tags (the first
     MAX_TAGS), learned from whatever either was learned from, supersedes both."""
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         a, b = _pair(conn, scope, belief_a, belief_b)
         sources = list(conn.execute(select(Link.source_id).where(Link.memory_id.in_([a.id, b.id]))).scalars())
-    text = _redact(service, scope, _text(merged_text, "The merged text")) if merged_text is not None else a.text
+    text = _redact(engine, scope, _text(merged_text, "The merged text")) if merged_text is not None else a.text
     reading = _reading(text, None)
     evidence = [*_carried(a, a.polarity * reading[2]), *_carried(b, b.polarity * reading[2])]
-    item = service.store_note(scope, text, kind="belief", tags=tuple(dict.fromkeys(a.tags + b.tags))[:_svc.MAX_TAGS],
+    item = store_note(engine, scope, text, kind="belief", tags=tuple(dict.fromkeys(a.tags + b.tags))[:MAX_TAGS],
                               source=actor or "cmms:resolve", confidence=max(a.confidence, b.confidence),
                               supersedes=(a.id, b.id), learned_from=sources, judge=False, dedup=False,
                               belief=_row(reading), evidence=evidence)
     answer = {"strategy": "merge", "rule": None, "winner": None, "kept": [item.id], "superseded": [a.id, b.id],
               "archived": [], "merged": item.id, "contradiction": _contradict(a, b)}
-    with service.store.writing() as conn:
+    with engine.store.writing() as conn:
         _record(conn, [_resolution(time.time(), actor, scope, answer, a, b)])
-    return {**answer, "beliefs": _show(service, scope, [a.id, b.id, item.id])}
+    return {**answer, "beliefs": _show(engine, scope, [a.id, b.id, item.id])}
 
 
 # -- reflection ---------------------------------------------------------------------------------
 
 
-def reflect(service, scope: str, mode: str, *, now: Optional[float] = None) -> dict:
+def reflect(engine: "Engine", scope: str, mode: str, *, now: Optional[float] = None) -> dict:
     """One of REFLECT_MODES computed over the scope's stored beliefs and evidence, as of `now`
     (default: the current time): {"mode", ...the view}."""
-    scope = _svc._scope(scope)
+    scope = scope_of(scope)
     if mode not in REFLECT_MODES:
         raise InvalidInput(f"Unknown reflect mode {mode!r}; choose one of {', '.join(REFLECT_MODES)}.")
     if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
         raise InvalidInput(f"The time now must be a Unix time in seconds, not {now!r}.")
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         records = _reflect.load(conn, scope, _reflect.query(scope).order_by(Memory.seq))
         _reflect.mark_missing(conn, scope, records)
     return {"mode": mode, **_reflect.VIEWS[mode](records, time.time() if now is None else now)}

@@ -3,13 +3,17 @@ turns, and store each one linked to the memory it was learned from."""
 from __future__ import annotations
 
 import logging
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import beliefs
 from ..common.errors import CmmsError, InvalidInput
 from .extract import Item
 from .extractors import run_extractors
 from ..common.text import clean
+from ..retain.admission import store_note
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +23,7 @@ FLUSH_LLM_TIMEOUT_S = 15.0  # a session flush waits at most this long for the mo
 LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
 
 
-def learn(service, scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
+def learn(engine: "Engine", scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
           session_id: Optional[str] = None) -> dict:
     """Keep `text` as an observation, then store what can be learned from it, each item
     linked to it (forgetting the text forgets what was learned only from it)."""
@@ -32,24 +36,24 @@ def learn(service, scope: str, text: str, *, source: str = "", extract_beliefs: 
     if source is not None and (not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS):
         raise InvalidInput(f"The source must be a string of at most {MAX_SOURCE_CHARS} characters.")
     receipt = source.strip() if source and source.strip() else "learn"
-    origin = service.store_note(scope, text, kind="observation", tier="episodic", source=receipt,
-                                session_id=session_id, judge=False)
-    items = run_extractors(service.pm, origin.content, origin.scope, "user") + _by_model(service, origin.content)
-    learned = store_items(service, origin.scope, items, [origin.id], f"learn:{receipt}", session_id,
+    origin = store_note(engine, scope, text, kind="observation", tier="episodic", source=receipt,
+                        session_id=session_id, judge=False)
+    items = run_extractors(engine.pm, origin.content, origin.scope, "user") + _by_model(engine, origin.content)
+    learned = store_items(engine, origin.scope, items, [origin.id], f"learn:{receipt}", session_id,
                           extract_beliefs)
     return {"id": origin.id, "stored": not origin.reinforced, "scope": origin.scope, "learned": learned}
 
 
-def _by_model(service, text: str, timeout: float = 30.0) -> list[Item]:
+def _by_model(engine: "Engine", text: str, timeout: float = 30.0) -> list[Item]:
     """The configured LLM's items for `text` ([] when there is none, or it fails)."""
-    if service.settings.llm == "off":
+    if engine.settings.llm == "off":
         return []
     from .llm import llm_extract
 
-    return llm_extract(service.settings, text, timeout)
+    return llm_extract(engine.settings, text, timeout)
 
 
-def store_items(service, scope: str, items: Sequence[Item], sources: list[str], receipt: str,
+def store_items(engine: "Engine", scope: str, items: Sequence[Item], sources: list[str], receipt: str,
                 session_id: Optional[str], extract_beliefs: bool = True) -> list[dict]:
     """Store learned items (each linked to `sources`); an item that fails admission is skipped."""
     learned, seen = [], set()
@@ -60,7 +64,7 @@ def store_items(service, scope: str, items: Sequence[Item], sources: list[str], 
             continue
         seen.add((item.kind, item.text.casefold()))
         try:
-            learned.append(_store(service, scope, item, sources, receipt, session_id))
+            learned.append(_store(engine, scope, item, sources, receipt, session_id))
         except CmmsError as exc:  # e.g. nothing but a secret: that item is not kept
             log.info("hermes-cmms: learned %s not stored: %s", item.kind, exc)
         except Exception as exc:  # noqa: BLE001 - one bad item never costs the others
@@ -68,38 +72,38 @@ def store_items(service, scope: str, items: Sequence[Item], sources: list[str], 
     return learned
 
 
-def _store(service, scope: str, item: Item, sources: list[str], receipt: str,
+def _store(engine: "Engine", scope: str, item: Item, sources: list[str], receipt: str,
            session_id: Optional[str]) -> dict:
     parts = item.parts
     if item.kind == "belief":
         cited = sources[-beliefs.MAX_EVIDENCE_IDS:]  # a long session: its latest turns
-        result = beliefs.set_belief(service, scope, parts["proposition"], polarity=parts.get("polarity", 1),
-                                    confidence=parts.get("confidence"), evidence_ids=cited,
-                                    source=receipt, learned_from=cited)
+        result = beliefs.set_belief(engine, scope, parts["proposition"], polarity=parts.get("polarity", 1),
+                                   confidence=parts.get("confidence"), evidence_ids=cited,
+                                   source=receipt, learned_from=cited)
         return {"id": result["id"], "kind": "belief", "text": result["belief"]["text"],
                 "reinforced": result["action"] == "reinforced", "parts": parts}
     fact = (parts["subject"], parts["predicate"], parts["object"]) if item.kind == "fact" else None
-    stored = service.store_note(scope, item.text, kind=item.kind, tier="semantic", source=receipt,
-                                session_id=session_id, fact=fact, detail=None if fact else parts,
-                                learned_from=sources, judge=False)
+    stored = store_note(engine, scope, item.text, kind=item.kind, tier="semantic", source=receipt,
+                        session_id=session_id, fact=fact, detail=None if fact else parts,
+                        learned_from=sources, judge=False)
     return {"id": stored.id, "kind": item.kind, "text": stored.content, "reinforced": stored.reinforced,
             "parts": parts}
 
 
-def extract_session(service, scope: str, session_id: str) -> int:
+def extract_session(engine: "Engine", scope: str, session_id: str) -> int:
     """Learn from the user's turns of a session not read yet; return how many items were
     stored. The turns are claimed first (a concurrent flush gets none of them), so each is
     read at most once, even across restarts (a crash between the claim and the writes loses
     that flush's items, never a turn). The rules read each turn; a configured model reads
     them all in one call (their first 12,000 characters), waiting at most FLUSH_LLM_TIMEOUT_S."""
-    messages = service.store.claim_unextracted(scope, session_id)
+    messages = engine.store.claim_unextracted(scope, session_id)
     count, found = 0, set()
     for message in messages:
-        items = run_extractors(service.pm, message.content, scope, "user")
+        items = run_extractors(engine.pm, message.content, scope, "user")
         found |= {(item.kind, item.text.casefold()) for item in items}
-        count += len(store_items(service, scope, items, [message.id], "extract:session", session_id))
-    if messages and service.settings.llm != "off":
-        items = _by_model(service, "\n\n".join(m.content for m in messages), FLUSH_LLM_TIMEOUT_S)
+        count += len(store_items(engine, scope, items, [message.id], "extract:session", session_id))
+    if messages and engine.settings.llm != "off":
+        items = _by_model(engine, "\n\n".join(m.content for m in messages), FLUSH_LLM_TIMEOUT_S)
         items = [item for item in items if (item.kind, item.text.casefold()) not in found]
-        count += len(store_items(service, scope, items, [m.id for m in messages], "extract:session", session_id))
+        count += len(store_items(engine, scope, items, [m.id for m in messages], "extract:session", session_id))
     return count

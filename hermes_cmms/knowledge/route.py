@@ -7,11 +7,16 @@ import json
 import logging
 import re
 from datetime import datetime, timezone
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
+from . import beliefs, graph
 from ..common.errors import CmmsError, InvalidInput
 from ..recall.rank import Hit
+from ..recall.search import search, semantic_search
 from ..common.text import clean
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -38,17 +43,17 @@ _STOP = frozenset("a an the is are was were do does did i you we my our your me 
                   "what who where when why how which that this it about with".split())
 
 
-def route(service, scope: str, query: str, limit: int = 5) -> dict:
+def route(engine: "Engine", scope: str, query: str, limit: int = 5) -> dict:
     """Answer `query` from the first stage that finds something: a whole-word rule for a kind
     of memory, a close semantic match, an entity of the graph, or the retriever an LLM picks.
     When none does, the hybrid search results come back as a fallback."""
     query = _checked(query, limit)
     trace: list[dict] = []
     for stage in (_rules, _semantic, _graph, _llm):
-        answer = stage(service, scope, query, limit, trace)
+        answer = stage(engine, scope, query, limit, trace)
         if answer is not None:
             return {"query": query, "trace": trace, **answer}
-    results = [_memory(h.memory, h.score) for h in service.search(scope, query, limit)]
+    results = [_memory(h.memory, h.score) for h in search(engine, scope, query, limit)]
     return {"query": query, "stage": "none", "route": "keyword", "answered": False, "trace": trace,
             "reason": "No stage answered; these are the hybrid search results.", "results": results}
 
@@ -61,13 +66,13 @@ def _checked(query: str, limit: int) -> str:
     return clean(query).strip()
 
 
-def _rules(service, scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _rules(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
     for name, kinds, pattern in _RULES:
         match = pattern.search(query)
         if match is None:
             continue
-        results = (_beliefs(service, scope, query, limit) if name == "beliefs"
-                   else _of_kinds(service, scope, query, kinds, limit))
+        results = (_beliefs(engine, scope, query, limit) if name == "beliefs"
+                   else _of_kinds(engine, scope, query, kinds, limit))
         why = f"rule {name!r} matched the words {match.group(0)!r}"
         trace.append({"stage": "rules", "rule": name, "outcome": f"{why}; {len(results)} found"})
         if results:
@@ -78,9 +83,9 @@ def _rules(service, scope: str, query: str, limit: int, trace: list) -> Optional
     return None
 
 
-def _semantic(service, scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _semantic(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
     try:
-        found = service.semantic_search(scope, query, limit)
+        found = semantic_search(engine, scope, query, limit)
     except CmmsError as exc:
         trace.append({"stage": "semantic", "outcome": str(exc)})
         return None
@@ -94,9 +99,9 @@ def _semantic(service, scope: str, query: str, limit: int, trace: list) -> Optio
             "results": [_memory(m, s) for m, s in close]}
 
 
-def _graph(service, scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _graph(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
     # "I", "me", "my" find the user's own entity: that alone names nothing in particular
-    entities = [e for e in service.graph_search(scope, query=query, limit=limit)["entities"]
+    entities = [e for e in graph.search(engine, scope, query=query, limit=limit)["entities"]
                 if e["name"].casefold() != FIRST_PERSON]
     trace.append({"stage": "graph", "outcome": f"{len(entities)} entities named in the query"})
     if not entities:
@@ -106,8 +111,8 @@ def _graph(service, scope: str, query: str, limit: int, trace: list) -> Optional
             "reason": f"The query names {names}, known to the entity graph.", "results": entities}
 
 
-def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
-    settings = _llm_settings(service)
+def _llm(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+    settings = _llm_settings(engine)
     if settings is None:
         trace.append({"stage": "llm", "outcome": "the LLM fallback is not configured (set llm)"})
         return None
@@ -125,7 +130,7 @@ def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[d
     trace.append({"stage": "llm", "outcome": f"the model answered {reply.strip()[:80]!r}"})
     if choice is None:
         return None
-    results = _RETRIEVE[choice](service, scope, query, limit)
+    results = _RETRIEVE[choice](engine, scope, query, limit)
     if not results:
         return None
     return {"stage": "llm", "route": choice, "answered": True,
@@ -133,27 +138,27 @@ def _llm(service, scope: str, query: str, limit: int, trace: list) -> Optional[d
             "results": results}
 
 
-def _llm_settings(service):
+def _llm_settings(engine: "Engine"):
     """The settings to call a model with: the `llm` setting, else Hermes' own model when this
     runs inside Hermes (the provider says so), else None."""
-    if service.settings.llm != "off":
-        return service.settings
-    return dataclasses.replace(service.settings, llm="hermes") if service.in_hermes else None
+    if engine.settings.llm != "off":
+        return engine.settings
+    return dataclasses.replace(engine.settings, llm="hermes") if engine.in_hermes else None
 
 
-def _beliefs(service, scope: str, query: str, limit: int) -> list[dict]:
-    return service.get_belief(scope, text=query, limit=limit)["beliefs"]
+def _beliefs(engine: "Engine", scope: str, query: str, limit: int) -> list[dict]:
+    return beliefs.get_belief(engine, scope, text=query, limit=limit)["beliefs"]
 
 
-def _of_kinds(service, scope: str, query: str, kinds: tuple[str, ...], limit: int) -> list[dict]:
+def _of_kinds(engine: "Engine", scope: str, query: str, kinds: tuple[str, ...], limit: int) -> list[dict]:
     """The scope's current memories of `kinds`: first those the hybrid search finds, best
     first; then, from the newest POOL of them, those sharing the most words with the query
     (one at least: a memory of the kind that shares nothing with the question is no answer)."""
-    found = [h for h in service.search(scope, query, SEARCHED)
+    found = [h for h in search(engine, scope, query, SEARCHED)
              if h.memory.kind in kinds and not h.memory.superseded_by][:limit]
     if len(found) < limit:
         seen, words = {h.memory.id for h in found}, _words(query)
-        pool, _ = service.store.page(scope, kinds=kinds, current=True, limit=POOL)
+        pool, _ = engine.store.page(scope, kinds=kinds, current=True, limit=POOL)
         shared = [(len(words & _words(m.content)), m) for m in pool if m.id not in seen]
         ranked = sorted(((n, m) for n, m in shared if n), key=lambda pair: (-pair[0], -pair[1].seq))
         found += [Hit(m, 0.0) for _, m in ranked[:limit - len(found)]]
@@ -177,10 +182,10 @@ def _memory(memory, score: float) -> dict:
 
 
 _RETRIEVE: dict[str, Callable[..., list]] = {
-    "keyword": lambda service, scope, query, limit: [_memory(h.memory, h.score)
-                                                     for h in service.search(scope, query, limit)],
-    "semantic": lambda service, scope, query, limit: [_memory(m, s)
-                                                      for m, s in service.semantic_search(scope, query, limit)],
-    "graph": lambda service, scope, query, limit: service.graph_search(scope, query=query, limit=limit)["entities"],
+    "keyword": lambda engine, scope, query, limit: [_memory(h.memory, h.score)
+                                                    for h in search(engine, scope, query, limit)],
+    "semantic": lambda engine, scope, query, limit: [_memory(m, s)
+                                                     for m, s in semantic_search(engine, scope, query, limit)],
+    "graph": lambda engine, scope, query, limit: graph.search(engine, scope, query=query, limit=limit)["entities"],
     "beliefs": _beliefs,
 }

@@ -11,13 +11,16 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..common import lifecycle_rules as lifecycle, tokens
 from ..store.models import Memory
 from ..common.plugins import run_redactors
 from ..store.store import NewMemory
 from ..common.text import clean
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +72,16 @@ def hermes_summariser() -> Optional[Summariser]:
     return summarise
 
 
-def consolidate(service, scope: str, session_id: Optional[str] = None,
+def consolidate(engine: "Engine", scope: str, session_id: Optional[str] = None,
                 summarise: Optional[Summariser] = None, wait: float = 60.0) -> Report:
     """Consolidate the scope's episodic memories not yet looked at (of one session, if given),
     waiting up to `wait` seconds for the embedding model to load."""
     report = Report(scope)
-    if not service.indexer.ready.wait(wait) or not service.indexer.active:
+    if not engine.indexer.ready.wait(wait) or not engine.indexer.active:
         return report  # no vectors, no neighbours: try again when the index is up
-    vectors = service.indexer.vectors
-    service.indexer.refresh()
-    seeds = service.store.unconsolidated(scope, session_id, MAX_SEEDS)
+    vectors = engine.indexer.vectors
+    engine.indexer.refresh()
+    seeds = engine.store.unconsolidated(scope, session_id, MAX_SEEDS)
     own = vectors.get(scope, [m.id for m in seeds])
     seeds = [m for m in seeds if m.id in own]  # not indexed yet: left for a later run
     if not seeds:
@@ -86,10 +89,10 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
     report.examined = len(seeds)
     near = vectors.query_many(scope, [own[m.id] for m in seeds], NEIGHBOURS + 1)
     candidates = {i for hits in near for i, sim in hits if sim >= CLUSTER_SIMILARITY}
-    members = {**{m.id: m for m in seeds}, **service.store.get(list(candidates - own.keys()), scope)}
+    members = {**{m.id: m for m in seeds}, **engine.store.get(list(candidates - own.keys()), scope)}
     known = {**own, **vectors.get(scope, [i for i in members if i not in own])}  # for the summaries
     eligible = {i for i, m in members.items() if _eligible(m)}
-    taken = _fold_repeats(service, scope, seeds, near, members, eligible, report)
+    taken = _fold_repeats(engine, scope, seeds, near, members, eligible, report)
     for seed, hits in zip(seeds, near):
         if seed.id in taken:
             continue
@@ -99,19 +102,19 @@ def consolidate(service, scope: str, session_id: Optional[str] = None,
             continue
         taken.update(cluster)
         group = sorted((members[i] for i in cluster), key=lambda m: m.created_at)
-        summary_id = _store_summary(service, scope, group, known, summarise, report)
+        summary_id = _store_summary(engine, scope, group, known, summarise, report)
         if summary_id is None:  # a member changed meanwhile (forgotten, or another run took it)
             taken.difference_update(cluster)
             continue
         report.summaries.append(summary_id)
         report.clusters += 1
         report.consolidated += len(group)
-    service.store.mark_examined([m.id for m in seeds if m.id not in taken], time.time())
-    service.indexer.notify()
+    engine.store.mark_examined([m.id for m in seeds if m.id not in taken], time.time())
+    engine.indexer.notify()
     return report
 
 
-def _fold_repeats(service, scope: str, seeds: list[Memory], near, members: dict[str, Memory],
+def _fold_repeats(engine: "Engine", scope: str, seeds: list[Memory], near, members: dict[str, Memory],
                   eligible: set[str], report: Report) -> set[str]:
     """Fold each new memory that repeats an older current one (cosine >= REPEAT_SIMILARITY and
     the same gist) into it; return the ids folded away."""
@@ -124,7 +127,7 @@ def _fold_repeats(service, scope: str, seeds: list[Memory], near, members: dict[
             folds.append((seed.id, twin.id))
             gone.add(seed.id)
             kept.add(twin.id)
-    report.folded = service.store.merge(scope, folds) if folds else 0
+    report.folded = engine.store.merge(scope, folds) if folds else 0
     return gone
 
 
@@ -133,7 +136,7 @@ def _eligible(memory: Memory) -> bool:
             and memory.state in lifecycle.CONSOLIDATING)
 
 
-def _store_summary(service, scope: str, group: list[Memory], vectors: dict[str, list[float]],
+def _store_summary(engine: "Engine", scope: str, group: list[Memory], vectors: dict[str, list[float]],
                    summarise: Optional[Summariser], report: Report) -> Optional[str]:
     text = None
     if summarise is not None:
@@ -144,11 +147,11 @@ def _store_summary(service, scope: str, group: list[Memory], vectors: dict[str, 
             log.warning("hermes-cmms: LLM summary failed, using the extractive one: %s", exc)
     if not text:
         text = extractive(group, vectors)
-    text = run_redactors(service.pm, clean(text), scope)
+    text = run_redactors(engine.pm, clean(text), scope)
     summary = NewMemory(scope=scope, content=text, kind="summary", tier="semantic",
                         source="consolidation", confidence=0.85,
                         session_id=group[0].session_id if len({m.session_id for m in group}) == 1 else None)
-    return service.store.consolidate(summary, [m.id for m in group])
+    return engine.store.consolidate(summary, [m.id for m in group])
 
 
 def extractive(group: Sequence[Memory], vectors: dict[str, list[float]]) -> str:

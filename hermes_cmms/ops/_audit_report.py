@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Optional
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..engine import Engine
 
 MAX_FINDINGS = 100  # listed per audit type; the count is always the true one
 BATCH = 1000
@@ -41,11 +41,11 @@ def _finding(check: str, key_name: str, key, scope: Optional[str], **detail) -> 
     return {"check": check, key_name: key, "scope": scope, "detail": detail}
 
 
-def _batches(service: "MemoryService", query, key, after=None) -> Iterator[list]:
+def _batches(engine: "Engine", query, key, after=None) -> Iterator[list]:
     """Rows of `query` in pages ordered by `key` (keyset paging: each page is its own read)."""
     while True:
         page = query if after is None else query.where(key > after)
-        with service.store.read() as conn:
+        with engine.store.read() as conn:
             rows = conn.execute(page.order_by(key).limit(BATCH)).all()
         if not rows:
             return

@@ -3,7 +3,7 @@ reading again; and their repair through the outbox (docs/health.md)."""
 from __future__ import annotations
 
 import time
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from sqlalchemy import Connection, func, insert, select
 
@@ -11,24 +11,27 @@ from ._audit_report import BATCH, Report, _chain, _finding, _scoped
 from ..store.models import AuditEvent, Memory, Outbox
 from ..vectors.chroma import VIEWS, collection_name
 
+if TYPE_CHECKING:
+    from ..engine import Engine
+
 READY_WAIT_S = 120.0  # how long an audit waits for the embedding model and vector index
 REPAIR_PASSES = 3  # vector repair re-checks after draining, at most this many times
 
 
-def _vectors(service):
+def _vectors(engine: "Engine"):
     """The open vector index, or None when there is none (keyword-only, or it failed)."""
-    indexer = service.indexer
+    indexer = engine.indexer
     if not indexer.ready.wait(READY_WAIT_S) or not indexer.active:
         return None
     indexer.refresh()
     return indexer.vectors
 
 
-def _known_scopes(service, scope: Optional[str]) -> list[str]:
+def _known_scopes(engine: "Engine", scope: Optional[str]) -> list[str]:
     if scope is not None:
         return [scope]
     found: set[str] = set()
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         for table in (Memory, Outbox, AuditEvent):
             found.update(s for s in conn.execute(select(table.scope).distinct()).scalars() if s)
     return sorted(found)
@@ -38,14 +41,14 @@ def _pending(conn: Connection, ids: list[str], op: str) -> set[str]:
     return set(conn.execute(select(Outbox.memory_id).where(Outbox.op == op, Outbox.memory_id.in_(ids))).scalars())
 
 
-def _missing_vectors(service, vectors, scope: str, view: str, report: Report) -> Iterator[dict]:
+def _missing_vectors(engine: "Engine", vectors, scope: str, view: str, report: Report) -> Iterator[dict]:
     """Memories of `scope` with no vector in `view` and no upsert queued. Each page of ids and
     its queued upserts are read in one transaction, then the index; a candidate is confirmed
     by reading the store again (a memory forgotten meanwhile is not missing)."""
     query = select(Memory.seq, Memory.id).where(Memory.scope == scope)
     after = 0
     while True:
-        with service.store.read() as conn:
+        with engine.store.read() as conn:
             rows = conn.execute(query.where(Memory.seq > after).order_by(Memory.seq).limit(BATCH)).all()
             ids = [row.id for row in rows]
             queued = _pending(conn, ids, "upsert") if ids else set()
@@ -56,25 +59,25 @@ def _missing_vectors(service, vectors, scope: str, view: str, report: Report) ->
         unqueued = [i for i in ids if i not in queued]
         present = vectors.present(scope, unqueued, view) if unqueued else set()  # one index read per page
         candidates = [i for i in unqueued if i not in present]
-        for memory_id in _still_stored(service, scope, candidates):
+        for memory_id in _still_stored(engine, scope, candidates):
             yield _finding("missing_vector", "memory_id", memory_id, scope, view=view)
 
 
-def _still_stored(service, scope: str, ids: list[str]) -> list[str]:
+def _still_stored(engine: "Engine", scope: str, ids: list[str]) -> list[str]:
     if not ids:
         return []
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         queued = _pending(conn, ids, "upsert")
         kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(ids), Memory.scope == scope)).scalars())
     return [i for i in ids if i in kept and i not in queued]
 
 
-def _stray_vectors(service, vectors, scope: str, view: str, report: Report) -> Iterator[dict]:
+def _stray_vectors(engine: "Engine", vectors, scope: str, view: str, report: Report) -> Iterator[dict]:
     """Vectors in the scope's `view` with no memory of that scope and no delete queued,
     confirmed by reading the index again after the store."""
     for page in vectors.ids(scope, view, BATCH):
         report.checked[f"vectors_{view}"] = report.checked.get(f"vectors_{view}", 0) + len(page)
-        with service.store.read() as conn:
+        with engine.store.read() as conn:
             kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(page), Memory.scope == scope)).scalars())
             queued = _pending(conn, page, "delete")
         candidates = [i for i in page if i not in kept and i not in queued]
@@ -84,67 +87,67 @@ def _stray_vectors(service, vectors, scope: str, view: str, report: Report) -> I
                 yield _finding("stray_vector", "memory_id", memory_id, scope, view=view)
 
 
-def _vector_drift(service, scope: Optional[str], report: Report) -> Iterator[dict]:
+def _vector_drift(engine: "Engine", scope: Optional[str], report: Report) -> Iterator[dict]:
     """Missing and stray vectors of every view of each scope; the index lag, and (for every
     scope) the collections no scope maps to, go in `checked`."""
-    vectors = _vectors(service)
-    _index_lag(service, scope, report)
+    vectors = _vectors(engine)
+    _index_lag(engine, scope, report)
     if vectors is None:
         report.checked["vector_index"] = "none (keyword-only or unavailable): not checked"
         return
-    scopes = _known_scopes(service, scope)
+    scopes = _known_scopes(engine, scope)
     report.checked["scopes"] = len(scopes)
     for name in scopes:
         for view in VIEWS:
-            yield from _missing_vectors(service, vectors, name, view, report)
-            yield from _stray_vectors(service, vectors, name, view, report)
+            yield from _missing_vectors(engine, vectors, name, view, report)
+            yield from _stray_vectors(engine, vectors, name, view, report)
     if scope is None:  # a Chroma server may hold other stores' collections: counted, never touched
         mine = {collection_name(s, v) for s in scopes for v in VIEWS}
         report.checked["unmapped_collections"] = sum(
             1 for name, count in vectors.collection_counts().items() if name not in mine and count)
 
 
-def _index_lag(service, scope: Optional[str], report: Report) -> None:
+def _index_lag(engine: "Engine", scope: Optional[str], report: Report) -> None:
     """Pending outbox rows: lag, not drift."""
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         pending, oldest = conn.execute(_scoped(select(func.count(), func.min(Outbox.created_at)),
                                                Outbox.scope, scope)).one()
     report.checked["index_lag"] = pending
     report.checked["index_lag_seconds"] = round(time.time() - oldest, 3) if oldest is not None else 0.0
 
 
-def _queue_repairs(service, vectors, scope: Optional[str]) -> tuple[int, int]:
+def _queue_repairs(engine: "Engine", vectors, scope: Optional[str]) -> tuple[int, int]:
     """Queue an upsert for each missing vector and a delete for each stray one (one row per
     memory, whichever views it concerns); return (upserts, deletes)."""
     report = Report(("vector_drift",))
     work: set[tuple[str, str, str]] = set()
-    for name in _known_scopes(service, scope):
+    for name in _known_scopes(engine, scope):
         for view in VIEWS:
-            for finding in _chain(_missing_vectors(service, vectors, name, view, report),
-                                  _stray_vectors(service, vectors, name, view, report)):
+            for finding in _chain(_missing_vectors(engine, vectors, name, view, report),
+                                  _stray_vectors(engine, vectors, name, view, report)):
                 work.add((finding["memory_id"], name, "upsert" if finding["check"] == "missing_vector" else "delete"))
     now = time.time()
     rows = [{"memory_id": m, "scope": s, "op": op, "created_at": now} for m, s, op in sorted(work)]
     for start in range(0, len(rows), 500):
-        with service.store.writing() as conn:
+        with engine.store.writing() as conn:
             conn.execute(insert(Outbox), rows[start:start + 500])
     upserts = sum(1 for row in rows if row["op"] == "upsert")
     return upserts, len(rows) - upserts
 
 
-def _repair_vectors(service, scope: Optional[str], drain_timeout: float) -> dict:
+def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float) -> dict:
     """Queue the vector repairs and wait for the indexer; checked again, up to REPAIR_PASSES times."""
-    vectors = _vectors(service)
+    vectors = _vectors(engine)
     if vectors is None:
         return {"vectors": "none (keyword-only or unavailable): not repaired"}
     queued = removed = passes = 0
     drained = True
     while passes < REPAIR_PASSES:
-        upserts, deletes = _queue_repairs(service, vectors, scope)
+        upserts, deletes = _queue_repairs(engine, vectors, scope)
         passes += 1
         if not upserts and not deletes:
             break
         queued, removed = queued + upserts, removed + deletes
-        service.indexer.notify()
-        drained = service.indexer.drain(drain_timeout)
+        engine.indexer.notify()
+        drained = engine.indexer.drain(drain_timeout)
     return {"vectors_queued": queued, "vectors_removed": removed, "vector_passes": passes, "drained": drained}

@@ -21,10 +21,10 @@ from ._audit_vectors import _repair_vectors, _vector_drift
 from ..store._knowledge import LEARNED_RECEIPTS
 from ..common.errors import InvalidInput
 from ..store.models import AuditEvent, Belief, Entity, Evidence, Fact, Link, Memory, Outbox, Relation
-from ..common.text import clean_key
+from ..common.checks import scope_of
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..engine import Engine
 
 __all__ = ["AUDIT_TYPES", "CHECKS", "CHOICES", "MAX_FINDINGS", "REPAIRED", "reindex", "run"]
 
@@ -153,11 +153,11 @@ CHECKS = {
 
 # -- checks read in batches ---------------------------------------------------------------
 
-def _backward_moves(service, scope: Optional[str], report: Report) -> Iterator[dict]:
+def _backward_moves(engine: "Engine", scope: Optional[str], report: Report) -> Iterator[dict]:
     """Lifecycle events whose move is not forward (or names a state that does not exist)."""
     query = _scoped(select(AuditEvent.id, AuditEvent.scope, AuditEvent.memory_id, AuditEvent.detail)
                     .where(AuditEvent.action == "lifecycle"), AuditEvent.scope, scope)
-    for rows in _batches(service, query, AuditEvent.id):
+    for rows in _batches(engine, query, AuditEvent.id):
         report.checked["lifecycle_events"] = report.checked.get("lifecycle_events", 0) + len(rows)
         for row in rows:
             move = _detail(row.detail)
@@ -175,7 +175,7 @@ def _detail(text: Optional[str]) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _cycles(service, scope: Optional[str]) -> Iterator[dict]:
+def _cycles(engine: "Engine", scope: Optional[str]) -> Iterator[dict]:
     """Chains of superseded_by that come back on themselves. Only rows pointing at a memory that
     is itself superseded can be in a cycle, so only those are read."""
     query = _scoped(select(Memory.seq, Memory.id, Memory.scope, Memory.superseded_by)
@@ -183,7 +183,7 @@ def _cycles(service, scope: Optional[str]) -> Iterator[dict]:
                     .where(_target.c.superseded_by.is_not(None), Memory.superseded_by != Memory.id),
                     Memory.scope, scope)
     edges, scopes = {}, {}
-    for rows in _batches(service, query, Memory.seq):
+    for rows in _batches(engine, query, Memory.seq):
         edges.update((row.id, row.superseded_by) for row in rows)
         scopes.update((row.id, row.scope) for row in rows)
     for cycle in _find_cycles(edges):
@@ -205,12 +205,12 @@ def _find_cycles(edges: dict[str, str]) -> list[list[str]]:
     return cycles
 
 
-def _confidences(service, scope: Optional[str], report: Report) -> Iterator[dict]:
+def _confidences(engine: "Engine", scope: Optional[str], report: Report) -> Iterator[dict]:
     """Confidence and reliability in [0, 1]; confidence never above what reliability and
     reinforcement allow (age only lowers it); a conflict's loser carries the penalty."""
     query = _scoped(select(Memory.seq, Memory.id, Memory.scope, Memory.kind, Memory.tier, Memory.confidence,
                            Memory.reliability, Memory.access_count, Memory.superseded_by), Memory.scope, scope)
-    for rows in _batches(service, query, Memory.seq):
+    for rows in _batches(engine, query, Memory.seq):
         report.checked["memories"] = report.checked.get("memories", 0) + len(rows)
         suspects = []
         for row in rows:
@@ -219,7 +219,7 @@ def _confidences(service, scope: Optional[str], report: Report) -> Iterator[dict
                 yield found
             elif row.superseded_by and row.tier != "episodic":
                 suspects.append(row)
-        yield from _unpenalised(service, suspects)
+        yield from _unpenalised(engine, suspects)
 
 
 def _in_range(value) -> bool:
@@ -241,14 +241,14 @@ def _confidence_finding(row) -> Optional[dict]:
     return None
 
 
-def _unpenalised(service, rows: list) -> Iterator[dict]:
+def _unpenalised(engine: "Engine", rows: list) -> Iterator[dict]:
     """Rows superseded by a conflict (the supersede event that set their current pointer says
     so) whose confidence is above the penalised ceiling."""
     over = {row.id: row for row in rows
             if row.confidence > _ceiling(row) * lifecycle.CONFLICT_PENALTY + TOLERANCE}
     if not over:
         return
-    with service.store.read() as conn:
+    with engine.store.read() as conn:
         events = conn.execute(select(AuditEvent.memory_id, AuditEvent.detail).where(
             AuditEvent.action == "supersede", AuditEvent.memory_id.in_(list(over))).order_by(AuditEvent.id)).all()
     last = {e.memory_id: _detail(e.detail) for e in events}
@@ -259,7 +259,7 @@ def _unpenalised(service, rows: list) -> Iterator[dict]:
                            ceiling=round(_ceiling(row) * lifecycle.CONFLICT_PENALTY, 4))
 
 
-def _relation_mismatches(service, scope: Optional[str]) -> Iterator[dict]:
+def _relation_mismatches(engine: "Engine", scope: Optional[str]) -> Iterator[dict]:
     """Relations whose ends, predicate or scope are not what their fact says."""
     source, target = Entity.__table__.alias("source"), Entity.__table__.alias("target_entity")
     query = _scoped(select(Relation.id, Relation.scope, Relation.memory_id, Relation.predicate,
@@ -269,7 +269,7 @@ def _relation_mismatches(service, scope: Optional[str]) -> Iterator[dict]:
                     .join(Fact, Fact.memory_id == Relation.memory_id)
                     .join(source, source.c.id == Relation.source_id)
                     .join(target, target.c.id == Relation.target_id), Relation.scope, scope)
-    for rows in _batches(service, query, Relation.id):
+    for rows in _batches(engine, query, Relation.id):
         for row in rows:
             wrong = _mismatch(row)
             if wrong:
@@ -287,11 +287,7 @@ def _mismatch(row) -> dict:
 # -- run ----------------------------------------------------------------------------------
 
 def _audit_scope(scope) -> Optional[str]:
-    if scope is None:
-        return None
-    if not isinstance(scope, str) or not scope.strip():
-        raise InvalidInput("A scope must be a non-empty string.")
-    return clean_key(scope)
+    return None if scope is None else scope_of(scope)
 
 
 def _types(audit_type) -> tuple[str, ...]:
@@ -300,44 +296,44 @@ def _types(audit_type) -> tuple[str, ...]:
     return AUDIT_TYPES if audit_type == "all" else (audit_type,)
 
 
-def _sql_checks(service, audit_type: str) -> tuple[Check, ...]:
-    grace = float(service.settings.sweep_interval_s)
+def _sql_checks(engine: "Engine", audit_type: str) -> tuple[Check, ...]:
+    grace = float(engine.settings.sweep_interval_s)
     return {"orphans": ORPHANS, "receipts": RECEIPTS, "graph_drift": GRAPH,
             "lifecycle": _lifecycle_checks(time.time(), grace)}.get(audit_type, ())
 
 
-def _streamed(service, audit_type: str, scope: Optional[str], report: Report) -> Iterator[dict]:
+def _streamed(engine: "Engine", audit_type: str, scope: Optional[str], report: Report) -> Iterator[dict]:
     streams: dict[str, Callable[[], Iterator[dict]]] = {
-        "lifecycle": lambda: _chain(_backward_moves(service, scope, report), _cycles(service, scope)),
-        "confidence": lambda: _confidences(service, scope, report),
-        "graph_drift": lambda: _relation_mismatches(service, scope),
-        "vector_drift": lambda: _vector_drift(service, scope, report)}
+        "lifecycle": lambda: _chain(_backward_moves(engine, scope, report), _cycles(engine, scope)),
+        "confidence": lambda: _confidences(engine, scope, report),
+        "graph_drift": lambda: _relation_mismatches(engine, scope),
+        "vector_drift": lambda: _vector_drift(engine, scope, report)}
     return streams[audit_type]() if audit_type in streams else iter(())
 
 
-def run(service: "MemoryService", audit_type: str = "all", scope: Optional[str] = None) -> dict:
+def run(engine: "Engine", audit_type: str = "all", scope: Optional[str] = None) -> dict:
     """Audit the store: findings by audit type (see AUDIT_TYPES), at most MAX_FINDINGS listed
     per type with the true count, what was checked, and `ok` when nothing was found."""
     types, scope = _types(audit_type), _audit_scope(scope)
     report = Report(types)
     for name in types:
-        with service.store.read() as conn:
-            for check in _sql_checks(service, name):
+        with engine.store.read() as conn:
+            for check in _sql_checks(engine, name):
                 check.report(conn, scope, report, name)
-        for finding in _streamed(service, name, scope, report):
+        for finding in _streamed(engine, name, scope, report):
             report.add(name, finding)
     answer = report.answer(audit_type, scope)
     if audit_type == "all" and scope is None:  # the store's health: the drift gauges read it back
-        service.store.record("audit", "cmms", None, counts=answer["counts"])
+        engine.store.record("audit", "cmms", None, counts=answer["counts"])
     return answer
 
 
 # -- reindex ------------------------------------------------------------------------------
 
-def _delete_orphans(service, scope: Optional[str]) -> dict[str, int]:
+def _delete_orphans(engine: "Engine", scope: Optional[str]) -> dict[str, int]:
     """Delete every orphan row (a dangling superseded_by is cleared instead), one transaction."""
     done = {}
-    with service.store.writing() as conn:
+    with engine.store.writing() as conn:
         for check in ORPHANS:
             where = (*check.where, *(() if scope is None else (check.model.scope == scope,)))
             if check.model is Memory:
@@ -348,14 +344,14 @@ def _delete_orphans(service, scope: Optional[str]) -> dict[str, int]:
     return done
 
 
-def reindex(service: "MemoryService", scope: Optional[str] = None, drain_timeout: float = 600.0) -> dict:
+def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float = 600.0) -> dict:
     """Repair what SQL can rebuild, in `scope` (None: every scope): delete orphan rows, rebuild
     the entity graph from the facts, queue the missing vectors and the removal of stray ones
     and wait for the indexer to apply them. Receipts, lifecycle and confidence findings are
     left for a person to judge. Returns what was done; the reindex is on the audit trail."""
     scope = _audit_scope(scope)
-    orphans = _delete_orphans(service, scope)
-    done = {"scope": scope, "orphans_deleted": orphans, "graph": graph.rebuild(service, scope),
-            **_repair_vectors(service, scope, drain_timeout)}
-    service.store.record("reindex", "cmms:reindex", scope, **{k: v for k, v in done.items() if k != "scope"})
+    orphans = _delete_orphans(engine, scope)
+    done = {"scope": scope, "orphans_deleted": orphans, "graph": graph.rebuild(engine, scope),
+            **_repair_vectors(engine, scope, drain_timeout)}
+    engine.store.record("reindex", "cmms:reindex", scope, **{k: v for k, v in done.items() if k != "scope"})
     return done

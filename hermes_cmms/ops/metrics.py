@@ -9,7 +9,7 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional, Protocol
 
 import pluggy
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -22,7 +22,9 @@ from ..store.models import AuditEvent, Memory, Outbox
 from ..common.text import clean_key
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..engine import Engine
+    from ..store.store import Store
+    from ..vectors.indexer import Indexer
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +74,23 @@ class ToolCall:
         self.error = message or "error"
 
 
+class Parts(Protocol):
+    """What the store gauges read: an Engine, or the service (which has the same parts)."""
+
+    store: "Store"
+    indexer: "Indexer"
+
+
+class Measured(Parts, Protocol):
+    """What `exposition` reads: the parts and their Metrics (the service has both)."""
+
+    metrics: "Metrics"
+
+
 class Metrics:
     """One service's Prometheus registry (never the global one) and its tool-call timer."""
 
-    def __init__(self, service: "MemoryService"):
+    def __init__(self, engine: "Engine"):
         self.registry = CollectorRegistry()
         self.calls = Counter("cmms_tool_calls", "Tool calls, by door (mcp, hermes) and tool.",
                              ["door", "tool"], registry=self.registry)
@@ -86,8 +101,8 @@ class Metrics:
         self.hook_latency = Histogram("cmms_hook_latency_seconds", "Plugin hook call latency, by hook.",
                                       ["hook"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self._tools: set[str] = set()
-        self.registry.register(StoreGauges(service))
-        monitor_hooks(service.pm)
+        self.registry.register(StoreGauges(engine))
+        monitor_hooks(engine.pm)
 
     def _tool(self, tool) -> str:
         """The tool's label: its name, "other" past MAX_TOOL_LABELS names (any caller can
@@ -125,26 +140,26 @@ class StoreGauges:
     """Gauges read from the store and the vector index when scraped: of the whole store, or
     of one scope (then without the last full audit's findings, which are the whole store's)."""
 
-    def __init__(self, service: "MemoryService", scope: Optional[str] = None):
-        self._service = weakref.ref(service)
+    def __init__(self, parts: Parts, scope: Optional[str] = None):
+        self._parts = weakref.ref(parts)
         self._scope = scope
 
     def collect(self):
-        service = self._service()
-        if service is None:
+        parts = self._parts()
+        if parts is None:
             return
         try:
-            yield from self._store(service)
+            yield from self._store(parts)
             if self._scope is None:
-                yield from self._audit(service)
+                yield from self._audit(parts)
         except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
             log.warning("hermes-cmms: store gauges unavailable: %s", exc)
 
     def _in_scope(self, query, table):
         return query if self._scope is None else query.where(table.scope == self._scope)
 
-    def _store(self, service: "MemoryService"):
-        with service.store.read() as conn:
+    def _store(self, parts: Parts):
+        with parts.store.read() as conn:
             by_state = conn.execute(self._in_scope(select(Memory.tier, Memory.state, func.count()), Memory)
                                     .group_by(Memory.tier, Memory.state)).all()
             pending, oldest = conn.execute(self._in_scope(
@@ -157,15 +172,15 @@ class StoreGauges:
         yield GaugeMetricFamily("cmms_index_lag", "Outbox rows waiting for the vector index.", value=pending)
         yield GaugeMetricFamily("cmms_index_lag_seconds", "Age of the oldest outbox row (0 when none).",
                                 value=max(0.0, time.time() - oldest) if oldest is not None else 0.0)
-        vectors = service.indexer.vectors
+        vectors = parts.indexer.vectors
         if vectors is not None:  # absent while the index loads, or without one (keyword-only)
             yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).",
                                     value=vectors.count(self._scope))
 
-    def _audit(self, service: "MemoryService"):
+    def _audit(self, parts: Parts):
         """The findings of the last full audit (type all, every scope), by any process: it
         leaves an 'audit' event on the audit trail."""
-        with service.store.read() as conn:
+        with parts.store.read() as conn:
             last = conn.execute(select(AuditEvent.at, AuditEvent.detail).where(
                 AuditEvent.action == "audit", AuditEvent.scope.is_(None))
                 .order_by(AuditEvent.id.desc()).limit(1)).first()
@@ -180,7 +195,7 @@ class StoreGauges:
                                 value=last.at if last else 0.0)
 
 
-def exposition(service: "MemoryService", scope: Optional[str] = None) -> str:
+def exposition(service: Measured, scope: Optional[str] = None) -> str:
     """The service's metrics in the Prometheus text format. With `scope` (a door bound to one
     scope, such as an MCP bridge) the store gauges count that scope only, and the series that
     describe every scope (the last full audit, hook latencies: the scheduler works for all

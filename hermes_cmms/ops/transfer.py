@@ -23,7 +23,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator, Optional, Union
+from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Union
 
 from sqlalchemy import Connection, and_, func, insert, or_, select, tuple_
 from sqlalchemy.engine import make_url
@@ -39,6 +39,9 @@ from ..common.errors import InvalidInput, StoreUnavailable
 from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory, Outbox
 from ..common.plugins import run_redactors
 
+if TYPE_CHECKING:
+    from ..engine import Engine
+
 CHUNK = 500  # records per lookup (and at most per write transaction)
 Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
 
@@ -50,13 +53,13 @@ __all__ = ["export_scope", "external_paths", "import_file", "import_records", "F
 MAX_LINE_BYTES = 16 * 2**20  # one line (record) of an import at most
 
 
-def export_scope(service, scope: str, actor: str = "") -> Iterator[dict]:
+def export_scope(engine: "Engine", scope: str, actor: str = "") -> Iterator[dict]:
     """The header, then every record of `scope`, read in one transaction (one consistent
     snapshot, also on PostgreSQL). When the last record has been read, an 'export' event
     goes on the audit trail."""
     scope = _scope(scope)
     queries = _export_queries(scope)
-    with service.store.snapshot() as conn:
+    with engine.store.snapshot() as conn:
         counts = {KINDS[name].plural: conn.execute(select(func.count()).select_from(query.subquery())).scalar_one()
                   for name, query in queries.items()}
         yield {"type": "header", "format": FORMAT, "version": VERSION, "hermes_cmms": __version__,
@@ -64,7 +67,7 @@ def export_scope(service, scope: str, actor: str = "") -> Iterator[dict]:
         for name, query in queries.items():
             for row in conn.execute(query.execution_options(yield_per=CHUNK)):
                 yield record_of(KINDS[name], row._mapping)
-    service.store.record("export", actor or "cmms", scope, **counts)
+    engine.store.record("export", actor or "cmms", scope, **counts)
 
 
 def _export_queries(scope: str) -> dict:
@@ -95,7 +98,7 @@ def _export_queries(scope: str) -> dict:
 
 # -- import ---------------------------------------------------------------------------------
 
-def import_file(service, path: Union[str, os.PathLike], *, scope: Optional[str] = None,
+def import_file(engine: "Engine", path: Union[str, os.PathLike], *, scope: Optional[str] = None,
                 progress: Optional[Progress] = None, actor: str = "") -> dict:
     """Import an export file into the store (into `scope` instead of the file's, if given);
     return what was added and skipped per record type. See the module docstring."""
@@ -105,10 +108,10 @@ def import_file(service, path: Union[str, os.PathLike], *, scope: Optional[str] 
             pass
     except OSError as exc:
         raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
-    return _import(service, lambda: _lines_of(path), scope, progress, actor)
+    return _import(engine, lambda: _lines_of(path), scope, progress, actor)
 
 
-def import_records(service, records: Iterable[Union[str, bytes, dict]], *, scope: Optional[str] = None,
+def import_records(engine: "Engine", records: Iterable[Union[str, bytes, dict]], *, scope: Optional[str] = None,
                    progress: Optional[Progress] = None, actor: str = "") -> dict:
     """`import_file` for lines (or records) from anywhere, e.g. standard input: they are
     spooled to a temporary file first, because the import reads them twice."""
@@ -121,7 +124,7 @@ def import_records(service, records: Iterable[Union[str, bytes, dict]], *, scope
             data = record.encode("utf-8") if isinstance(record, str) else record
             spool.write(data if data.endswith(b"\n") else data + b"\n")
         spool.flush()
-        return _import(service, lambda: _lines_of(spool), scope, progress, actor)
+        return _import(engine, lambda: _lines_of(spool), scope, progress, actor)
 
 
 def _lines_of(source: Union[Path, IO[bytes]]) -> Iterator[tuple[int, str]]:
@@ -155,7 +158,7 @@ def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
-def _import(service, lines: Callable[[], Iterator[tuple[int, str]]], scope: Optional[str],
+def _import(engine: "Engine", lines: Callable[[], Iterator[tuple[int, str]]], scope: Optional[str],
             progress: Optional[Progress], actor: str) -> dict:
     progress = progress or (lambda phase, done, total: None)
     plan = _Plan()
@@ -163,12 +166,12 @@ def _import(service, lines: Callable[[], Iterator[tuple[int, str]]], scope: Opti
         plan.read(parse(text, number), number)
         if done % CHUNK == 0:
             progress("checking", done, None)
-    target = plan.finish(service.store, scope)
+    target = plan.finish(engine.store, scope)
     progress("checking", plan.total + 1, plan.total + 1)
-    summary = _write(service, lines, plan, target, progress)
-    service.store.record("import", actor or "cmms", target, source_scope=plan.header["scope"],
+    summary = _write(engine, lines, plan, target, progress)
+    engine.store.record("import", actor or "cmms", target, source_scope=plan.header["scope"],
                          exported_at=plan.header.get("exported_at"), **summary)
-    service.indexer.notify()
+    engine.indexer.notify()
     return {"scope": target, "source_scope": plan.header["scope"], **summary}
 
 
@@ -247,11 +250,11 @@ def _shown(key: tuple) -> str:
     return repr(key[0]) if len(key) == 1 else repr(key)
 
 
-def _write(service, lines, plan: _Plan, scope: str, progress: Progress) -> dict:
+def _write(engine: "Engine", lines, plan: _Plan, scope: str, progress: Progress) -> dict:
     """The writing pass, in bounded write transactions (see _batches: each about TARGET_S of
     writer lock, then a pause); what was added and skipped."""
     tally = {kind.plural: {"added": 0, "skipped": 0} for kind in KINDS.values()}
-    writer, batches = _Writer(service, scope, tally), Batches(service.store.engine.dialect.name, most=CHUNK)
+    writer, batches = _Writer(engine, scope, tally), Batches(engine.store.engine.dialect.name, most=CHUNK)
     chunk: list[tuple[int, dict]] = []
     done = 0
     for number, text in lines():
@@ -274,13 +277,13 @@ class _Writer:
     """Writes chunks of records: skips what is stored, inserts the rest, rebuilds the graph
     of new facts and queues new memories for the indexer, all in the chunk's transaction."""
 
-    def __init__(self, service, scope: str, tally: dict) -> None:
-        self.service, self.scope, self.tally = service, scope, tally
+    def __init__(self, engine: "Engine", scope: str, tally: dict) -> None:
+        self.engine, self.scope, self.tally = engine, scope, tally
         self.redacted = 0
         self.counted: dict[str, dict[tuple, int]] = {"evidence": {}, "audit": {}}  # stored copies left
 
     def redact(self, text: str) -> str:
-        return run_redactors(self.service.pm, text, self.scope)
+        return run_redactors(self.engine.pm, text, self.scope)
 
     def write(self, chunk: list[tuple[int, dict]]) -> int:
         if not chunk:
@@ -291,7 +294,7 @@ class _Writer:
             row, changed = prepared(kind, row, self.scope, self.redact)
             groups[kind.name].append(row)
             self.redacted += changed
-        store, now = self.service.store, time.time()
+        store, now = self.engine.store, time.time()
         try:
             with store.writing() as conn:
                 for name, rows in groups.items():

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from .embedders import Embedder
 from ..store.store import Store
+from ..common.text import clean
 from ..common.units import units
 from .chroma import UNITS, VectorIndex
 
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 BATCH = 64
 DELETE_QUIET_S = 0.3  # no new vector delete for this long: a run of deletes (a forget) has ended
+EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
 MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
 POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
 REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
@@ -324,3 +326,11 @@ def _combine(own, before) -> list[float]:
     total = [a + b for a, b in zip(own, before)]
     norm = sum(x * x for x in total) ** 0.5 or 1.0
     return [x / norm for x in total]
+
+
+def query_vector(indexer: Indexer, text: str):
+    """The text's vector as a query, or None when there is no usable vector index."""
+    if not indexer.ready.wait(EMBEDDER_WAIT_S) or not indexer.active:
+        return None
+    indexer.refresh()  # another process may have written vectors since we last looked
+    return indexer.embedder.embed([clean(text)[:MAX_EMBED_CHARS]])[0]

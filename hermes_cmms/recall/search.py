@@ -1,0 +1,147 @@
+"""Retrieval: hybrid search (keyword and vector rankings fused), vector-only search, and pages."""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from ..common import lifecycle_rules as lifecycle
+from ..common.checks import scope_of, tags_of, tier_of
+from ..common.errors import InvalidInput, StoreUnavailable
+from ..common.text import clean
+from ..store.models import Memory
+from ..store.store import has_tags
+from ..vectors.chroma import UNITS, owner
+from ..vectors.indexer import query_vector
+from . import when
+from .rank import Hit, query_names, rank
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+log = logging.getLogger(__name__)
+
+CANDIDATES = 50  # per retriever, before fusion
+SENTENCE_CANDIDATES = 2 * CANDIDATES  # sentence vectors asked for: a memory may have several
+VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at all
+# The question is embedded and the vector views queried on a worker thread while the keyword
+# rankings run: ONNX Runtime, Chroma and SQLite all release the GIL, so on two cores the
+# vector half costs little wall time beside the keyword half. A few workers, for a gateway
+# whose users ask at the same time.
+VECTOR_WORKERS = 4
+
+
+def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),
+           source: Optional[str] = None, fact: Optional[dict] = None) -> list[Hit]:
+    """Hybrid search inside one scope, best first.
+
+    Filters: memories carrying every one of `tags`; whose source (receipt) starts with
+    `source`; facts whose given parts (`subject`, `predicate`, `object`) match, ignoring case.
+    """
+    tags = tags_of(tags)
+    fact = {k: v for k, v in (fact or {}).items() if v is not None}
+    for name, value in [("source", source), *fact.items()]:
+        if value is not None and (not isinstance(value, str) or not clean(value).strip()):
+            raise InvalidInput(f"The {name} filter must be a non-empty string.")
+    source, fact = clean(source) if source is not None else None, {k: clean(v) for k, v in fact.items()}
+    if tags or source or fact:
+        hits = search(engine, scope, query, CANDIDATES * 4) if isinstance(query, str) and query.strip() else []
+        return _filtered(engine, scope, hits, limit, tags, source, fact)
+    scope = scope_of(scope)
+    if not isinstance(query, str):
+        raise InvalidInput("The query must be a string.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidInput(f"The result limit must be a positive whole number, not {limit!r}.")
+    query = clean(query)
+    if not query.strip():
+        return []
+    return _hybrid(engine, scope, query)[:limit]
+
+
+def _hybrid(engine: "Engine", scope: str, query: str) -> list[Hit]:
+    """Every candidate for a clean, non-empty query, ranked."""
+    store, names = engine.store, query_names(query)
+    # A speaker's name matches every line they said (short ones best): the speaker boost
+    # in rank() covers it, so keyword search looks for the rest of the question.
+    vectors = engine.pool.submit(_vector_search, engine, scope, query)
+    words = _without(query, store.speakers(scope, names)) if names else query
+    rankings = {
+        "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES)],
+        "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True)],
+        **vectors.result()}
+    memories = store.get(list({m for ids in rankings.values() for m in ids}), scope)
+    return rank(memories, rankings, names, during=when.spans(query, time.time()))
+
+
+def _filtered(engine: "Engine", scope: str, hits: list[Hit], limit: int, tags, source, fact) -> list[Hit]:
+    scope = scope_of(scope)
+    wanted = None
+    if fact:
+        wanted = set(engine.store.facts_matching(scope, fact.get("subject"), fact.get("predicate"),
+                                                 fact.get("object")))
+        if not hits:  # no query: the matching facts, newest first
+            found = engine.store.get(list(wanted), scope)
+            hits = [Hit(found[i], 0.0) for i in sorted(found, key=lambda i: -found[i].created_at)]
+
+    def keep(m) -> bool:
+        return ((wanted is None or m.id in wanted)
+                and (not source or m.source.startswith(source))
+                and has_tags(m, tags))
+    return [hit for hit in hits if keep(hit.memory)][:limit]
+
+
+def semantic_search(engine: "Engine", scope: str, query: str, top_k: int = 10,
+                    score_threshold: float = 0.0) -> list[tuple[Memory, float]]:
+    """Vector-only search: (memory, cosine similarity) pairs at or above the threshold."""
+    scope = scope_of(scope)
+    if not isinstance(query, str) or not clean(query).strip():
+        raise InvalidInput("The query must be a non-empty string.")
+    vector = query_vector(engine.indexer, query)
+    if vector is None:
+        raise StoreUnavailable("Semantic search is unavailable: no embedding model or vector "
+                               "index is loaded (see `hermes-cmms doctor`).")
+    found = [(m, sim) for m, sim in engine.indexer.vectors.query(scope, vector, top_k)
+             if sim >= score_threshold]
+    memories = engine.store.get([m for m, _ in found], scope)
+    return [(memories[m], sim) for m, sim in found if m in memories]
+
+
+def page(engine: "Engine", scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
+         state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+    """A page of the scope's memories, newest first, with the total that match."""
+    if state is not None and state not in lifecycle.LIVE_STATES:
+        raise InvalidInput(f"Unknown state {state!r}; choose one of {', '.join(lifecycle.LIVE_STATES)}.")
+    return engine.store.page(scope_of(scope), tier=tier_of(tier), tags=tags_of(tags), state=state,
+                             limit=limit, offset=offset)
+
+
+def _vector_search(engine: "Engine", scope: str, query: str) -> dict[str, list[str]]:
+    """Rankings by cosine similarity: of the memories alone, in context, and by their best
+    sentence; {} if no index."""
+    try:
+        vector = query_vector(engine.indexer, query)
+        if vector is None:
+            return {}
+        return _vector_rankings(engine.indexer.vectors, scope, vector)
+    except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
+        log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
+        return {}
+
+
+def _vector_rankings(vectors, scope: str, vector) -> dict[str, list[str]]:
+    """The three vector rankings of one query vector, each cut at VECTOR_FLOOR."""
+    found = {name: [m for m, similarity in vectors.query(scope, vector, CANDIDATES, view)
+                    if similarity >= VECTOR_FLOOR]
+             for name, view in (("vector", "content"), ("vector_context", "context"))}
+    sentences = vectors.query(scope, vector, SENTENCE_CANDIDATES, UNITS)  # several a memory
+    found["vector_sentences"] = list(dict.fromkeys(
+        owner(unit) for unit, similarity in sentences if similarity >= VECTOR_FLOOR))[:CANDIDATES]
+    return found
+
+
+def _without(query: str, words: set[str]) -> str:
+    """The query less the given (lower-case) words, matched as whole words in any case."""
+    for word in words:
+        query = re.sub(rf"\b{re.escape(word)}\b", " ", query, flags=re.IGNORECASE)
+    return query

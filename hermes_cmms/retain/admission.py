@@ -1,0 +1,147 @@
+"""Admission: redact first, refuse what is nothing but secrets, classify notes, compare explicit
+semantic notes with what is stored; then the retain hook writes."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from ..common import lifecycle_rules as lifecycle
+from ..common.checks import scope_of, tags_of
+from ..common.errors import InvalidInput
+from ..common.plugins import run_redactors
+from ..common.text import clean, clean_key, map_strings
+from ..store.store import NewMemory
+from .judge import judge as _judge
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+log = logging.getLogger(__name__)
+
+MAX_CONTENT_CHARS = 10_000_000
+MAX_FACT_PART_CHARS = 2_000
+MAX_TTL_SECONDS = 10 * 365 * 86400
+
+
+def retain_turn(engine: "Engine", scope: str, session_id: str, user: str, assistant: str,
+                source: str = "hermes") -> list[str]:
+    """Store one conversation turn verbatim; durable when this returns."""
+    scope, session_id = scope_of(scope), clean_key(session_id or "")
+    items = [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source,
+                       confidence=lifecycle.reliability(source))
+             for role, text in (("user", user), ("assistant", assistant))
+             if isinstance(text, str) and clean(text).strip()]
+    if not items:
+        return []
+    return _retain(engine, scope, session_id, items, turn_of=(scope, session_id))
+
+
+def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
+               tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None,
+               confidence: Optional[float] = None, ttl_seconds: Optional[float] = None,
+               fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
+               learned_from: Sequence[str] = (), supersedes: Sequence[str] = (),
+               duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True,
+               belief: Optional[dict] = None, evidence: Sequence[dict] = ()) -> NewMemory:
+    """Store one explicit memory; return it with its id and whether it reinforced one
+    (the arguments are described at MemoryService.store_note)."""
+    _check_note(content, confidence, ttl_seconds)
+    tags = tags_of(tags)
+    scope, session_id = scope_of(scope), clean_key(session_id) if session_id else None
+    expires_at = time.time() + ttl_seconds if ttl_seconds is not None else None
+    if fact is not None:
+        fact = tuple(run_redactors(engine.pm, clean(part), scope) for part in fact)
+    item = NewMemory(scope=scope, content=content, kind=kind, tier="working" if expires_at else tier,
+                     tags=tags, source=source, session_id=session_id,
+                     confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
+                     detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
+                     duplicate_of=duplicate_of, dedup=dedup, belief=belief, evidence=tuple(evidence))
+    _retain(engine, scope, session_id, [item], turn_of=None, judge=judge)
+    return item
+
+
+def _check_note(content, confidence, ttl_seconds) -> None:
+    """InvalidInput unless the note's text, confidence and time to live are usable."""
+    if not isinstance(content, str) or not clean(content).strip():
+        raise InvalidInput("Memory content must be a non-empty string.")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(f"Memory content is {len(content):,} characters; the limit is "
+                           f"{MAX_CONTENT_CHARS:,}.")
+    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
+                                   or not 0.0 <= confidence <= 1.0):
+        raise InvalidInput(f"Confidence must be a number from 0 to 1, not {confidence!r}.")
+    if ttl_seconds is not None and (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
+                                    or not 0 < ttl_seconds <= MAX_TTL_SECONDS):
+        raise InvalidInput(f"ttl_seconds must be a number of seconds from 1 to {MAX_TTL_SECONDS:,}, "
+                           f"not {ttl_seconds!r}.")
+
+
+def remember_fact(engine: "Engine", scope: str, subject: str, predicate: str, obj: str, *,
+                  confidence: float = 1.0, source: str = "", tags: Sequence[str] = ()) -> str:
+    """Store a subject-predicate-object fact; it is recalled like any memory and can be
+    filtered by its parts."""
+    parts = {"subject": subject, "predicate": predicate, "object": obj}
+    for name, value in parts.items():
+        if not isinstance(value, str) or not clean(value).strip():
+            raise InvalidInput(f"The fact's {name} must be a non-empty string.")
+        if len(value) > MAX_FACT_PART_CHARS:
+            raise InvalidInput(f"The fact's {name} is {len(value):,} characters; the limit is "
+                               f"{MAX_FACT_PART_CHARS:,}.")
+    subject, predicate, obj = (" ".join(v.split()) for v in parts.values())
+    return store_note(engine, scope, f"{subject} {predicate} {obj}", kind="fact", tags=tags,
+                      source=source, confidence=confidence, fact=(subject, predicate, obj)).id
+
+
+def _retain(engine: "Engine", scope: str, session_id: Optional[str], items: list[NewMemory],
+            turn_of: Optional[tuple[str, str]], judge: bool = False) -> list[str]:
+    """Admit `items` (see the module's docstring) and fire the retain hook; return the ids."""
+    for item in items:
+        _admit(engine.pm, item, scope)
+    kept = [item for item in items if not lifecycle.only_secrets(item.content)]
+    if not kept:
+        if turn_of is None:
+            raise InvalidInput(_nothing_left(items))
+        return []
+    items = kept
+    if judge and items[0].tier == "semantic" and not items[0].fact and not items[0].duplicate_of:
+        _judge(engine, items[0])
+    results = engine.pm.hook.retain(service=engine.service, scope=scope, session_id=session_id,
+                                    items=items, turn_of=turn_of)
+    engine.indexer.notify()
+    return [memory_id for ids in results if ids for memory_id in ids]
+
+
+def _admit(pm, item: NewMemory, scope: str) -> None:
+    """One item redacted (text, tags, receipt, structured parts) and its note kind classified."""
+    text = _truncated(clean(item.content), scope)
+    item.content = run_redactors(pm, text, scope)
+    item.tags = tuple(run_redactors(pm, clean(str(tag)), scope) for tag in item.tags)
+    item.source = run_redactors(pm, clean(item.source), scope)  # receipts can carry secrets too
+    if item.detail:
+        item.detail = _redacted(pm, item.detail, scope)
+    item.redacted = pm.has_plugin("hermes_cmms.redact")  # else the store runs it
+    if item.kind == "note":
+        item.kind = lifecycle.classify(item.content)
+
+
+def _redacted(pm, value, scope: str):
+    """A learned item's structured parts with every string redacted."""
+    return map_strings(value, lambda text: run_redactors(pm, clean(text), scope))
+
+
+def _nothing_left(items) -> str:
+    """Why none of `items` is stored: secrets were all there was, or nothing printable was."""
+    if any(lifecycle.REDACTED.search(item.content) for item in items):
+        return "Nothing is left to remember once secrets are removed; nothing was stored."
+    return "The text is empty once unprintable characters and punctuation are removed; nothing was stored."
+
+
+def _truncated(text: str, scope: str) -> str:
+    """`text` cut to MAX_CONTENT_CHARS, saying so in the text and in the log when it is cut."""
+    if len(text) <= MAX_CONTENT_CHARS:
+        return text
+    lost = len(text) - MAX_CONTENT_CHARS
+    log.warning("hermes-cmms: a %s-character message in scope %s was cut to %s characters.",
+                f"{len(text):,}", scope, f"{MAX_CONTENT_CHARS:,}")
+    return f"{text[:MAX_CONTENT_CHARS]}… [truncated: {lost:,} characters not kept]"
