@@ -1,0 +1,36 @@
+"""The floor plan holds: import-linter's contracts (pyproject.toml [tool.importlinter]) pass over
+the package as installed, and an import pointing up would be caught."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("importlinter")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def lint(env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([str(REPO / ".ci" / "lint-layers"), sys.executable], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_every_contract_is_kept():
+    done = lint()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout and " kept" in done.stdout
+
+
+@pytest.mark.parametrize("line", [
+    "from ..service import MemoryService\n",  # module level
+    "def f():\n    from ..knowledge import graph\n",  # function level counts too
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..hermes.provider import CmmsMemoryProvider\n",
+])
+def test_an_import_pointing_up_from_the_store_is_caught(tmp_path, line):
+    planted = tmp_path / "planted_upward.py"
+    planted.write_text(line)
+    done = lint({"CMMS_LAYERS_PLANT": f"{planted}:store"})
+    assert done.returncode != 0
+    assert "hermes_cmms.store.planted_upward ->" in done.stdout
