@@ -80,7 +80,7 @@ def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(key
     assert _belief_row(svc, answer["id"]) == (SCOPE, "alice likes tea", "alice", 1)
     assert _evidence(svc, answer["id"]) == [(note, "mcp:set_belief", 1, "She said so", SCOPE)]
     shown = answer["belief"]
-    assert (shown["proposition"], shown["topic"], shown["polarity"], shown["evidence_for"], shown["reinforced"]) \
+    assert (shown["proposition"], shown["topic"], shown["polarity"], shown["evidence_for"], shown["reinforcements"]) \
         == ("alice likes tea", "alice", 1, 1, 0)
     assert shown["evidence"][0]["memory_id"] == note and shown["created_at"].endswith("+00:00")
     assert [e["memory_id"] for e in _events(svc, "remember")][-1] == answer["id"]

@@ -78,7 +78,7 @@ def cmd_graph(args) -> int:
     if args.action == "rebuild":
         from ..knowledge import graph
 
-        result = _run(args, lambda s: graph.rebuild(s, args.scope))
+        result = _run(args, lambda s: graph.rebuild(s.engine, args.scope))
     else:
         modes = {"search": {"query": getattr(args, "query", None)},
                  "entity": {"entity_id": getattr(args, "entity_id", None)},

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
+from . import _engine
 from ..common.errors import InvalidInput
 
 
@@ -15,10 +16,7 @@ def _service(args, embedder: Optional[str] = "none"):
     """The engine without the embedding model unless asked: export reads SQL only, and import
     only queues its memories for the indexer (which embeds them in the next process that runs
     one, or here with --wait)."""
-    from ..common.config import Settings
-    from ..service import MemoryService
-
-    return MemoryService(Settings.load(args.hermes_home, embedder=embedder), scheduler=False)
+    return _engine._service(args, embedder=embedder)
 
 
 def _bar(args, description: str, total: Optional[int]):
@@ -64,7 +62,7 @@ def _export(args, service, out) -> dict:
     """Write the scope's records to `out`, one JSON object a line; return the header's counts."""
     from ..ops.transfer import export_scope
 
-    records = export_scope(service, args.scope, actor="cli:export")
+    records = export_scope(service.engine, args.scope, actor="cli:export")
     header = next(records)
     out.write(_line(header))
     bar = _bar(args, "exporting", sum(header["counts"].values()))
@@ -98,9 +96,9 @@ def cmd_import(args) -> int:
     try:
         kwargs = {"scope": args.scope, "progress": progress, "actor": "cli:import"}
         if args.file == "-":
-            summary = import_records(service, sys.stdin.buffer, **kwargs)
+            summary = import_records(service.engine, sys.stdin.buffer, **kwargs)
         else:
-            summary = import_file(service, args.file, **kwargs)
+            summary = import_file(service.engine, args.file, **kwargs)
         if args.wait:
             summary["indexed"] = service.indexer.drain(3600.0)
     finally:

@@ -83,7 +83,7 @@ def belief_dict(r: Record, contested_by: list[str]) -> dict:
             "polarity": r.polarity, "confidence": r.confidence, "state": r.shown_state,
             "superseded_by": r.superseded_by, "contested_by": contested_by, "evidence": shown,
             "evidence_for": r.support, "evidence_against": r.against, "tags": r.tags,
-            "source": r.source, "created_at": iso(r.created_at), "reinforced": r.reinforced}
+            "source": r.source, "created_at": iso(r.created_at), "reinforcements": r.reinforced}
 
 
 def auto_winner(a: Record, b: Record) -> tuple[Record, Record, str]:

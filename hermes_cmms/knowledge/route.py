@@ -6,13 +6,13 @@ import dataclasses
 import json
 import logging
 import re
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Optional
 
 from . import beliefs, graph
 from ..common.errors import CmmsError, InvalidInput
 from ..recall.rank import Hit
 from ..recall.search import search, semantic_search
+from ..recall.shape import memory_dict
 from ..common.text import clean
 
 if TYPE_CHECKING:
@@ -171,11 +171,11 @@ def _words(text: str) -> set[str]:
     return {"like" if w in _LIKING else w for w in words}
 
 
+ROUTED_KEYS = ("id", "content", "kind", "tier", "confidence", "state", "source", "created_at")
+
+
 def _memory(memory, score: float) -> dict:
-    item = {"id": memory.id, "content": memory.content, "kind": memory.kind, "tier": memory.tier,
-            "confidence": memory.confidence, "state": memory.state, "source": memory.source,
-            "created_at": datetime.fromtimestamp(memory.created_at, timezone.utc).isoformat(timespec="seconds"),
-            "score": round(float(score), 5)}
+    item = memory_dict(memory, ROUTED_KEYS, score=round(float(score), 5))
     if memory.detail:
         item["detail"] = json.loads(memory.detail)
     return item

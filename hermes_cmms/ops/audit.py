@@ -237,7 +237,7 @@ def _confidence_finding(row) -> Optional[dict]:
     ceiling = _ceiling(row)
     if row.confidence > ceiling + TOLERANCE:
         return _finding("above_ceiling", "memory_id", row.id, row.scope, confidence=row.confidence,
-                        ceiling=ceiling, reliability=row.reliability, reinforced=row.access_count)
+                        ceiling=ceiling, reliability=row.reliability, reinforcements=row.access_count)
     return None
 
 
