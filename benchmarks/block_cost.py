@@ -1,7 +1,7 @@
 """What making the memory block inert costs: tokens and render time, against another commit.
 
 Packs 60 turns of tests/data/locomo_tiny.json (repeated, numbered) with the current
-hermes_cmms.recall.rank.render and with the one at REV (default f83b759, before the block was made
+hermes_cmms.recall.render.render and with the one at REV (default f83b759, before the block was made
 inert), at the default 600-token budget and with room for all, then times both renders on
 plain ASCII text, non-ASCII text, and text with brackets (which takes the slower path).
 
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from hermes_cmms.recall import rank as recall
+from hermes_cmms.recall import render as recall
 
 from hermes_cmms.common import tokens
 from hermes_cmms.store.models import Memory
@@ -27,7 +27,7 @@ EXTRAS = {"ascii": "", "non-ascii": " — café 東京 naïve «ok»", "brackets
 
 
 def recall_at(rev: str):
-    """hermes_cmms.recall.rank as it was at `rev`, loaded beside the current one."""
+    """hermes_cmms.recall.render as it was at `rev`, loaded beside the current one."""
     source = subprocess.run(["git", "show", f"{rev}:hermes_cmms/recall.py"], cwd=REPO, check=True,
                             capture_output=True, text=True).stdout
     source = source.replace("from . import", "from hermes_cmms import").replace("from .", "from hermes_cmms.")

@@ -6,7 +6,7 @@ from .specs import hookimpl
 
 @hookimpl(trylast=True)
 def recall(service, scope, query, budget_tokens, seen):
-    from hermes_cmms.recall.rank import render
+    from hermes_cmms.recall.render import render
 
     # enough candidates to fill the budget even with short memories (~15 tokens a line)
     hits = service.search(scope, query, limit=max(30, budget_tokens // 15))

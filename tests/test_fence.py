@@ -15,7 +15,8 @@ import pytest
 
 from hermes_cmms.recall import fence
 from hermes_cmms.store.models import Memory
-from hermes_cmms.recall.rank import HEADER, LINE_PREFIX, Hit, render
+from hermes_cmms.recall.rank import Hit
+from hermes_cmms.recall.render import HEADER, LINE_PREFIX, render
 from hermes_cmms.common.text import content_hash
 
 SEPARATORS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import hermes_bin
 from hermes_cmms import MemoryService, Settings
-from hermes_cmms.recall.rank import HEADER, LINE_PREFIX
+from hermes_cmms.recall.render import HEADER, LINE_PREFIX
 from hermes_cmms.ops.transfer import import_file
 from mcp_client import stdio_bridge
 from test_fence import DAY, MEMORY_LINE, assert_inert, fence_count, normalised

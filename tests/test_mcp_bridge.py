@@ -17,7 +17,7 @@ import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.mcp_bridge import local_scope
-from hermes_cmms.recall.rank import HEADER
+from hermes_cmms.recall.render import HEADER
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
 from servers import free_port
 

@@ -1,7 +1,8 @@
 """Packing recalled memories: one heading a day, a paragraph a session, within the budget."""
 from hermes_cmms.common import tokens
 from hermes_cmms.store.models import Memory
-from hermes_cmms.recall.rank import HEADER, Hit, render
+from hermes_cmms.recall.rank import Hit
+from hermes_cmms.recall.render import HEADER, render
 from hermes_cmms.common.text import content_hash
 
 DAY = 86400.0
