@@ -20,7 +20,7 @@ Keyword-only (CMMS_EMBEDDER=none) unless `--embedder` says otherwise.
 
 `--backend server` creates a fresh PostgreSQL database (and names a Chroma database) on the
 servers given by `--pg-url` / `--chroma-url` (default: $CMMS_TEST_PG_URL / $CMMS_TEST_CHROMA_URL),
-and drops them afterwards. `tests/test_load.py` runs `run_load` for a shorter time.
+and drops them afterwards. `tests/quality/test_load.py` runs `run_load` for a shorter time.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ b. PostgreSQL restarted (`pg_ctl restart -m fast`) under writers and readers at 
    processes work on afterwards;
 c. a provider process SIGKILLed at a random point of its ingest (both backends): every turn or
    note it acknowledged is stored exactly once, the store is sound, a new process writes on and
-   the vectors catch up. (tests/test_crash.py kills after a fixed run on stdout acks; this one
+   the vectors catch up. (tests/engine/test_crash.py kills after a fixed run on stdout acks; this one
    kills anywhere, with the acks fsynced to a file, through both provider write paths.)
 
 Each test prints one `FIGURES {...}` line (see docs/benchmarks.md, "Load and faults").

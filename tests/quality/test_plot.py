@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("matplotlib")
-PLOT = Path(__file__).resolve().parents[1] / "benchmarks" / "plot.py"
+PLOT = Path(__file__).resolve().parents[2] / "benchmarks" / "plot.py"
 
 
 def test_plots_are_written(tmp_path):

@@ -13,7 +13,7 @@ from hermes_cmms.knowledge.beliefs import get_belief, set_belief
 from hermes_cmms.recall.search import page, search
 from hermes_cmms.retain.admission import remember_fact, retain_turn, store_note
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCOPE = "local:engine"
 
 

@@ -21,7 +21,7 @@ from db import sql
 from hermes_cmms.bench import locomo
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 REFERENCE = SHARED / "bench" / "locomo_recall.py"
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from hermes_cmms.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 
 

@@ -76,7 +76,7 @@ def test_cmms_tools_work_in_the_default_scope(home):
         assert service.store.counts()["memories"] == 3
 
 
-RECALL_PLUGIN = Path(__file__).parent / "recall_plugin_fixture"
+RECALL_PLUGIN = Path(__file__).parents[1] / "recall_plugin_fixture"
 
 
 def test_get_context_is_the_block_the_recall_hook_builds_as_for_hermes(home):

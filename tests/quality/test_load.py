@@ -8,7 +8,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SECONDS = float(os.environ.get("CMMS_LOAD_SECONDS", "15"))
 
 

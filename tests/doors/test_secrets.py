@@ -20,7 +20,7 @@ from db import dump, on_postgres
 from mcp_client import run, stdio_bridge
 from test_cli import run as cli
 
-CORPUS = json.loads((Path(__file__).parent / "data" / "secrets_corpus.json").read_text())
+CORPUS = json.loads((Path(__file__).parents[1] / "data" / "secrets_corpus.json").read_text())
 SECRETS, NEAR_MISSES = CORPUS["secrets"], CORPUS["near_misses"]
 ALL_SECRETS = [secret for entry in SECRETS for secret in entry["secrets"]]
 

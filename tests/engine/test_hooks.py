@@ -16,7 +16,7 @@ from hermes_cmms.provider import CmmsMemoryProvider
 from conftest import subprocess_env
 
 SCOPE = "test:hooks"
-PLUGIN_DIR = Path(__file__).parent / "plugin_fixture"
+PLUGIN_DIR = Path(__file__).parents[1] / "plugin_fixture"
 
 
 class AcmeRedactor:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from db import sql
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _home_db(tmp_path: Path) -> str:

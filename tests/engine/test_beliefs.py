@@ -23,7 +23,7 @@ from db import row, sql, tables
 SCOPE = "test:beliefs"
 OTHER = "test:beliefs-other"
 DAY = 86400.0
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SECRETS = ("hunter2secret", "sk-abcdefghijklmnopqrstuvwx123456")
 SECRET_TEXT = f"the deploy password is {SECRETS[0]} and api key {SECRETS[1]}"
 

@@ -11,7 +11,7 @@ import pytest
 from hermes_cmms.cli import main
 from hermes_cmms.common.plugins import ALLOW_ENV, ENTRY_POINT_GROUP, make_plugin_manager, run_redactors
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 HOOK_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 SCOPE = "test:docs-hooks"
 

@@ -20,7 +20,7 @@ from hermes_cmms.knowledge.llm import OFF, complete, llm_extract
 from hermes_cmms.common.plugins import make_plugin_manager
 from hermes_cmms.knowledge.extractors import run_extractors
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE.parent / "benchmarks"))
 import extraction as bench  # noqa: E402 - the benchmark module, importable by path
 

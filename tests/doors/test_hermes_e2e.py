@@ -28,7 +28,7 @@ from hermes_cmms.store.store import Store
 
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 CAT = "My cat is called Biscuit."
 QUESTION = "What is my cat's name?"
 BLOCK = re.compile(r"<memory-context>(.*?)</memory-context>", re.S)

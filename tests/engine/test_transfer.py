@@ -495,7 +495,7 @@ def test_the_commands_in_docs_backup_parse():
 
     from hermes_cmms.cli import build_parser
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "backup.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "backup.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```bash\n(.*?)```", doc, re.S)
     shown = [line.strip() for block in blocks for line in block.splitlines()
              if line.strip().startswith("hermes-cmms ")]

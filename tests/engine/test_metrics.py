@@ -282,7 +282,7 @@ def test_a_real_mcp_session_reports_its_own_calls(home):
 
 
 def test_the_health_page_describes_every_metric(keyword_service):
-    page = (Path(__file__).resolve().parents[1] / "docs" / "health.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "health.md").read_text()
     with keyword_service.metrics.tool_call("mcp", "ping"):
         pass
     names = {family.name for family in text_string_to_metric_families(exposition(keyword_service))
