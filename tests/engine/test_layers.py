@@ -53,3 +53,13 @@ def test_the_architecture_page_lists_every_module_where_it_lives():
         on_disk = {p.stem for p in base.glob("*.py") if p.stem != "__init__"} | {
             p.name for p in base.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
         assert named == on_disk, (place, named ^ on_disk)
+
+
+def test_a_wheel_ships_every_folder():
+    """pyproject's explicit `packages` names every package folder: an editable install finds a
+    folder left out, a wheel (what users install) would ship without it."""
+    import tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "hermes_cmms").rglob("__init__.py")
+               if "__pycache__" not in p.parts}
+    assert folders <= listed, folders - listed
