@@ -42,10 +42,11 @@ class MemoryService:
 
     def __init__(self, settings: Settings, pm: Optional[pluggy.PluginManager] = None,
                  scheduler: bool = True):
+        pm = pm or make_plugin_manager()  # first: a broken plugin fails before a thread starts
         store = Store(settings.database_url)
         indexer = Indexer(store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
                           lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
-        self.engine = Engine(settings, pm or make_plugin_manager(), store, indexer,
+        self.engine = Engine(settings, pm, store, indexer,
                              ThreadPoolExecutor(VECTOR_WORKERS, thread_name_prefix="cmms-query"), service=self)
         self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, store, indexer
         self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set

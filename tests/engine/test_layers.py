@@ -63,3 +63,22 @@ def test_a_wheel_ships_every_folder():
     folders = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "hermes_cmms").rglob("__init__.py")
                if "__pycache__" not in p.parts}
     assert folders <= listed, folders - listed
+
+
+def test_the_paths_people_use_keep_their_faces():
+    """The installed Hermes shims, the gateway hook, the console script and extractor plugins
+    import these paths: each is the moved module itself (so a patch through either name holds)."""
+    import importlib
+    code = (
+        "import importlib, hermes_cmms.provider as p, hermes_cmms.hermes.provider as q; assert p is q\n"
+        "import hermes_cmms.extract._facts as a, hermes_cmms.knowledge.extract._facts as b; assert a is b\n"
+        "from hermes_cmms.extract import Item; from hermes_cmms.knowledge.extract import Item as I; assert Item is I\n"
+        "from hermes_cmms.cli import main; from hermes_cmms.hooks.specs import hookimpl; import hermes_cmms.mcp_bridge.dev_server\n"
+        "from hermes_cmms import MemoryService, Settings, NewMemory, hookimpl as h; assert h is hookimpl\n"
+        "from hermes_cmms.provider import CmmsMemoryProvider, on_gateway_event, on_session_finalize\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr
+    cli = subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "--help"], capture_output=True, text=True,
+                         timeout=120, cwd="/")
+    assert cli.returncode == 0 and "install-hermes-plugin" in cli.stdout
+    assert importlib.import_module("hermes_cmms.cli").main.__module__.startswith("hermes_cmms.cli.")
