@@ -116,6 +116,11 @@ def terms(text: str, limit: int = 32) -> list[str]:
     return list(seen)
 
 
+def like_literal(text: str) -> str:
+    """`text` made literal inside a SQL LIKE pattern (escape character: backslash)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def content_hash(text: str) -> str:
     """Hash of the normalised text: same words, same hash."""
     normal = _SPACE.sub(" ", text.strip().lower())

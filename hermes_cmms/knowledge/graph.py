@@ -14,7 +14,7 @@ from sqlalchemy.orm import aliased
 
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
-from ..common.text import STOPWORDS, clean, clean_key, terms
+from ..common.text import STOPWORDS, clean, clean_key, like_literal, terms
 from ..store import graph_rows
 from ..store.graph_rows import CHUNK as _CHUNK
 from ..store.graph_rows import REBUILD_CHUNK, add_facts, chunks, display_name, entity_key  # noqa: F401 - re-exported
@@ -159,7 +159,7 @@ def _mentioned(conn: Connection, scope: str, query: str) -> dict[str, int]:
         return {}
     whole = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in words]
     page = (select(Entity.id, Entity.key).order_by(Entity.id).limit(_CHUNK)
-            .where(Entity.scope == scope, or_(*(Entity.key.like(f"%{_escaped(w)}%", escape="\\") for w in words))))
+            .where(Entity.scope == scope, or_(*(Entity.key.like(f"%{like_literal(w)}%", escape="\\") for w in words))))
     found: dict[str, int] = {}
     after = None
     while len(found) < MAX_CANDIDATES:
@@ -476,6 +476,3 @@ def _bounded(name: str, value, top: int) -> int:
     return value
 
 
-def _escaped(word: str) -> str:
-    """A word made literal inside a LIKE pattern (escape character: backslash)."""
-    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -26,7 +26,7 @@ from .keyword import KeywordIndex, keyword_index_for
 from .new_memory import NewMemory
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
                      Outbox, Relation)
-from ..common.text import bounded_key, content_hash, speaker_of
+from ..common.text import bounded_key, content_hash, like_literal, speaker_of
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
     if tier is not None:
         query = query.where(Memory.tier == tier)
     for tag in tags:  # tags are a JSON list; match the JSON-quoted tag, LIKE-escaped
-        quoted = json.dumps(tag).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        quoted = like_literal(json.dumps(tag))
         query = query.where(Memory.tags.like(f"%{quoted}%", escape="\\"))
     return query
 
@@ -705,7 +705,7 @@ class Store(LifecycleRows, ForgetAll):
 
     def containing(self, scope: str, fragment: str, sources: Sequence[str], limit: int = 5) -> list[Memory]:
         """The scope's current memories from `sources` whose text contains `fragment`."""
-        escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        escaped = like_literal(fragment)
         with self.read() as conn:
             if forgetting(conn, scope):
                 return []
