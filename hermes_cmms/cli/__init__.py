@@ -1,4 +1,4 @@
 """The command line: `hermes-cmms` (entry point `hermes_cmms.cli:main`)."""
-from .main import build_parser, main
+from .commands import build_parser, main
 
 __all__ = ["build_parser", "main"]

@@ -1,6 +1,6 @@
 """`python -m hermes_cmms.cli`."""
 import sys
 
-from .main import main
+from .commands import main
 
 sys.exit(main())

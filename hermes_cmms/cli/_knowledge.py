@@ -10,7 +10,7 @@ from ..common.errors import InvalidInput
 from ._engine import _service
 
 SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
-FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/main.py)
+FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
 
 
 def _run(args, work: Callable) -> object:
