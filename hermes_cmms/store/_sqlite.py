@@ -12,8 +12,8 @@ BUSY_TIMEOUT_MS = 15000
 
 def make_engine(url: str) -> Engine:
     path = make_url(url).database
-    if path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if path and path != ":memory:":  # (a `file:` URI names its path after the scheme)
+        Path(path.removeprefix("file:")).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"check_same_thread": False,
                                               "timeout": BUSY_TIMEOUT_MS / 1000})
 

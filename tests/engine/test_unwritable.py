@@ -163,11 +163,13 @@ def test_every_turn_fails_loudly_when_initialize_could_not_open_the_store(kw_hom
     manager.shutdown_all()
 
 
-def test_a_store_that_refuses_writes_after_opening_fails_each_turn_loudly(kw_home, monkeypatch):
+def test_a_store_that_refuses_writes_after_opening_fails_each_turn_loudly(kw_home, monkeypatch, tmp_path):
     MemoryService(Settings.load(kw_home), scheduler=False).close()  # created and migrated
     if not SERVER:  # SQLite opened read-only: it opens, reads, and refuses every write
         db = kw_home / "cmms" / "cmms.db"
         monkeypatch.setenv("CMMS_DATABASE_URL", f"sqlite:///file:{db}?mode=ro&uri=true")
+        (tmp_path / "cwd").mkdir()
+        monkeypatch.chdir(tmp_path / "cwd")  # a `file:` URI names a path: nothing is made here
     provider = CmmsMemoryProvider()
     provider.initialize("s1", hermes_home=str(kw_home), **INIT)  # opens: reading still works
     if SERVER:  # the database turns read-only under a running provider (a failover to a replica)
@@ -187,6 +189,7 @@ def test_a_store_that_refuses_writes_after_opening_fails_each_turn_loudly(kw_hom
     finally:
         provider.shutdown()
     assert sql(kw_home, "SELECT count(*) FROM memories") == [(0,)]  # reading is allowed
+    assert SERVER or list((tmp_path / "cwd").iterdir()) == []  # no `file:/...` tree in the cwd
 
 
 # -- a cut turn says so -----------------------------------------------------------------------
