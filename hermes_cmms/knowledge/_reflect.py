@@ -9,12 +9,12 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Callable, Optional, Sequence
 
 from sqlalchemy import Connection, select
 
 from ..common.errors import UnknownMemory
+from ..recall.shape import iso
 from ..store.models import Belief, Evidence, Memory
 
 REFLECT_MODES = ("overview", "contradictions", "decay", "topics", "evidence_audit", "confidence")
@@ -69,10 +69,6 @@ class Record:
     def last_evidence(self) -> float:
         """When it was last stated, reinforced or given evidence."""
         return max([self.last_seen_at, *(e["at"] for e in self.evidence)])
-
-
-def iso(at: float) -> str:
-    return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
 
 
 def belief_dict(r: Record, contested_by: list[str]) -> dict:
