@@ -53,7 +53,7 @@ def fill(service, scope: str, target: int, seed: int = 7) -> float:
     """Bulk-fill `scope` with `target` memories; return the seconds it took."""
     from sqlalchemy import insert
 
-    from hermes_cmms.knowledge import graph
+    from hermes_cmms.store import graph_rows
     from hermes_cmms.store.models import AuditEvent, ConversationSession, Fact, Memory
     from hermes_cmms.store.store import NewMemory, Store, _fact_keys, _tail
 
@@ -92,7 +92,7 @@ def fill(service, scope: str, target: int, seed: int = 7) -> float:
             conn.execute(insert(AuditEvent), events)
             if facts:
                 conn.execute(insert(Fact), facts)
-                graph.add_facts(conn, facts, now)
+                graph_rows.add_facts(conn, facts, now)
         count += len(rows)
     return time.perf_counter() - started
 

@@ -1,6 +1,6 @@
 """The entity graph: entities and relations built from facts on write, persisted in SQL; its
 reads (named entities, neighbours, paths) and its rebuild. The rows themselves (names, writes,
-the rebuild) are hermes_cmms.store.graph_rows, re-exported here. See docs/graph.md."""
+the rebuild) are written by hermes_cmms.store.graph_rows. See docs/graph.md."""
 from __future__ import annotations
 
 import re
@@ -17,7 +17,7 @@ from ..common.errors import InvalidInput, UnknownEntity
 from ..common.text import STOPWORDS, clean, clean_key, like_literal, terms
 from ..store import graph_rows
 from ..store.graph_rows import CHUNK as _CHUNK
-from ..store.graph_rows import REBUILD_CHUNK, add_facts, chunks, display_name, entity_key  # noqa: F401 - re-exported
+from ..store.graph_rows import chunks, entity_key
 from ..store.models import Entity, Memory, Relation
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..common.version import __version__
-from ..knowledge import graph
+from ..store import graph_rows
 from ..store._batches import Batches
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
     record_of, row_of, stored_id
@@ -315,7 +315,7 @@ class _Writer:
             return
         conn.execute(insert(kind.model), fresh)
         if kind.name == "fact":
-            graph.add_facts(conn, fresh, now)
+            graph_rows.add_facts(conn, fresh, now)
         if kind.name == "memory":
             conn.execute(insert(Outbox), [{"memory_id": row["id"], "scope": self.scope, "op": "upsert",
                                            "created_at": now} for row in fresh])
