@@ -8,7 +8,6 @@ from typing import Callable, Optional, Sequence
 
 import pluggy
 
-from .common.checks import MAX_TAGS, TIERS  # noqa: F401 - re-exported for the doors
 from .common.checks import scope_of as _scope, tags_of as _tags, tier_of as _tier
 from .common.config import Settings
 from .common.errors import InvalidInput, UnknownMemory
