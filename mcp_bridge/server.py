@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 from hermes_cmms.common.config import Settings, hermes_home
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.scopes import local_scope  # noqa: F401 - re-exported (mcp_bridge.local_scope)
+from hermes_cmms.common.version import __version__
 
 from .limits import BoundedLines, BoundedRequests, Wire
 from .tools import catalogue, guarded
@@ -36,8 +37,10 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confin
     """The MCP server object with the whole catalogue registered; `confined` (--scope given)
     keeps the memser tools, which name their scope, to `scope` as well."""
     server_cls, tool_error, major = sdk()
-    options = {} if major >= 2 else {"host": host, "port": port}
+    options = {"version": __version__} if major >= 2 else {"host": host, "port": port}
     server = server_cls("hermes-cmms", instructions=INSTRUCTIONS, log_level="WARNING", **options)
+    if major < 2:  # FastMCP takes no version: its low-level server would say the SDK's own
+        server._mcp_server.version = __version__
     def audit(tool: str, args: dict, ok: bool, error: str) -> None:
         actor = args.get("actor") if isinstance(args.get("actor"), str) and args["actor"].strip() else "client"
         service.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)

@@ -37,8 +37,9 @@ class Result:
 class Bridge:
     """Async helpers over one client session."""
 
-    def __init__(self, session: ClientSession):
+    def __init__(self, session: ClientSession, initialized=None):
         self.session = session
+        self.server_info = _get(initialized, "server_info", "serverInfo") if initialized else None
 
     async def tools(self) -> dict[str, Any]:
         listed = await self.session.list_tools()
@@ -64,8 +65,7 @@ async def stdio_bridge(home, *extra: str, env: Optional[dict] = None):
                                    env={**os.environ, **(env or {})})
     async with stdio_client(params) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            yield Bridge(session)
+            yield Bridge(session, await session.initialize())
 
 
 @asynccontextmanager
@@ -82,8 +82,7 @@ async def http_bridge(url: str, token: Optional[str] = None):
         transport = streamablehttp_client(url, headers=headers)
     async with transport as streams:
         async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            yield Bridge(session)
+            yield Bridge(session, await session.initialize())
 
 
 def run(coro):

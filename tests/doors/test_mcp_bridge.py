@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from hermes_cmms import MemoryService, Settings
+from hermes_cmms import MemoryService, Settings, __version__
 from hermes_cmms.mcp_bridge import local_scope
 from hermes_cmms.recall.render import HEADER
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
@@ -42,6 +42,15 @@ def test_catalogue_has_both_seeds_names_each_described(home):
     assert input_schema(tools["remember"])["required"] == ["subject", "predicate", "object"]
     assert input_schema(tools["store_memory"])["required"] == ["content", "scope"]
     assert input_schema(tools["search"])["properties"]["limit"]["type"] == "integer"
+
+
+def test_the_server_names_itself_with_the_package_version(home):
+    async def main():
+        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+            return bridge.server_info
+
+    info = run(main())
+    assert (info.name, info.version) == ("hermes-cmms", __version__)
 
 
 def test_cmms_tools_work_in_the_default_scope(home):
