@@ -30,6 +30,7 @@ ENABLED_BY_INSTALL = "plugins_enabled_by_install"  # memory.cmms flag: uninstall
 FILES = {  # packaged template -> destination inside the Hermes home
     "plugin__init__.py": PLUGIN_DIR / "__init__.py",
     "plugin.yaml": PLUGIN_DIR / "plugin.yaml",
+    "plugin_cli.py": PLUGIN_DIR / "cli.py",  # `hermes cmms …` (Hermes' provider-commands convention)
     "HOOK.yaml": HOOK_DIR / "HOOK.yaml",
     "handler.py": HOOK_DIR / "handler.py",
 }

@@ -34,6 +34,18 @@ SETTINGS: dict[str, tuple[str, Any]] = {
 SWITCHES = {"scheduler": ("on", "off"), "consolidation_llm": ("off", "hermes"), "mirror": ("on", "off"),
             "embedder_dtype": DTYPE_CHOICES}
 INTERVALS = ("sweep_interval_s", "decay_interval_s", "consolidate_interval_s", "snapshot_days")
+# setting name -> its type for a settings form (`hermes memory setup`, Hermes' Dashboard): `type`
+# text | integer | number | boolean (a boolean is an on/off switch), and the bounds a form offers
+# and a save checks (`minimum`, `maximum`, `step`). A setting not named here is text.
+FIELD_TYPES: dict[str, dict[str, Any]] = {
+    "recall_tokens": {"type": "integer", "minimum": 50, "maximum": 8000, "step": 50},
+    "sweep_interval_s": {"type": "integer", "minimum": 1, "maximum": 86_400, "step": 10},
+    "decay_interval_s": {"type": "integer", "minimum": 60, "maximum": 604_800, "step": 60},
+    "consolidate_interval_s": {"type": "integer", "minimum": 60, "maximum": 604_800, "step": 60},
+    "snapshot_days": {"type": "integer", "minimum": 1, "maximum": 3650, "step": 1},
+    "scheduler": {"type": "boolean"},
+    "mirror": {"type": "boolean"},
+}
 
 
 def hermes_home(explicit: str | os.PathLike | None = None) -> Path:

@@ -12,11 +12,12 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from agent.memory_provider import MemoryProvider
 
-from ..common import hermes_config
 from .. import service as engine
-from ..common.config import SETTINGS, Settings
+from ..common.config import Settings
 from ..common.errors import CmmsError, StoreUnavailable
 from ..common.text import brief, clean_key
+from . import setup as cmms_setup
+from .host import HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt
 from .tools import TOOL_SCHEMAS, call_tool
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,8 @@ class CmmsMemoryProvider(MemoryProvider):
         self._lock = threading.Lock()
         self._mirror = None  # the process's mirror of MEMORY.md / USER.md, while this one uses it
         self._failure = ""  # why initialize could not open the store, said by every later write
+        self._recalled: Optional[int] = None  # memories the last prefetch injected (None: none ran)
+        self._say = None  # Hermes 0.19 CLI's status line (status_callback), where it has no recall line
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -90,11 +93,8 @@ class CmmsMemoryProvider(MemoryProvider):
             return str(exc)
 
     def initialize(self, session_id: str, **kwargs: Any) -> None:
-        self.session_id = session_id or ""
-        self.platform = kwargs.get("platform") or "cli"
-        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"),
-                               _conversation(kwargs, self.session_id))
-        self.primary = kwargs.get("agent_context", "primary") == "primary"
+        self.initialize_for_inspection(session_id, **kwargs)
+        self._say = None if HOST_SHOWS_RECALL else kwargs.get("status_callback")
         try:
             self.settings = Settings.load(kwargs.get("hermes_home"))
             self.service = engine.acquire(self.settings)
@@ -109,6 +109,15 @@ class CmmsMemoryProvider(MemoryProvider):
             from ..lifecycle.consolidate import hermes_summariser
 
             self.service.summariser = hermes_summariser()
+
+    def initialize_for_inspection(self, session_id: str, **kwargs: Any) -> None:
+        """Who this agent is, for `system_prompt_block()` / `get_tool_schemas()` (Hermes 0.20+
+        inspects a provider this way): no store opened, no thread started, nothing loaded."""
+        self.session_id = session_id or ""
+        self.platform = kwargs.get("platform") or "cli"
+        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"),
+                               _conversation(kwargs, self.session_id))
+        self.primary = kwargs.get("agent_context", "primary") == "primary"
 
     def _start_mirror(self) -> None:
         """Mirror the profile's MEMORY.md / USER.md (and the inbox) into the profile's scope,
@@ -134,7 +143,8 @@ class CmmsMemoryProvider(MemoryProvider):
     # -- recall ---------------------------------------------------------------------------
 
     def prefetch(self, query: str, *, session_id: str = "") -> str:
-        if self.service is None:
+        self._recalled = None
+        if self.service is None or is_trivial_prompt(query):  # "ok", "thanks", /commands: no recall
             return ""
         with self._lock:
             queued, self._queued = self._queued, None
@@ -144,10 +154,25 @@ class CmmsMemoryProvider(MemoryProvider):
             text, injected = self._recall(query)
         with self._lock:
             self._pending = injected  # part of the conversation once the turn completes
+        self._recalled = len(injected) if text else 0
+        self._announce(self._recalled)
         return text
 
+    def recall_status(self) -> Optional[RecallStatus]:
+        """What the last prefetch injected, for Hermes 0.20+'s "🧠 recalled N memories" line
+        (None when it injected nothing)."""
+        return RecallStatus("cmms", self._recalled) if self._recalled else None
+
+    def _announce(self, count: int) -> None:
+        """On Hermes 0.19's CLI, which shows no recall line of its own, say it on the status line."""
+        if count and self._say is not None:
+            try:
+                self._say(f"🧠 cmms recalled {count} memor{'y' if count == 1 else 'ies'}")
+            except Exception:  # noqa: BLE001 - a status line never breaks a turn
+                log.debug("cmms: status_callback failed", exc_info=True)
+
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
-        if self.service is not None and query:
+        if self.service is not None and not is_trivial_prompt(query):
             text, injected = self._recall(query)
             with self._lock:
                 self._queued = (query, time.monotonic(), text, injected)
@@ -205,11 +230,14 @@ class CmmsMemoryProvider(MemoryProvider):
             first = (str(cause).splitlines() or [type(cause).__name__])[0]
             raise StoreUnavailable(f"cmms did not store {what}: {brief(first, 300)}.") from exc
 
-    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
-        return None  # turn numbers are assigned by the store, atomically with the write
+    def on_turn_start(self, turn_number: int = 0, message: str = "", **kwargs: Any) -> None:
+        """Turn numbers are assigned by the store, atomically with the write; the 0.20+ kwargs
+        (remaining_tokens, model, platform, tool_count) are not needed. A new turn has recalled
+        nothing yet (0.20+ skips prefetch on trivial prompts: no stale recall_status)."""
+        self._recalled = None
 
     def on_memory_write(self, action: str, target: str, content: str,
-                        metadata: Optional[Dict[str, Any]] = None) -> None:
+                        metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> None:
         if not self.primary or action not in ("add", "replace"):
             return
         old_text = (metadata or {}).get("old_text") if action == "replace" else None
@@ -300,24 +328,16 @@ class CmmsMemoryProvider(MemoryProvider):
     # -- configuration --------------------------------------------------------------------
 
     def get_config_schema(self) -> List[Dict[str, Any]]:
-        return [
-            {"key": "embedder", "description": "Embedding model for semantic recall (never downloads)",
-             "default": "auto", "choices": ["auto", "chroma-default", "sentence-transformers", "none"]},
-            {"key": "recall_tokens", "description": "Token budget of the memory injected per turn",
-             "default": "600"},
-            {"key": "database_url", "description": "SQL store URL (empty: SQLite under $HERMES_HOME/cmms)",
-             "default": ""},
-            {"key": "chroma_url", "description": "Chroma server URL (empty: embedded Chroma)",
-             "default": ""},
-        ]
+        """Every setting, typed (text | integer | number | boolean, with bounds)."""
+        return cmms_setup.config_schema()
 
     def save_config(self, values: Dict[str, Any], hermes_home: str) -> None:
-        known = {k: v for k, v in (values or {}).items() if k in SETTINGS}
+        """Write the settings typed and checked to memory.cmms (InvalidInput for a bad one)."""
+        cmms_setup.save(Path(hermes_home), values)
 
-        def change(data):
-            hermes_config.section(data, "memory", "cmms").update(known)
-
-        hermes_config.edit(Path(hermes_home), change)
+    def post_setup(self, hermes_home: str, config: Dict[str, Any]) -> None:
+        """`hermes memory setup [cmms]`: ask every setting with its type, then activate cmms."""
+        cmms_setup.run_wizard(hermes_home, config)
 
     def get_status_config(self, provider_config: Dict[str, Any]) -> Dict[str, Any]:
         """The effective settings and where each comes from, for `hermes memory status`."""
@@ -325,13 +345,9 @@ class CmmsMemoryProvider(MemoryProvider):
             settings = Settings.load()
         except CmmsError as exc:
             return {"settings error": str(exc)}
-        from ..store.store import safe_url
-
         from ..store.availability import store_problem
 
-        shown = {name: getattr(settings, name) for name in SETTINGS}
-        shown["database_url"] = safe_url(settings.database_url)  # never a password on screen
-        status = {name: f"{value or '(embedded)'}  [{settings.sources[name]}]" for name, value in shown.items()}
+        status = cmms_setup.status_lines(settings)
         problem = store_problem(settings)
         local = settings.database_url.startswith("sqlite")
         fine = "writable" if local else "not checked here (a database server: checked when Hermes starts)"

@@ -229,7 +229,7 @@ def test_user_settings_survive_reinstall_and_go_only_with_purge(home):
     install(home)
     CmmsMemoryProvider().save_config({"recall_tokens": "300"}, str(home))
     uninstall(home)
-    assert yaml.safe_load((home / "config.yaml").read_text())["memory"]["cmms"] == {"recall_tokens": "300"}
+    assert yaml.safe_load((home / "config.yaml").read_text())["memory"]["cmms"] == {"recall_tokens": 300}
     install(home)
     uninstall(home, purge=True)
     assert "cmms" not in yaml.safe_load((home / "config.yaml").read_text())["memory"]

@@ -1,0 +1,31 @@
+"""What the Hermes running us offers, across versions: 0.19 (the one PyPI has) and 0.20+."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+try:  # Hermes 0.20+: the host's own type, which its UI renders as "🧠 ... recalled N memories"
+    from agent.memory_provider import RecallStatus
+    HOST_SHOWS_RECALL = True
+except ImportError:  # Hermes 0.19 has no recall line; the provider says it through status_callback
+    HOST_SHOWS_RECALL = False
+
+    @dataclass
+    class RecallStatus:  # the same fields as upstream's, so callers read it the same way
+        provider_label: str
+        count: int
+        glyph: str = "🧠"
+
+# Prompts too small to recall for (0.20+ core skips prefetch for them; on 0.19 the provider does).
+# The words are those of 0.19's bundled Honcho provider (`_TRIVIAL_PROMPT_RE`) and the ones
+# upstream's `is_trivial_prompt` adds (greetings, "thanks", "next", "lgtm"), with trailing
+# punctuation allowed.
+_TRIVIAL = re.compile(
+    r"(hi|hello|hey|yes|no|ok|okay|sure|thanks|thank you|thx|ty|y|n|yep|nope|yeah|nah|continue|"
+    r"go ahead|do it|proceed|got it|cool|nice|great|done|next|lgtm|k)[\s.!?,;:…]*", re.IGNORECASE)
+
+
+def is_trivial_prompt(text: str) -> bool:
+    """Whether `text` is empty, a slash command, or a bare acknowledgement ("ok", "thanks!")."""
+    stripped = (text or "").strip()
+    return not stripped or stripped.startswith("/") or bool(_TRIVIAL.fullmatch(stripped))
