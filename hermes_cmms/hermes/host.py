@@ -26,6 +26,9 @@ _TRIVIAL = re.compile(
 
 
 def is_trivial_prompt(text: str) -> bool:
-    """Whether `text` is empty, a slash command, or a bare acknowledgement ("ok", "thanks!")."""
-    stripped = (text or "").strip()
+    """Whether `text` is empty, a slash command, or a bare acknowledgement ("ok", "thanks!");
+    anything but text has nothing to recall for either."""
+    if not isinstance(text, str):
+        return True
+    stripped = text.strip()
     return not stripped or stripped.startswith("/") or bool(_TRIVIAL.fullmatch(stripped))
