@@ -1,7 +1,7 @@
 """`hermes-cmms doctor`: one line per check, each ok / warn / FAIL."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 from ..common.config import Settings, hermes_home
 
@@ -36,13 +36,39 @@ def _hermes() -> Check:
         return ("FAIL", "hermes", f"hermes-agent is not importable ({exc}); pip install 'hermes-cmms[hermes]'")
 
 
-def _plugin_files(home) -> Check:
+def _plugin_files(home, hermes_version: Optional[str] = None) -> Check:
+    """Hermes 0.19 finds cmms through the shim in $HERMES_HOME/plugins/cmms/; 0.20+ through the
+    `hermes_agent.memory_providers` entry point this package declares, with or without it."""
     plugin = home / "plugins" / "cmms"
     missing = [n for n in ("__init__.py", "plugin.yaml") if not (plugin / n).exists()]
+    if missing and _reads_entry_points(hermes_version or _hermes_version()) and _entry_point():
+        return ("ok", "plugin files", "none needed: Hermes finds cmms through the "
+                "hermes_agent.memory_providers entry point")
     if missing:
         return ("FAIL", "plugin files", f"missing {', '.join(missing)} in {plugin}; "
                 "run hermes-cmms install-hermes-plugin")
     return ("ok", "plugin files", str(plugin))
+
+
+def _hermes_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hermes-agent")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _reads_entry_points(hermes_version: str) -> bool:
+    """Hermes 0.20 and later load memory providers from entry points."""
+    parts = [int(p) if p.isdigit() else 0 for p in hermes_version.split(".")[:2]] + [0, 0]
+    return tuple(parts[:2]) >= (0, 20)
+
+
+def _entry_point() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.name == "cmms" for ep in entry_points(group="hermes_agent.memory_providers"))
 
 
 def _active(home) -> Check:
