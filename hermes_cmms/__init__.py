@@ -1,10 +1,29 @@
-"""hermes-cmms: Composite Memory for Hermes Agent."""
-from .common.config import Settings
-from .common.errors import CmmsError, InvalidInput, StoreUnavailable, UnknownMemory
-from .hooks import hookimpl
-from .service import MemoryService, acquire, release
+"""hermes-cmms: Composite Memory for Hermes Agent.
+
+The names below are imported when first used (PEP 562), so a door that needs only part of the
+engine (`hermes-cmms --help`, `hermes-cmms audit-log`) does not pay for the rest at start-up.
+"""
 from .common.version import __version__
-from .store.store import NewMemory
+
+_EXPORTS = {
+    "CmmsError": ".common.errors", "InvalidInput": ".common.errors", "StoreUnavailable": ".common.errors",
+    "UnknownMemory": ".common.errors", "Settings": ".common.config", "hookimpl": ".hooks",
+    "MemoryService": ".service", "acquire": ".service", "release": ".service", "NewMemory": ".store.store",
+}
 
 __all__ = ["CmmsError", "InvalidInput", "MemoryService", "NewMemory", "Settings",
            "StoreUnavailable", "UnknownMemory", "acquire", "hookimpl", "release"]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hermes_cmms' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

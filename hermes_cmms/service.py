@@ -8,6 +8,7 @@ from typing import Callable, Optional, Sequence
 
 import pluggy
 
+from .common import tokens
 from .common.checks import scope_of as _scope, tags_of as _tags, tier_of as _tier
 from .common.config import Settings
 from .common.errors import InvalidInput, UnknownMemory
@@ -25,8 +26,6 @@ from .redact import redact_text
 from .retain import admission
 from .store.models import AuditEvent, Memory
 from .store.store import NewMemory, Store, safe_url
-from .vectors.chroma import VectorIndex
-from .vectors.embedders import load_embedder
 from .vectors.indexer import Indexer
 
 log = logging.getLogger(__name__)
@@ -40,13 +39,17 @@ class MemoryService:
     """Retain, recall, forget and flush, for any number of scopes in one store."""
 
     def __init__(self, settings: Settings, pm: Optional[pluggy.PluginManager] = None,
-                 scheduler: bool = True):
+                 scheduler: bool = True, start_indexer: bool = True):
+        """`start_indexer=False` (the CLI): the embedder and the vector index load only when
+        something first needs them (a search, a write, a drain), not for a read of SQL."""
         pm = pm or make_plugin_manager()  # first: a broken plugin fails before a thread starts
         store = Store(settings.database_url)
-        indexer = Indexer(store, lambda: load_embedder(settings.embedder, settings.embedder_dtype),
-                          lambda: VectorIndex(settings), lock_path=settings.data_dir / "indexer.lock")
+        indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings),
+                          lock_path=settings.data_dir / "indexer.lock", start=start_indexer)
         self.engine = Engine(settings, pm, store, indexer,
                              ThreadPoolExecutor(VECTOR_WORKERS, thread_name_prefix="cmms-query"), service=self)
+        if start_indexer:  # a service that will recall: the token counter ready before the first block
+            self.engine.pool.submit(tokens.encoding)
         self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, store, indexer
         self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
         self.metrics = Metrics(self.engine)  # Prometheus registry and spans of this service
@@ -314,23 +317,36 @@ class MemoryService:
     # -- health ---------------------------------------------------------------------------
 
     def status(self, scope: Optional[str] = None) -> dict:
-        """Where the store is, the embedder, and counts: of the whole store, or of `scope` only."""
+        """Where the store is, the embedder, and counts: of the whole store, or of `scope` only.
+
+        A service whose indexer has not started (a CLI command that reads SQL only) counts no
+        vectors (`indexed` None) and names the configured embedder without loading it."""
         scope = _scope(scope) if scope is not None else None
         indexer = self.indexer
-        if not indexer.ready.is_set():
-            embedder = "loading"
-        else:
-            embedder = indexer.embedder.name if indexer.embedder else "none (keyword-only)"
-        indexed, error = 0, indexer.error
+        indexed, error = (0 if indexer.started else None), indexer.error
         if indexer.vectors is not None:
             try:
                 indexed = indexer.vectors.count(scope)
             except Exception as exc:  # noqa: BLE001 - a Chroma server that is away is a status, not a failure
                 indexed, error = None, f"{type(exc).__name__}: {exc}"
-        return {"database": safe_url(self.settings.database_url),
-                "vectors": indexer.vectors.location if indexer.vectors else None,
-                "indexed": indexed, "embedder": embedder, "index_error": error,
+        return {"database": safe_url(self.settings.database_url), "vectors": self._vectors_location(),
+                "indexed": indexed, "embedder": self._embedder_state(), "index_error": error,
                 **self.store.counts(scope)}
+
+    def _embedder_state(self) -> str:
+        indexer, choice = self.indexer, self.settings.embedder
+        if not indexer.started:
+            return "none (keyword-only)" if choice == "none" else f"{choice} (not loaded by this command)"
+        if not indexer.ready.is_set():
+            return "loading"
+        return indexer.embedder.name if indexer.embedder else "none (keyword-only)"
+
+    def _vectors_location(self) -> Optional[str]:
+        if self.indexer.vectors is not None:
+            return self.indexer.vectors.location
+        if self.indexer.started or self.settings.embedder == "none":
+            return None  # keyword-only, or still loading
+        return self.settings.chroma_url or str(self.settings.chroma_path)
 
     def __enter__(self) -> "MemoryService":
         return self
@@ -342,9 +358,24 @@ class MemoryService:
         if self.scheduler is not None:
             self.scheduler.stop()
         self.engine.pool.shutdown(wait=True, cancel_futures=True)
-        self.indexer.drain(drain_timeout)
+        if self.indexer.started:  # (one never started was asked for no vector work: a write starts it)
+            self.indexer.drain(drain_timeout)
         self.indexer.stop()
         self.store.close()
+
+
+def _embedder(settings: Settings):
+    """The configured embedder, loaded on the indexer thread (embedders brings numpy and the model)."""
+    from .vectors.embedders import load_embedder
+
+    return load_embedder(settings.embedder, settings.embedder_dtype)
+
+
+def _vector_index(settings: Settings):
+    """The vector index, opened on the indexer thread (Chroma's client loads on first use)."""
+    from .vectors.chroma import VectorIndex
+
+    return VectorIndex(settings)
 
 
 def _error_text(error: str) -> str:

@@ -29,10 +29,14 @@ def cmd_install(args) -> int:
     return 0
 
 
+VECTORS_WAIT_S = 30.0  # `status --vectors`: how long it waits for the embedder and the index
+
+
 def cmd_status(args) -> int:
     service = _service(args)
     try:
-        service.indexer.ready.wait(30)
+        if args.vectors:  # counting the vectors opens the index (and loads the embedder)
+            service.indexer.ready.wait(VECTORS_WAIT_S)
         status = service.status()
     finally:
         service.close(drain_timeout=0)
@@ -40,7 +44,8 @@ def cmd_status(args) -> int:
         print(json.dumps(status, indent=2))
     else:
         for key, value in status.items():
-            print(f"{key:>12}: {value}")
+            if value is not None:  # not counted, no error: nothing to say
+                print(f"{key:>12}: {value}")
     return 0
 
 
@@ -240,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uninstall", action="store_true", help="Remove the plugin and restore the previous provider.")
     p.add_argument("--purge", action="store_true", help="With --uninstall: also delete the stored memories.")
     p = add("status", cmd_status, "Show the store, its counts, the embedder in use and the index lag.")
+    p.add_argument("--vectors", action="store_true",
+                   help="Also count the vectors in the index (opens it and loads the embedder: slower).")
     p.add_argument("--json", action="store_true")
     p = add("search", cmd_search, "Search memories of one scope.")
     p.add_argument("query")

@@ -8,9 +8,8 @@ import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
-from .embedders import Embedder
 from ..store.store import Store
 from ..common.text import clean
 from ..common.units import units
@@ -20,6 +19,9 @@ try:
     import fcntl
 except ImportError:  # Windows: one process per store
     fcntl = None
+
+if TYPE_CHECKING:
+    from .embedders import Embedder  # (the module brings numpy: imported with the embedder)
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +44,15 @@ class Indexer:
     """
 
     def __init__(self, store: Store, load_embedder: Callable[[], Optional[Embedder]],
-                 open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None):
+                 open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None,
+                 start: bool = True):
         self.store = store
         self._load_embedder = load_embedder
         self._open_vectors = open_vectors
         self.embedder: Optional[Embedder] = None
         self.vectors: Optional[VectorIndex] = None
         self.error: Optional[str] = None
-        self.ready = threading.Event()  # set once the embedder has loaded (or failed to)
+        self._ready = threading.Event()  # set once the embedder has loaded (or failed to)
         self._lock = WriterLock(lock_path)
         self._generation = -1  # index generation this process's vector client has seen
         self._refreshed = 0.0
@@ -58,7 +61,28 @@ class Indexer:
         self._stop = threading.Event()
         self._unsaved: set[str] = set()  # scopes with vector deletes Chroma has not saved yet
         self._thread = threading.Thread(target=self._run, name="cmms-indexer", daemon=True)
-        self._thread.start()
+        self._starting = threading.Lock()
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Load the embedder and drain the outbox on the indexer thread, from now on (once;
+        after stop(), never). An indexer made with start=False starts when first asked to
+        work: by `ready`, notify() or drain()."""
+        with self._starting:
+            if self._thread.ident is None and not self._stop.is_set():
+                self._thread.start()
+
+    @property
+    def started(self) -> bool:
+        """Whether the indexer thread was started (a command that only reads SQL never starts it)."""
+        return self._thread.ident is not None
+
+    @property
+    def ready(self) -> threading.Event:
+        """Set once the embedder has loaded (or failed to); asking starts the indexer."""
+        self.start()
+        return self._ready
 
     @property
     def writer(self) -> bool:
@@ -85,6 +109,7 @@ class Indexer:
         return self.embedder is not None and self.vectors is not None
 
     def notify(self) -> None:
+        self.start()
         self._wake.set()
 
     def drain(self, timeout: float) -> bool:
@@ -113,9 +138,11 @@ class Indexer:
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
+        with self._starting:  # a thread not started by now never starts
+            self._stop.set()
         self._wake.set()
-        self._thread.join(timeout)
+        if self.started:
+            self._thread.join(timeout)
         self._lock.release()
 
     def _run(self) -> None:
@@ -163,7 +190,7 @@ class Indexer:
             log.warning("hermes-cmms: vector index unavailable, recall is keyword-only: %s", self.error)
             self.embedder = None
         finally:
-            self.ready.set()
+            self._ready.set()
 
     def _step(self) -> bool:
         batch = self.store.pending(BATCH)

@@ -104,3 +104,63 @@ def test_the_cli_exits_with_its_code_while_an_engine_thread_is_inside_native_cod
         done = subprocess.run([sys.executable, "-c", ENGINE_THREAD_IN_NATIVE_CODE, *args], env=env,
                               capture_output=True, text=True, timeout=120)
         assert (done.returncode, done.stderr) == (code, stderr)  # not SIGABRT (-6) after the error
+
+
+# What an inspection command loads: modules it must not import to print a few lines.
+HEAVY = ("chromadb", "onnxruntime", "torch", "sentence_transformers", "numpy", "tiktoken",
+         "hermes_cmms.vectors.embedders")
+LOADED = '''
+import json, sys
+from hermes_cmms.cli.commands import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:  # argparse, after --help
+    code = exc.code
+print("LOADED " + json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules],
+                              "sql": "sqlalchemy" in sys.modules}))
+''' % (HEAVY,)
+
+
+def loaded(home, *args) -> dict:
+    """Run one hermes-cmms command in a fresh process; what it had imported when it ended."""
+    import os
+
+    env = dict(os.environ, HERMES_HOME=str(home))
+    env.pop("CMMS_EMBEDDER", None)  # the default embedder: the one that would cost seconds
+    proc = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=str(home))  # (not the checkout: the installed package)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("LOADED ")]
+    assert line, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return json.loads(line[-1][len("LOADED "):])
+
+
+@pytest.fixture
+def stored_home(home):
+    svc = MemoryService(Settings.load(home))
+    svc.retain_turn("local:default", "s1", "The boat is moored at Pier 9.", "Noted.")
+    assert svc.indexer.drain(120)
+    svc.close()
+    return home
+
+
+@pytest.mark.parametrize("args", [("status",), ("status", "--json"), ("audit-log",), ("beliefs", "list")])
+def test_inspection_commands_load_no_model_no_vector_index(stored_home, args):
+    assert loaded(stored_home, *args) == {"code": 0, "heavy": [], "sql": True}
+
+
+def test_help_loads_not_even_the_store(home):
+    assert loaded(home, "--help") == {"code": 0, "heavy": [], "sql": False}
+
+
+def test_status_names_the_embedder_without_loading_it_and_counts_vectors_when_asked(stored_home):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "CMMS_EMBEDDER"}
+    plain = subprocess.run([CLI, "status"], capture_output=True, text=True, timeout=120,
+                           env=dict(env, HERMES_HOME=str(stored_home))).stdout
+    assert "embedder: auto (not loaded by this command)" in plain and "memories: 2" in plain
+    assert "None" not in plain and "indexed" not in plain and "index_error" not in plain
+    counted = json.loads(subprocess.run([CLI, "status", "--vectors", "--json"], capture_output=True, text=True,
+                                        timeout=120, env=dict(env, HERMES_HOME=str(stored_home))).stdout)
+    assert (counted["indexed"], counted["index_error"]) == (2, None)
+    assert counted["embedder"] not in ("loading", "auto (not loaded by this command)")

@@ -60,3 +60,46 @@ def test_a_feature_importing_the_facade_is_caught(tmp_path, folder):
                           timeout=120)
     assert done.returncode != 0
     assert f"hermes_cmms.{folder}.planted_upward -> hermes_cmms.service" in done.stdout
+
+
+def _indexer_threads() -> int:
+    import threading
+
+    return sum(t.name == "cmms-indexer" for t in threading.enumerate())
+
+
+def test_a_service_made_not_to_start_its_indexer_starts_it_only_for_vector_work(home):
+    from hermes_cmms import MemoryService, Settings
+
+    before = _indexer_threads()
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False, start_indexer=False)
+    try:
+        svc.audit_log()
+        svc.page("local:default")
+        status = svc.status()
+        assert not svc.indexer.started and _indexer_threads() == before
+        assert (status["indexed"], status["embedder"]) == (None, "none (keyword-only)")
+        svc.retain_turn("local:default", "s1", "The kettle is descaled monthly.", "Noted.")  # a write: vectors to do
+        assert svc.indexer.started and svc.indexer.ready.wait(30)
+    finally:
+        svc.close()
+
+
+def test_a_service_closed_before_any_vector_work_never_starts_its_indexer(home):
+    from hermes_cmms import MemoryService, Settings
+
+    svc = MemoryService(Settings.load(home), scheduler=False, start_indexer=False)
+    svc.close()
+    assert not svc.indexer.started
+    svc.indexer.notify()  # after stop(): never
+    assert not svc.indexer.started
+
+
+def test_a_recalling_service_loads_the_token_counter_before_the_first_block_asks(home):
+    """The first recall of a Hermes session does not spend its time loading tiktoken's tables."""
+    script = ("import sys\nfrom hermes_cmms import MemoryService, Settings\nfrom hermes_cmms.common import tokens\n"
+              "svc = MemoryService(Settings.load(sys.argv[1], embedder='none'), scheduler=False)\n"
+              "svc.close()\nprint('LOADED', tokens.encoding.cache_info().currsize)\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(home)], capture_output=True, text=True,
+                          timeout=120, cwd=str(home))
+    assert proc.stdout.split() == ["LOADED", "1"], proc.stderr[-2000:]
