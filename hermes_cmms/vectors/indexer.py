@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 64
 DELETE_QUIET_S = 0.3  # no new vector delete for this long: a run of deletes (a forget) has ended
-EMBEDDER_WAIT_S = 4.0  # a turn waits at most this long for the model to finish loading
+EMBEDDER_WAIT_S = 1.0  # a turn waits at most this long for the model to finish loading (it loads in
+# ~0.3 s once prepared; a slower load leaves that turn keyword-only rather than make it wait)
 MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
 POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
 REFRESH_S = 0.25  # a reader re-opens the vector index at most this often

@@ -1,6 +1,7 @@
 """CMMS_EMBEDDER choices: what loads, what falls back, and what fails clearly."""
 import os
 import subprocess
+import threading
 import sys
 
 import numpy as np
@@ -173,3 +174,23 @@ def test_a_cached_model_cut_short_is_made_anew(tmp_path, monkeypatch):
     target.write_bytes(target.read_bytes()[:1000])  # a power cut before the data reached the disk
     embedder = embedders._build("onnx")
     assert len(embedder.embed(["hello"])[0]) == 384 and target.stat().st_size == whole
+
+
+def test_a_turn_does_not_wait_for_a_slow_model(home, monkeypatch):
+    """A model still loading after EMBEDDER_WAIT_S (1 s) leaves the question keyword-only; it
+    is not waited for, and the next question, once it has loaded, uses vectors."""
+    from hermes_cmms.vectors import indexer as indexing
+
+    loaded, release = embedders.load_embedder("onnx"), threading.Event()
+    monkeypatch.setattr(indexing, "EMBEDDER_WAIT_S", 0.2)
+    svc = MemoryService(Settings.load(home), scheduler=False, start_indexer=False)
+    try:
+        svc.indexer._load_embedder = lambda: (release.wait(30), loaded)[1]
+        svc.indexer.start()
+        assert indexing.query_vector(svc.indexer, "where is the boat moored?") is None
+        release.set()
+        assert svc.indexer.ready.wait(30)
+        assert len(indexing.query_vector(svc.indexer, "where is the boat moored?")) == 384
+    finally:
+        release.set()
+        svc.close()
