@@ -57,7 +57,7 @@ def install(home: Path, dry_run: bool = False) -> list[str]:
     lines = [_say(verb, what, dry_run) for verb, what in steps]
     if not lines:
         lines = [f"hermes-cmms is already installed in {home}: nothing to do."]
-    return _banner(dry_run) + _hermes_warning() + lines + [NEXT_STEP]
+    return _banner(dry_run) + _hermes_warning() + lines + _prepare_model(home, dry_run) + [NEXT_STEP]
 
 
 def uninstall(home: Path, purge: bool = False, dry_run: bool = False) -> list[str]:
@@ -225,6 +225,24 @@ def _hermes_warning() -> list[str]:
         return []
     return ["warning: Hermes Agent is not installed in this Python environment; install hermes-cmms "
             "into the environment that runs `hermes`, or Hermes cannot import the plugin."]
+
+
+def _prepare_model(home: Path, dry_run: bool) -> list[str]:
+    """Prepare the ONNX MiniLM now (once per machine), so the first Hermes session loads it in
+    a fraction of a second; a failure here only says so (the first session tries again)."""
+    from ..vectors import embedders
+
+    try:
+        choice = Settings.load(home).embedder
+    except CmmsError:
+        return []
+    source = embedders.packaged_int8_minilm()
+    if dry_run or source is None or choice.partition(":")[0] not in ("auto", "onnx"):
+        return []
+    try:
+        return [f"prepared the embedding model in {embedders.prepared_minilm(source, choice == 'onnx:int8')}"]
+    except Exception as exc:  # noqa: BLE001 - a cache that cannot be written, a foreign file
+        return [f"note: the embedding model is not prepared yet ({exc}); the first session will try again."]
 
 
 def _external_store_notes(home: Path) -> list[str]:

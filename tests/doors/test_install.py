@@ -256,3 +256,15 @@ def test_a_file_is_not_a_hermes_home(tmp_path):
     (tmp_path / "home").write_text("")
     with pytest.raises(InvalidInput, match="is a file, not a directory"):
         install(tmp_path / "home")
+
+
+def test_install_prepares_the_embedding_model_once(home, tmp_path, monkeypatch):
+    """The first Hermes session then loads the model in a fraction of a second."""
+    from hermes_cmms.install.installer import install
+    from hermes_cmms.vectors import embedders
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lines = install(home)
+    prepared = embedders.prepared_minilm(embedders.packaged_int8_minilm())
+    assert f"prepared the embedding model in {prepared}" in lines and prepared.stat().st_size > 20 * 2**20
+    assert not any("prepared" in line for line in install(home, dry_run=True))
