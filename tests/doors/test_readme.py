@@ -8,17 +8,60 @@ REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 
 
+def command(name: str) -> str:
+    """The first bash block after the README's **name**."""
+    return re.search(rf"\*\*{name}\*\*.*?```bash\n(.*?)\n```", README, re.S).group(1)
+
+
 def test_every_cli_command_in_the_readme_exists():
     shown = set(re.findall(r"^hermes-cmms ([a-z-]+)", README, re.M))
+    blocks = "\n".join(re.findall(r"```bash\n(.*?)```", README, re.S))  # also bin/hermes-cmms X, && hermes-cmms X
+    shown |= set(re.findall(r"(?:^|[/ ])hermes-cmms ([a-z-]+)", blocks, re.M))
     subparsers = next(a for a in build_parser()._actions if a.dest == "command")
-    assert shown and shown <= set(subparsers.choices)
+    assert {"install-hermes-plugin", "search"} <= shown <= set(subparsers.choices)
 
 
 def test_ci_runs_the_readme_test_command():
-    test_command = re.search(r"\*\*Test\*\*.*?```bash\n(.*?)\n```", README, re.S).group(1)
+    test_command = command("Test")
     assert test_command.endswith("python -m pytest -q && CMMS_TEST_BACKEND=server python -m pytest -q")
     ci = (REPO / ".ci" / "run").read_text()
     assert "&& python -m pytest -q)" in ci and "CMMS_TEST_BACKEND=server python -m pytest -q" in ci
+    # the same installs, torch pinned first: the local-model extra (the torch path) is tested too
+    assert ".venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[hermes,local-model,test]'" in test_command
+    assert "pip install -q torch==2.13.0" in ci and '"$REPO[hermes,local-model,test]"' in ci
+
+
+def test_the_run_command_is_the_default_install_without_torch():
+    run = command("Run")
+    assert "pip install '.[hermes]' &&" in run and "torch" not in run and "local-model" not in run
+    ci = (REPO / ".ci" / "run").read_text()
+    assert 'benchmarks/install.py" --extras hermes ' in ci and "\nphase default default_install\n" in ci
+    assert "comes first so pip takes the CPU build" not in README
+
+
+def test_the_readme_model_block_is_what_hermes_reads(tmp_path, monkeypatch):
+    """The `model:` block for an OpenAI-compatible endpoint, read by Hermes' own config code."""
+    import yaml
+    from hermes_cli.config import load_config, validate_config_structure
+    from hermes_cli.runtime_provider import resolve_runtime_provider
+
+    block = re.search(r"```yaml\n(model:\n.*?)```", README, re.S).group(1)
+    model = yaml.safe_load(block)["model"]
+    (tmp_path / "config.yaml").write_text(block, encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    assert validate_config_structure(load_config()) == []
+    runtime = resolve_runtime_provider()
+    assert (runtime["provider"], runtime["base_url"], runtime["api_key"]) == ("custom", model["base_url"], model["api_key"])
+    assert load_config()["model"]["default"] == model["default"]
+
+
+def test_the_readme_check_is_what_the_hermes_test_proves():
+    """The three-line check tells and asks what tests/doors/test_hermes_e2e.py's one-shot test does."""
+    import test_hermes_e2e
+
+    check = command("Check it works")
+    assert f'hermes -z "{test_hermes_e2e.CAT}"' in check and f'hermes -z "{test_hermes_e2e.QUESTION}"' in check
+    assert "hermes-cmms search Biscuit" in check
 
 
 def test_every_setting_in_the_readme_is_a_real_setting():
