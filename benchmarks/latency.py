@@ -42,6 +42,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--turns", type=int, default=200, help="sync_turn calls timed per size")
     parser.add_argument("--queries", type=int, default=200, help="prefetch calls timed per size")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--embedder", help="CMMS_EMBEDDER for the run (default: the setting's default, auto)")
     parser.add_argument("--bulk-from", type=int, default=0, metavar="N",
                         help="fill sizes >= N with the bulk fill of benchmarks/bulk.py "
                              "(real texts, pooled vectors) instead of retain_turn; 0 = never")
@@ -220,6 +221,8 @@ def fresh_home(args) -> Path:
     os.environ["HERMES_HOME"] = str(home)
     for name in ("CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_RECALL_TOKENS"):
         os.environ.pop(name, None)
+    if args.embedder:
+        os.environ["CMMS_EMBEDDER"] = args.embedder
     return home
 
 
