@@ -301,11 +301,11 @@ class CmmsMemoryProvider(MemoryProvider):
             mirror.release(self._mirror)
             self._mirror = None
         try:
-            if self.session_id:
+            if self.session_id:  # unless on_session_end flushed it and no turn came since
                 with self._writing("the end of this session", service):
-                    service.flush_session(self.scope, self.session_id)
-        finally:
-            engine.release(service)
+                    service.flush_open_sessions(self.scope, clean_key(self.session_id))
+        finally:  # no wait for vectors: what is not indexed yet stays in the outbox for the next process
+            engine.release(service, drain_timeout=0.0)
 
     # -- tools ----------------------------------------------------------------------------
 

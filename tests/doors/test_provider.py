@@ -141,3 +141,43 @@ def test_a_memory_is_injected_once_per_session(kw_home):
     p.on_session_switch("newer", reset=True)  # a fresh conversation carries no earlier blocks
     assert "opens at 7" in p.prefetch("When does the bakery open?")
     p.shutdown()
+
+
+def test_exit_flushes_a_session_once_and_leaves_what_is_not_indexed_to_the_outbox(home, monkeypatch):
+    """/exit (on_session_end, then shutdown) flushes once and then does not wait for vectors:
+    the turn is stored, and the next process indexes it from the outbox."""
+    import fcntl
+    import time
+
+    from hermes_cmms import hookimpl
+    from hermes_cmms.hooks import session_flush
+
+    monkeypatch.setattr(session_flush, "FLUSH_WAIT_S", 0.5)  # the flush's own wait for vectors
+    flushed = []
+
+    class Count:
+        @hookimpl
+        def session_flush(self, service, scope, session_id):
+            flushed.append(session_id)
+
+    settings = Settings.load(home)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.data_dir / "indexer.lock", "a+b") as other:  # another process writes the index
+        fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = _provider(home)
+        p.service.pm.register(Count(), name="count")
+        assert p.service.indexer.ready.wait(120) and p.service.indexer.active, p.service.indexer.error
+        p.sync_turn("The spare key is under the blue flower pot.", "Noted.")
+        p.on_session_end([])
+        started = time.monotonic()
+        p.shutdown()
+        took = time.monotonic() - started
+    assert flushed == ["s1"]
+    assert took < 3.0, f"shutdown waited {took:.1f} s for the index"  # (it waited 5.5 s: flush, drain)
+    svc = MemoryService(settings)  # the next process: the outbox still holds the turn, and it indexes it
+    try:
+        assert svc.store.pending(10) and svc.indexer.drain(120)
+        hit = next(h for h in svc.search("local:default", "where is the spare key") if "spare key" in h.memory.content)
+        assert hit.vector_rank is not None
+    finally:
+        svc.close()
