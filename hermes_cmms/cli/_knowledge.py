@@ -13,9 +13,10 @@ SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
 
 
-def _run(args, work: Callable) -> object:
-    """Open the engine, do one thing, close it (waiting for the indexer when asked)."""
-    service = _service(args)
+def _run(args, work: Callable, vectors: bool = False) -> object:
+    """Open the engine (ready to rank by vectors with `vectors`), do one thing, close it
+    (waiting for the indexer when asked)."""
+    service = _service(args, vectors=vectors)
     try:
         return work(service)
     finally:
@@ -53,7 +54,8 @@ def cmd_beliefs(args) -> int:
     if action == "list":
         result = _run(args, lambda s: s.get_belief(args.scope, text=args.text, state=args.state,
                                                    min_confidence=args.min_confidence, tags=args.tag or (),
-                                                   source=args.source, limit=args.limit))
+                                                   source=args.source, limit=args.limit),
+                      vectors=bool(args.text))  # beliefs about a text are ranked by meaning too
         if not args.json:
             for b in result["beliefs"]:
                 print(f"{b['id']}  {b['confidence']:.2f}  {b['state']:<10} {b['text'][:160]}")
@@ -91,7 +93,7 @@ def cmd_graph(args) -> int:
 
 
 def cmd_route(args) -> int:
-    _print(_run(args, lambda s: s.route(args.scope, args.query, args.limit)), args)
+    _print(_run(args, lambda s: s.route(args.scope, args.query, args.limit), vectors=True), args)
     return 0
 
 

@@ -29,14 +29,9 @@ def cmd_install(args) -> int:
     return 0
 
 
-VECTORS_WAIT_S = 30.0  # `status --vectors`: how long it waits for the embedder and the index
-
-
 def cmd_status(args) -> int:
-    service = _service(args)
+    service = _service(args, vectors=args.vectors)  # counting the vectors opens the index (and the embedder)
     try:
-        if args.vectors:  # counting the vectors opens the index (and loads the embedder)
-            service.indexer.ready.wait(VECTORS_WAIT_S)
         status = service.status()
     finally:
         service.close(drain_timeout=0)
@@ -56,7 +51,7 @@ def cmd_search(args) -> int:
     from ..recall.shape import hit_dict
 
     query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
-    service = _service(args)
+    service = _service(args, vectors=True)
     try:
         result = {"results": [hit_dict(h) for h in service.search(args.scope, query, limit)]}
     finally:

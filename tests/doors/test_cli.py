@@ -164,3 +164,13 @@ def test_status_names_the_embedder_without_loading_it_and_counts_vectors_when_as
                                         timeout=120, env=dict(env, HERMES_HOME=str(stored_home))).stdout)
     assert (counted["indexed"], counted["index_error"]) == (2, None)
     assert counted["embedder"] not in ("loading", "auto (not loaded by this command)")
+
+
+def test_search_ranks_by_vectors_even_though_the_model_loads_after_the_command_starts(stored_home):
+    """A command waits for the vector index it needs (a chat turn would fall back to keywords)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "CMMS_EMBEDDER"}
+    found = subprocess.run([CLI, "search", "which vessel sits by the dock", "--json"], capture_output=True,
+                           text=True, timeout=120, env=dict(env, HERMES_HOME=str(stored_home)))
+    assert [r["content"] for r in json.loads(found.stdout)["results"]][:1] == ["The boat is moored at Pier 9."]
