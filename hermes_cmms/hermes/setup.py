@@ -6,6 +6,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import yaml
+from ruamel.yaml.scalarstring import SingleQuotedScalarString
+
 from ..common import hermes_config
 from ..common.config import DTYPE_CHOICES, EMBEDDER_CHOICES, FIELD_TYPES, SETTINGS, SWITCHES, Settings
 from ..common.errors import InvalidInput
@@ -56,12 +59,15 @@ def kind(name: str) -> str:
 
 
 def typed(name: str, value: Any) -> Any:
-    """`value` (a form's string, or already typed) as its setting's type, within its bounds."""
+    """`value` (a form's string, or already typed) as its setting's type, within its bounds;
+    an empty one (a cleared field) is '': the setting goes back to its default."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ""
     if kind(name) == "boolean":
         return _boolean(name, value)
     if kind(name) in ("integer", "number"):
         return _number(name, value, FIELD_TYPES[name])
-    return "" if value is None else str(value).strip()
+    return str(value).strip()
 
 
 def _boolean(name: str, value: Any) -> bool:
@@ -108,10 +114,22 @@ def save(home: Path, values: Dict[str, Any], activate: bool = False) -> Dict[str
             if value == "":
                 own.pop(name, None)
             else:
-                own[name] = value
+                own[name] = _as_yaml(value)
 
     hermes_config.edit(Path(home), change)
     return known
+
+
+def _as_yaml(value: Any) -> Any:
+    """A text that YAML 1.1 readers (PyYAML: Hermes, Settings) would not read back as itself
+    (on, no, Yes: booleans) written quoted; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        same = yaml.safe_load(value) == value
+    except yaml.YAMLError:
+        same = False
+    return value if same or "\n" in value else SingleQuotedScalarString(value)
 
 
 # -- `hermes memory status` -----------------------------------------------------------------
@@ -148,7 +166,11 @@ def run_wizard(hermes_home: str, config: Dict[str, Any]) -> None:
             return
         if answer is not None:
             answers[field["key"]] = answer
-    saved = save(home, answers, activate=True)
+    try:
+        saved = save(home, answers, activate=True)
+    except InvalidInput as exc:  # e.g. a value kept from config.yaml that no longer passes
+        print(f"\n  Not saved: {exc}\n")
+        return
     print("\n  Memory provider: cmms\n  Activation saved to config.yaml")
     print(f"  {len(saved)} setting(s) saved to memory.cmms" if saved else "  Settings unchanged")
     print("\n  Start a new session to activate.\n")
@@ -176,6 +198,7 @@ def _ask(field: Dict[str, Any], current: Any, home: Path) -> Any:
 
 def _shown(name: str, current: Any) -> str:
     if kind(name) == "boolean":
+        current = SETTINGS[name][1] if current in (None, "") else current  # unset: the default
         try:
             return "on" if typed(name, current) else "off"
         except InvalidInput:
