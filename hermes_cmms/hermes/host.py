@@ -16,6 +16,19 @@ except ImportError:  # Hermes 0.19 has no recall line; the provider says it thro
         count: int
         glyph: str = "🧠"
 
+PREFETCH_TIMEOUT_S = 8.0  # how long Hermes (0.19 and later) waits for a provider's prefetch
+
+
+def prefetch_timeout() -> float:
+    """How long the running Hermes waits for a prefetch; one that takes longer is dropped (the
+    turn goes on without it) even when it ends later."""
+    try:
+        from agent.memory_manager import _EXTERNAL_PREFETCH_TIMEOUT_S
+    except ImportError:
+        return PREFETCH_TIMEOUT_S
+    return float(_EXTERNAL_PREFETCH_TIMEOUT_S)
+
+
 # Prompts too small to recall for (0.20+ core skips prefetch for them; on 0.19 the provider does).
 # The words are those of 0.19's bundled Honcho provider (`_TRIVIAL_PROMPT_RE`) and the ones
 # upstream's `is_trivial_prompt` adds (greetings, "thanks", "next", "lgtm"), with trailing

@@ -17,7 +17,7 @@ from ..common.config import Settings
 from ..common.errors import CmmsError, StoreUnavailable
 from ..common.text import brief, clean_key
 from . import setup as cmms_setup
-from .host import HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt
+from .host import HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt, prefetch_timeout
 from .tools import TOOL_SCHEMAS, call_tool
 
 log = logging.getLogger(__name__)
@@ -146,12 +146,16 @@ class CmmsMemoryProvider(MemoryProvider):
         self._recalled = None
         if self.service is None or is_trivial_prompt(query):  # "ok", "thanks", /commands: no recall
             return ""
+        started = time.monotonic()
         with self._lock:
             queued, self._queued = self._queued, None
-        if queued and queued[0] == query and time.monotonic() - queued[1] < QUEUED_RESULT_TTL_S:
+        if queued and queued[0] == query and started - queued[1] < QUEUED_RESULT_TTL_S:
             text, injected = queued[2], queued[3]
         else:
             text, injected = self._recall(query)
+        if time.monotonic() - started > prefetch_timeout():  # Hermes went on without this block,
+            log.info("cmms: recall outlasted Hermes' prefetch timeout; nothing was injected")
+            return text  # so none of it is in front of the model: nothing to count or announce
         with self._lock:
             self._pending = injected  # part of the conversation once the turn completes
         self._recalled = len(injected) if text else 0
