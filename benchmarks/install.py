@@ -2,7 +2,8 @@
 
 Reports the venv's size on disk (MiB, and its largest packages), the resolved packages
 (`name==version`, written to a file), the wall time of each step, and a smoke check inside
-the venv: `hermes-cmms install-hermes-plugin` and `hermes-cmms doctor` in a fresh Hermes home,
+the venv: `hermes-cmms install-hermes-plugin` (which prepares the model once) and
+`hermes-cmms doctor` in a fresh Hermes home,
 then a store + vector search round trip with the default embedder, with `torch` neither
 installed nor in `sys.modules`, and Hermes 0.20+'s entry point there. Exits 1 if a check fails.
 
@@ -10,8 +11,8 @@ installed nor in `sys.modules`, and Hermes 0.20+'s entry point there. Exits 1 if
 
 pip runs `--isolated` by default (this machine's pip config, its local wheels, indexes and
 constraints, are ignored: plain PyPI, as on a user's machine; `--machine-pip-config` keeps them)
-and with the venv's own pip, as the README's Run command does. The model is prepared in the
-temp dir's cache, so the first doctor shows what a user's first start costs.
+and with the venv's own pip, as the README's Run command does. The model is prepared into the
+temp dir's cache (XDG_CACHE_HOME), as on a machine that never had it.
 `resolve()` (a dry run with the newest pip) is what tests/quality/test_install_deps.py checks.
 """
 from __future__ import annotations
@@ -173,13 +174,13 @@ def smoke(venv_dir: Path, work: Path, timer: Timer) -> dict:
     """The checks inside the new venv (see the module's docstring)."""
     env = smoke_env(work)
     Path(env["HERMES_HOME"]).mkdir()
-    timer.run("install-hermes-plugin", run_in, venv_dir, env, "hermes-cmms", "install-hermes-plugin")
-    doctor = timer.run("doctor (prepares the model)", run_in, venv_dir, env, "hermes-cmms", "doctor")
-    timer.run("doctor (again)", run_in, venv_dir, env, "hermes-cmms", "doctor")
+    installed = timer.run("install-hermes-plugin", run_in, venv_dir, env, "hermes-cmms", "install-hermes-plugin")
+    doctor = timer.run("hermes-cmms doctor", run_in, venv_dir, env, "hermes-cmms", "doctor")
     result = json.loads(timer.run("store + vector search", run_in, venv_dir, env, "python", "-c", SMOKE,
                                   env["HERMES_HOME"]).strip().splitlines()[-1])
     search = timer.run("hermes-cmms search", run_in, venv_dir, env, "hermes-cmms", "search", "cat piano")
-    result.update(doctor=doctor.strip().splitlines(), search_finds_it="Biscuit" in search)
+    result.update(doctor=doctor.strip().splitlines(), search_finds_it="Biscuit" in search,
+                  model_prepared_by_install="prepared the embedding model" in installed)
     return result
 
 
@@ -216,9 +217,10 @@ def measure(args, work: Path) -> dict:
     return result
 
 
-def report_lines(result: dict, packages_file: Path) -> list[str]:
+def report_lines(result: dict, packages_file: Optional[Path]) -> list[str]:
     smoke_result = result["smoke"]
-    return [f"venv: {result['venv_mib']} MiB on disk; {result['packages']} packages (list: {packages_file})",
+    listed = f"list: {packages_file}" if packages_file else "--packages FILE keeps the list"
+    return [f"venv: {result['venv_mib']} MiB on disk; {result['packages']} packages ({listed})",
             "largest: " + ", ".join(f"{name} {size}" for name, size in result["largest_mib"]),
             f"pip {result['pip']}, Python {result['python']}, isolated={result['isolated']}",
             f"embedder {smoke_result['embedder']}; similarity {smoke_result['similarity']}; "
@@ -239,13 +241,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cmms-install-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
+        kept = args.keep or args.packages
         args.packages = (args.packages or work / "packages.txt").resolve()
         try:
             result = measure(args, work)
         except (RegistryUnreachable, PipFailed, SmokeFailed) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        print("\n".join(report_lines(result, args.packages)))
+        print("\n".join(report_lines(result, args.packages if kept else None)))
         if args.json:
             args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 1 if result["failures"] else 0
