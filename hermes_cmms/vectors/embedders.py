@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import logging
 import os
+import tempfile
 import threading
 import warnings
 from importlib import resources
@@ -126,17 +127,18 @@ def packaged_int8_minilm() -> Optional[Path]:
     return path if path.is_file() else None
 
 
-def prepared_minilm(source: Path, int8: bool = False, again: bool = False) -> Path:
+def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
+                    cache: Optional[Path] = None) -> Path:
     """The int8 MiniLM made ready for ONNX Runtime once per machine, in a per-user cache: its
     weights folded into float32 constants, and for `int8` arithmetic its matrix products then
     quantised per channel. Checks the file is the one we know first. Written whole (fsynced)
     then renamed, so racing processes end with one whole file; `again` prepares over a file
-    that would not load."""
+    that would not load; `cache`: another directory than the per-user cache."""
     import onnxruntime
 
     stat = source.stat()
     kind = "int8" if int8 else "float32"
-    target = onnx_cache_dir() / f"all-MiniLM-L6-v2-{kind}-{stat.st_size}-{int(stat.st_mtime)}-ort{onnxruntime.__version__}.onnx"
+    target = (cache or onnx_cache_dir()) / f"all-MiniLM-L6-v2-{kind}-{stat.st_size}-{int(stat.st_mtime)}-ort{onnxruntime.__version__}.onnx"
     if target.exists() and not again:
         return target
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -160,6 +162,15 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False) -> Pa
         folded.unlink(missing_ok=True)
     log.info("hermes-cmms: prepared the MiniLM for ONNX Runtime in %s", target)
     return target
+
+
+def _prepared_for_this_process(source: Path, int8: bool, why: OSError) -> OnnxMiniLMEmbedder:
+    """The model prepared in a temporary directory, removed once ONNX Runtime has read it, when
+    the per-user cache cannot be written: each process prepares it again (about a second)."""
+    log.warning("hermes-cmms: cannot write the model cache %s (%s); preparing the MiniLM for this "
+                "process only", onnx_cache_dir(), why)
+    with tempfile.TemporaryDirectory(prefix="hermes-cmms-") as scratch:
+        return OnnxMiniLMEmbedder(prepared_minilm(source, int8, cache=Path(scratch)), int8)
 
 
 def _fold(source: Path, out: Path) -> None:
@@ -207,9 +218,17 @@ def onnx_minilm(int8: bool = False) -> OnnxMiniLMEmbedder:
             raise
         except ImportError as exc:
             raise InvalidInput(f"Preparing the int8 MiniLM needs onnx and onnxruntime ({exc}).") from exc
-        except Exception as exc:  # noqa: BLE001 - an unwritable cache, the quantiser or the file failing
+        except OSError as exc:  # the cache cannot be written: a read-only home, a file in the way
+            failure = exc
+            break
+        except Exception as exc:  # noqa: BLE001 - the quantiser or the cached file failing
             failure = exc
             log.warning("hermes-cmms: the ONNX MiniLM did not load (%s: %s)", type(exc).__name__, str(exc)[:200])
+    if isinstance(failure, OSError):
+        try:
+            return _prepared_for_this_process(source, int8, failure)
+        except Exception as exc:  # noqa: BLE001 - no temporary directory either: said below
+            failure = exc
     raise InvalidInput(f"Cannot prepare the int8 MiniLM for ONNX Runtime in {onnx_cache_dir()}: "
                        f"{type(failure).__name__}: {str(failure)[:300]}.") from failure
 

@@ -159,9 +159,14 @@ def test_unknown_embedder_dtype_is_rejected(home):
 
 
 def test_an_unwritable_cache_is_one_sentence_and_auto_falls_back(tmp_path, monkeypatch):
+    """Neither the cache nor a temporary directory can be written (with a temporary directory
+    the model is prepared there: test_attack17_embedder.py)."""
+    import tempfile
+
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    monkeypatch.setattr(tempfile, "tempdir", str(blocked))
     with pytest.raises(InvalidInput, match=r"^Cannot prepare the int8 MiniLM for ONNX Runtime in .*file/hermes-cmms: "):
         embedders._build("onnx")
     assert embedders._build("auto", "float32").name.startswith("sentence-transformers:")
