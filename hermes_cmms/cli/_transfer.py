@@ -40,22 +40,34 @@ def cmd_export(args) -> int:
                 return 1
             return 0
         target = Path(args.output)
-        partial = target.with_name(target.name + ".partial")  # a failed export leaves no half file
         try:
-            with partial.open("wb") as out:
-                counts = _export(args, service, out)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(partial, target)
+            if target.exists() and not target.is_file():  # a pipe, a device, /dev/stdout: into it
+                with target.open("wb") as out:
+                    counts = _export(args, service, out)
+            else:
+                counts = _export_whole(args, service, target)
         except OSError as exc:
-            partial.unlink(missing_ok=True)
             raise InvalidInput(f"Cannot write {args.output!r}: {exc.strerror}.") from None
-        finally:
-            partial.unlink(missing_ok=True)
     finally:
         service.close(drain_timeout=0.0)
     print(json.dumps({"scope": args.scope, "output": str(target), "counts": counts}, indent=2, ensure_ascii=False))
     return 0
+
+
+def _export_whole(args, service, target: Path) -> dict:
+    """Export into the file `target` whole or not at all: written beside it, then renamed over
+    it (over the file it links to when it is a symlink, so the link stays)."""
+    real = target.resolve()
+    partial = real.with_name(real.name + ".partial")  # a failed export leaves no half file
+    try:
+        with partial.open("wb") as out:
+            counts = _export(args, service, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, real)
+    finally:
+        partial.unlink(missing_ok=True)
+    return counts
 
 
 def _export(args, service, out) -> dict:

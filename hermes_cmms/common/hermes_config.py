@@ -1,6 +1,7 @@
 """Round-trip edits of $HERMES_HOME/config.yaml that keep the user's comments and keys."""
 from __future__ import annotations
 
+import errno
 import io
 import os
 from pathlib import Path
@@ -52,13 +53,28 @@ def edit(home: Path, change: Callable[[CommentedMap], None], dry_run: bool = Fal
     if after == before or (not before and not data):
         return False
     if not dry_run:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".yaml.cmms-tmp")
-        tmp.write_text(after, encoding="utf-8")
-        if before:
-            os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep e.g. Hermes' 0600
-        os.replace(tmp, path)
+        _write(path, after, keep_mode=bool(before))
     return True
+
+
+def _write(path: Path, text: str, keep_mode: bool) -> None:
+    """Write `text` to `path` whole: beside it, then renamed over it. A symlinked config.yaml (a
+    dotfiles repository) stays a link: the file it names is replaced. One bind-mounted into a
+    container cannot be renamed over (EBUSY): it is written in place, as Hermes does."""
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(parents=True, exist_ok=True)
+    tmp = real.with_name(real.name + ".cmms-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        if keep_mode:
+            os.chmod(tmp, real.stat().st_mode & 0o7777)  # keep e.g. Hermes' 0600
+        os.replace(tmp, real)
+    except OSError as exc:
+        if exc.errno not in (errno.EBUSY, errno.EXDEV):
+            raise
+        real.write_text(text, encoding="utf-8")
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def section(data: CommentedMap, *keys: str) -> CommentedMap:
