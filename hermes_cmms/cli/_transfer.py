@@ -31,7 +31,7 @@ def _bar(args, description: str, total: Optional[int]):
 def cmd_export(args) -> int:
     service = _service(args)
     try:
-        if args.output in (None, "-"):
+        if args.output in (None, "-") or _is_stdout(args.output):  # (/dev/stdout: no summary in it)
             try:
                 _export(args, service, sys.stdout.buffer)
                 sys.stdout.flush()
@@ -52,6 +52,13 @@ def cmd_export(args) -> int:
         service.close(drain_timeout=0.0)
     print(json.dumps({"scope": args.scope, "output": str(target), "counts": counts}, indent=2, ensure_ascii=False))
     return 0
+
+
+def _is_stdout(path: str) -> bool:
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError):  # no such file, or no standard output
+        return False
 
 
 def _export_whole(args, service, target: Path) -> dict:

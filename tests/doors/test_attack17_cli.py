@@ -105,3 +105,15 @@ def test_settings_saved_into_a_bind_mounted_config_yaml_are_written_in_place(hom
     assert result.returncode == 0, result.stderr[-2000:]
     assert yaml.safe_load(outside.read_text())["memory"]["cmms"] == {"recall_tokens": 900}
     assert sorted(p.name for p in home.iterdir()) == ["config.yaml"]  # no temporary file left
+
+
+def test_export_to_standard_output_by_its_path_is_the_export_alone(home):
+    """`--output /dev/stdout` (here /proc/self/fd/1, which no rename can touch) is `--output -`:
+    the JSON summary is not appended to the records, so the stream imports back."""
+    _stored(home)
+    result = subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "export", "--hermes-home", str(home),
+                             "--scope", "local:default", "--output", "/proc/self/fd/1"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert records[0]["type"] == "header" and all("type" in r for r in records)
