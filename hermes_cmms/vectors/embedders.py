@@ -131,20 +131,20 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
                     cache: Optional[Path] = None) -> Path:
     """The int8 MiniLM made ready for ONNX Runtime once per machine, in a per-user cache: its
     weights folded into float32 constants, and for `int8` arithmetic its matrix products then
-    quantised per channel. Checks the file is the one we know first. Written whole (fsynced)
-    then renamed, so racing processes end with one whole file; `again` prepares over a file
-    that would not load; `cache`: another directory than the per-user cache."""
+    quantised per channel. Checks the file is the one we know, at every load (~20 ms), so the
+    cached file is named by what it was made from and reinstalls reuse it. Written whole
+    (fsynced) then renamed, so racing processes end with one whole file; `again` prepares over
+    a file that would not load; `cache`: another directory than the per-user cache."""
     import onnxruntime
 
-    stat = source.stat()
-    kind = "int8" if int8 else "float32"
-    target = (cache or onnx_cache_dir()) / f"all-MiniLM-L6-v2-{kind}-{stat.st_size}-{int(stat.st_mtime)}-ort{onnxruntime.__version__}.onnx"
-    if target.exists() and not again:
-        return target
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if digest != INT8_SHA256:
         raise InvalidInput(f"{source} is not the all-MiniLM-L6-v2 file hermes-cmms knows "
                            f"(sha256 {digest[:16]}…, expected {INT8_SHA256[:16]}…).")
+    kind = "int8" if int8 else "float32"
+    target = (cache or onnx_cache_dir()) / f"all-MiniLM-L6-v2-{kind}-{digest[:16]}-ort{onnxruntime.__version__}.onnx"
+    if target.exists() and not again:
+        return target
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     folded = partial.with_suffix(".folded")

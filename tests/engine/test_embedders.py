@@ -199,3 +199,18 @@ def test_a_turn_does_not_wait_for_a_slow_model(home, monkeypatch):
     finally:
         release.set()
         svc.close()
+
+
+def test_the_model_file_is_checked_at_every_load_and_a_reinstall_reuses_the_cache(tmp_path, monkeypatch):
+    """The cached file is named by the sha256 of what it was made from: a reinstalled wheel
+    (a new mtime) finds it, and a source changed after preparing is refused, not trusted."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = tmp_path / "model.onnx"
+    source.write_bytes(embedders.packaged_int8_minilm().read_bytes())
+    first = embedders.prepared_minilm(source)
+    os.utime(source, (1, 1))  # reinstalled: same bytes, another time
+    assert embedders.prepared_minilm(source) == first
+    assert len(list(first.parent.iterdir())) == 1
+    source.write_bytes(source.read_bytes()[:-1] + b"\0")
+    with pytest.raises(InvalidInput, match="is not the all-MiniLM-L6-v2 file hermes-cmms knows"):
+        embedders.prepared_minilm(source)
