@@ -297,19 +297,24 @@ ERROR_EXIT = 1
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        code = args.func(args)
-    except CmmsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        code = ERROR_EXIT
-    except KeyboardInterrupt:
-        code = 130
-    except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
-        traceback.print_exc()
-        code = ERROR_EXIT
+    code = run(args.func, args)
     if argv is None and not settled():  # this process is the command
         exit_now(code)
     return code
+
+
+def run(command, args: argparse.Namespace) -> int:
+    """Run one command: its exit code, an error said in one sentence (a bug: its traceback)."""
+    try:
+        return command(args)
+    except CmmsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ERROR_EXIT
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
+        traceback.print_exc()
+        return ERROR_EXIT
 
 
 def settled(timeout: float = SETTLE_S) -> bool:

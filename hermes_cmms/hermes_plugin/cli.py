@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 
 # Absolute imports: Hermes loads a provider's cli.py by its path, under a module name of its own.
-from hermes_cmms.cli.commands import ERROR_EXIT, build_parser, exit_now, settled
-from hermes_cmms.common.errors import CmmsError
+from hermes_cmms.cli.commands import build_parser, exit_now, run, settled
 
 COMMANDS = ("status", "search", "doctor", "audit-log", "audit", "forget", "reindex", "export",
             "import", "plugins")
@@ -38,16 +36,7 @@ def cmms_command(args: argparse.Namespace) -> None:
     if getattr(args, "cmms_func", None) is None:
         print(getattr(args, "cmms_usage", "usage: hermes cmms COMMAND"))
         return
-    try:
-        code = args.cmms_func(args)
-    except CmmsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        code = ERROR_EXIT
-    except KeyboardInterrupt:
-        code = 130
-    except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
-        traceback.print_exc()
-        code = ERROR_EXIT
+    code = run(args.cmms_func, args)
     if not settled():
         exit_now(code)
     if code:
