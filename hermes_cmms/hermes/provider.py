@@ -69,6 +69,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self._lock = threading.Lock()
         self._mirror = None  # the process's mirror of MEMORY.md / USER.md, while this one uses it
         self._failure = ""  # why initialize could not open the store, said by every later write
+        self._refused = False  # a write of this provider failed: the end of its session is tried too
         self._recalled: Optional[int] = None  # memories the last prefetch injected (None: none ran)
         self._say = None  # Hermes 0.19 CLI's status line (status_callback), where it has no recall line
 
@@ -227,8 +228,10 @@ class CmmsMemoryProvider(MemoryProvider):
         try:
             yield
         except CmmsError:
+            self._refused = True
             raise
         except Exception as exc:
+            self._refused = True
             log.debug("cmms: write failed", exc_info=True)
             cause = getattr(exc, "orig", None) or exc
             first = (str(cause).splitlines() or [type(cause).__name__])[0]
@@ -307,7 +310,10 @@ class CmmsMemoryProvider(MemoryProvider):
         try:
             if self.session_id:  # unless on_session_end flushed it and no turn came since
                 with self._writing("the end of this session", service):
-                    service.flush_open_sessions(self.scope, clean_key(self.session_id))
+                    if self._refused:  # a store that refused writes: the flush says so too
+                        service.flush_session(self.scope, self.session_id)
+                    else:
+                        service.flush_open_sessions(self.scope, clean_key(self.session_id))
         finally:  # no wait for vectors: what is not indexed yet stays in the outbox for the next process
             engine.release(service, drain_timeout=0.0)
 
