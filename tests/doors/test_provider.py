@@ -3,6 +3,8 @@ import json
 
 import pytest
 
+from conftest import embedded_only
+
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.provider import CmmsMemoryProvider
 
@@ -143,6 +145,7 @@ def test_a_memory_is_injected_once_per_session(kw_home):
     p.shutdown()
 
 
+@embedded_only  # (another process holding the index is its lock file here; on a server, a lease in SQL)
 def test_exit_flushes_a_session_once_and_leaves_what_is_not_indexed_to_the_outbox(home, monkeypatch):
     """/exit (on_session_end, then shutdown) flushes once and then does not wait for vectors:
     the turn is stored, and the next process indexes it from the outbox."""
