@@ -12,6 +12,7 @@ from .errors import InvalidInput
 
 EMBEDDER_CHOICES = ("auto", "onnx", "chroma-default", "sentence-transformers", "none")
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")
+ONNX_ARITHMETIC = ("", "int8")  # onnx (float32) and onnx:int8
 
 # setting name -> (environment variable, default)
 SETTINGS: dict[str, tuple[str, Any]] = {
@@ -146,6 +147,6 @@ def _check_llm(value: Any) -> str:
 
 def _check_embedder(value: str) -> None:
     kind, _, arg = str(value).partition(":")
-    if kind not in EMBEDDER_CHOICES or (kind == "onnx" and arg not in ("", "int8")):
+    if kind not in EMBEDDER_CHOICES or (kind == "onnx" and arg not in ONNX_ARITHMETIC):
         choices = ", ".join(EMBEDDER_CHOICES)
         raise InvalidInput(f"Unknown embedder {value!r}; choose one of {choices} (onnx:int8 for int8 arithmetic).")

