@@ -9,12 +9,13 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from hermes_cmms.common.config import Settings, hermes_home
+from hermes_cmms.common.checks import admitted
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.scopes import local_scope  # noqa: F401 - re-exported (mcp_bridge.local_scope)
 from hermes_cmms.common.version import __version__
 
 from .limits import BoundedLines, BoundedRequests, Wire
-from .tools import catalogue, guarded
+from .tools import aliases, catalogue, guarded
 
 INSTRUCTIONS = ("Long-term memory shared with Hermes Agent (hermes-cmms). Use get_context or "
                 "search before answering questions about the user or past work; remember or "
@@ -52,7 +53,28 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confin
         schema["required"] = tool.required
         for name in tool.required:
             schema["properties"][name].pop("default", None)
+    _admit_arguments(server, tool_error, audit)
     return server
+
+
+def _admit_arguments(server, tool_error, audit) -> None:
+    """Every call passes `checks.admitted` before the SDK sees it: the SDK's argument model drops
+    an argument it does not know (and an earlier name) without a word. Both SDK lines route each
+    call through `ToolManager.call_tool(name, arguments, ...)`."""
+    manager = server._tool_manager
+    call_tool = manager.call_tool
+
+    async def admitting(name, arguments, *args, **kwargs):
+        tool = manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):
+            try:
+                arguments = admitted(name, arguments, list(tool.parameters.get("properties", {})), aliases(name))
+            except InvalidInput as exc:
+                audit(name, arguments, False, str(exc))
+                raise tool_error(f"Error executing tool {name}: {exc}") from None
+        return await call_tool(name, arguments, *args, **kwargs)
+
+    manager.call_tool = admitting
 
 
 def is_loopback(host: str) -> bool:

@@ -49,3 +49,34 @@ def memory_dict(memory: Memory, keys: Sequence[str] = ITEM_KEYS,
 def hit_dict(hit: Hit, keys: Sequence[str] = HIT_KEYS, facts: Optional[Mapping[str, tuple]] = None) -> dict:
     """A search hit: its memory's fields `keys`, then its `score` (5 decimals)."""
     return memory_dict(hit.memory, keys, facts, score=round(hit.score, 5))
+
+
+# -- the CMMS 0.11 contracts' shapes (docs/contracts/cmms-0.11/common.schema.json) --------------
+
+VERIFICATION = {"candidate": "candidate", "validated": "validated", "active": "trusted", "stale": "deprecated",
+                "archived": "archived", "forgotten": "archived"}  # our state -> the contract's status
+
+
+def verification_status(memory: Memory) -> str:
+    """The contract's verification_status of a memory: a superseded one is deprecated."""
+    return "deprecated" if memory.superseded_by else VERIFICATION.get(memory.state, "unverified")
+
+
+def fact_response(memory: Memory, facts: Mapping[str, tuple]) -> dict:
+    """A stored fact as the contract's `fact_response`: its id, subject, predicate, object,
+    confidence, receipt (`source`) and times; `facts` is Store.facts of it."""
+    subject, predicate, obj = facts.get(memory.id, ("", "", memory.content))
+    return {"id": memory.id, "subject": subject, "predicate": predicate, "object": obj,
+            "confidence": memory.confidence, "source": memory.source,
+            "created_at": iso(memory.created_at), "updated_at": iso(memory.updated_at)}
+
+
+def receipt_response(memory: Memory, memory_type: str, created_by: str) -> dict:
+    """The contract's `receipt_response` of one write: a fresh id naming this operation (it is not
+    stored; the memory's own id and audit trail are), the kind of item, its stored receipt, who
+    wrote it (`mcp:<tool>`), when, how sure, and its verification status."""
+    import uuid
+
+    return {"id": uuid.uuid4().hex, "memory_type": memory_type, "source": memory.source,
+            "created_by": created_by, "timestamp": iso(memory.updated_at), "confidence": memory.confidence,
+            "verification_status": verification_status(memory), "memory_id": memory.id}

@@ -1,0 +1,56 @@
+"""Ids at the doors: stored as 32 hex digits, shown as RFC 4122 UUID strings with dashes.
+
+Every door (MCP tools, Hermes tools, `--json` CLI output) shows an id dashed (`shown_id`,
+`public_ids`) and accepts it dashed, braced, upper-case or as stored (`stored_id`); the engine
+and the SQL see only the stored form. Only the values of id keys are rewritten, never text: a
+note whose content is a 32-digit hash stays as it was written.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+STORED = re.compile(r"[0-9a-f]{32}")
+ID_KEYS = frozenset({"id", "ids", "superseded_by", "supersedes", "superseded", "superseded_ids",
+                     "contested_by", "winner", "merged", "kept", "archived", "cycle", "learned_from",
+                     "low_confidence", "source_ids"})
+NOT_IDS = frozenset({"session_id"})  # Hermes' own session ids are shown as Hermes gave them
+
+
+def shown_id(value: Any) -> Any:
+    """A stored id (32 hex digits) as a dashed UUID string; anything else unchanged."""
+    return str(uuid.UUID(hex=value)) if isinstance(value, str) and STORED.fullmatch(value) else value
+
+
+def stored_id(value: Any) -> Any:
+    """An id as given at a door (dashed, braced, `urn:uuid:`, any case, or stored) in its stored
+    form; anything that is not a UUID (an entity's name, a typo) unchanged, for the engine to
+    look up or refuse."""
+    if not isinstance(value, str) or not 32 <= len(value.strip()) <= 45:
+        return value
+    try:
+        return uuid.UUID(value.strip()).hex
+    except ValueError:
+        return value
+
+
+def is_id_key(key: Any) -> bool:
+    return isinstance(key, str) and key not in NOT_IDS and (
+        key in ID_KEYS or key.endswith("_id") or key.endswith("_ids"))
+
+
+def public_ids(value: Any, _key: Any = None) -> Any:
+    """`value` (a tool's answer) with the ids under id keys shown dashed, recursively."""
+    if isinstance(value, dict):
+        return {key: public_ids(item, key) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [public_ids(item, _key) for item in value]
+    return shown_id(value) if is_id_key(_key) else value
+
+
+def stored_ids(value: Any) -> Any:
+    """An id argument (a string or a list of them) in stored form."""
+    if isinstance(value, list):
+        return [stored_id(item) for item in value]
+    return stored_id(value)

@@ -1,0 +1,103 @@
+"""The CMMS 0.11 tool contracts (docs/contracts/cmms-0.11, a copy of the seed's published files)
+as validators, and what every contract test needs: a home for one bridge session per module.
+
+Inputs are checked strictly (so a case is proven valid under its contract); answers tolerantly,
+with `additionalProperties: false` dropped, since our richer fields may sit beside the contract's.
+The `date-time` format is checked too (jsonschema checks it only with rfc3339-validator).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from jsonschema import Draft202012Validator, FormatChecker
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+CONTRACTS = Path(__file__).resolve().parents[1] / "docs" / "contracts" / "cmms-0.11"
+DOCS = {p.name.removesuffix(".schema.json"): json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted(CONTRACTS.glob("*.schema.json"))}
+TOOLS = sorted(name for name in DOCS if name != "common")
+HEX_ID = re.compile(r"^[0-9a-f]{32}$")
+
+FORMATS = FormatChecker()
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def _date_time(value) -> bool:
+    if isinstance(value, str):
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return True
+
+
+def tolerant(schema: Any) -> Any:
+    """The schema with `additionalProperties: false` dropped everywhere (extra keys tolerated)."""
+    if isinstance(schema, dict):
+        return {k: tolerant(v) for k, v in schema.items() if not (k == "additionalProperties" and v is False)}
+    if isinstance(schema, list):
+        return [tolerant(v) for v in schema]
+    return schema
+
+
+def validator(tool: str, part: str = "output", strict: bool = False, mode: Optional[str] = None):
+    """A validator of `part` (input, output, errors) of `tool`'s contract, or with `mode` of the
+    contract's `output_definitions[mode]` (reflect); `$ref`s into common.schema.json resolve."""
+    convert = (lambda schema: schema) if strict else tolerant
+    registry = Registry().with_resources(
+        (doc["$id"], Resource.from_contents(convert(doc), default_specification=DRAFT202012))
+        for doc in DOCS.values())
+    doc = DOCS[tool]
+    body = doc["output_definitions"][mode] if mode else doc[part]
+    return Draft202012Validator({"$schema": doc["$schema"], "$id": doc["$id"], **convert(body)},
+                                registry=registry, format_checker=FORMATS)
+
+
+def errors(tool: str, value: Any, part: str = "output", strict: bool = False, mode: Optional[str] = None) -> list[str]:
+    """Why `value` is not valid under the contract (empty when it is), one line per reason."""
+    out = []
+    for error in sorted(validator(tool, part, strict, mode).iter_errors(value), key=lambda e: list(e.absolute_path)):
+        out.append(f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message[:300]}")
+        for sub in (error.context or [])[:8]:  # oneOf: each branch's reasons
+            out.append(f"    [{'/'.join(map(str, sub.schema_path))[:80]}] {sub.message[:200]}")
+    return out
+
+
+def hex_ids(value: Any, path: str = "") -> list[str]:
+    """The places in an answer that still show a stored id (32 hex digits) instead of a UUID."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in hex_ids(item, f"{path}/{key}")]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in hex_ids(item, f"{path}/{i}")]
+    return [path] if isinstance(value, str) and HEX_ID.match(value) else []
+
+
+@contextmanager
+def module_home(tmp_path_factory, name: str) -> Iterator[Path]:
+    """An empty HERMES_HOME for one module's bridge session, exported in os.environ while it is
+    used; on CMMS_TEST_BACKEND=server with fresh databases of its own (as conftest.home)."""
+    from conftest import SERVER
+    from servers import server_databases
+
+    path = tmp_path_factory.mktemp(name) / "hermes_home"
+    path.mkdir()
+    names = ("HERMES_HOME", "CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_RECALL_TOKENS")
+    saved = {key: os.environ.pop(key, None) for key in names}
+    os.environ["HERMES_HOME"] = str(path)
+    try:
+        if not SERVER:
+            yield path
+        else:
+            with server_databases() as (database_url, chroma_url):
+                os.environ["CMMS_DATABASE_URL"], os.environ["CMMS_CHROMA_URL"] = database_url, chroma_url
+                yield path
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
