@@ -7,6 +7,7 @@ import sys
 from typing import Callable
 
 from ..common.errors import InvalidInput
+from ..common.ids import public_ids, shown_id, stored_id
 from ._engine import _service
 
 SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
@@ -24,7 +25,7 @@ def _run(args, work: Callable, vectors: bool = False) -> object:
 
 
 def _print(result, args) -> None:
-    print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    print(json.dumps(public_ids(result), indent=2, ensure_ascii=False, default=str))  # ids dashed
 
 
 def cmd_learn(args) -> int:
@@ -43,9 +44,9 @@ def cmd_learn(args) -> int:
     if args.json:
         _print(result, args)
         return 0
-    print(f"Kept the text as {result['id']} and learned {len(result['learned'])} item(s):")
+    print(f"Kept the text as {shown_id(result['id'])} and learned {len(result['learned'])} item(s):")
     for item in result["learned"]:
-        print(f"  {item['kind']:<10} {item['id']}  {item['text'][:160]}{'  (reinforced)' if item['reinforced'] else ''}")
+        print(f"  {item['kind']:<10} {shown_id(item['id'])}  {item['text'][:160]}{'  (reinforced)' if item['reinforced'] else ''}")
     return 0
 
 
@@ -58,16 +59,16 @@ def cmd_beliefs(args) -> int:
                       vectors=bool(args.text))  # beliefs about a text are ranked by meaning too
         if not args.json:
             for b in result["beliefs"]:
-                print(f"{b['id']}  {b['confidence']:.2f}  {b['state']:<10} {b['text'][:160]}")
+                print(f"{shown_id(b['id'])}  {b['confidence']:.2f}  {b['state']:<10} {b['text'][:160]}")
             print(f"{result['total']} belief(s) match.")
             return 0
     elif action == "set":
         args.drain = True
         result = _run(args, lambda s: s.set_belief(args.scope, args.text, confidence=args.confidence,
-                                                   evidence=args.evidence, supersedes=args.supersedes,
+                                                   evidence=args.evidence, supersedes=stored_id(args.supersedes),
                                                    source="cli:beliefs"))
     elif action == "resolve":
-        result = _run(args, lambda s: s.resolve_conflict(args.scope, args.belief_a, args.belief_b,
+        result = _run(args, lambda s: s.resolve_conflict(args.scope, stored_id(args.belief_a), stored_id(args.belief_b),
                                                          args.strategy, merged_text=args.merged_text,
                                                          actor="cli"))
     else:
@@ -83,9 +84,9 @@ def cmd_graph(args) -> int:
         result = _run(args, lambda s: graph.rebuild(s.engine, args.scope))
     else:
         modes = {"search": {"query": getattr(args, "query", None)},
-                 "entity": {"entity_id": getattr(args, "entity_id", None)},
-                 "path": {"source_id": getattr(args, "source_id", None),
-                          "target_id": getattr(args, "target_id", None)}}[args.action]
+                 "entity": {"entity_id": stored_id(getattr(args, "entity_id", None))},
+                 "path": {"source_id": stored_id(getattr(args, "source_id", None)),
+                          "target_id": stored_id(getattr(args, "target_id", None))}}[args.action]
         result = _run(args, lambda s: s.graph_search(args.scope, max_depth=getattr(args, "max_depth", 4),
                                                      limit=args.limit, **modes))
     _print(result, args)
@@ -105,7 +106,7 @@ def cmd_audit(args) -> int:
         for check, count in result["counts"].items():
             print(f"{'ok  ' if not count else 'FAIL'} {check}: {count}")
             for finding in result["findings"].get(check, [])[:10]:
-                print(f"       {json.dumps(finding, ensure_ascii=False, default=str)[:200]}")
+                print(f"       {json.dumps(public_ids(finding), ensure_ascii=False, default=str)[:200]}")
     return 0 if result["ok"] else FOUND_EXIT
 
 

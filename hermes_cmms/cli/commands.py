@@ -13,6 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
+from ..common.ids import public_ids, stored_id, stored_ids
 from ._engine import _service
 
 
@@ -53,7 +54,7 @@ def cmd_search(args) -> int:
     query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
     service = _service(args, vectors=True)
     try:
-        result = {"results": [hit_dict(h) for h in service.search(args.scope, query, limit)]}
+        result = public_ids({"results": [hit_dict(h) for h in service.search(args.scope, query, limit)]})
     finally:
         service.close(drain_timeout=0)
     if args.json:
@@ -76,7 +77,7 @@ def cmd_forget(args) -> int:
         if args.all:
             count = service.forget_all(args.scope, actor=actor)
         elif args.id:
-            for memory_id in args.id:
+            for memory_id in stored_ids(args.id):  # as shown (dashed) or as stored
                 service.forget(args.scope, memory_id, actor=actor)
             count = len(args.id)
         else:
@@ -99,10 +100,10 @@ def cmd_audit_log(args) -> int:
         events = _audit_pages(service, args)
     finally:
         service.close(drain_timeout=0)
-    rows = [{"at": e.at, "action": e.action, "actor": e.actor, "scope": e.scope, "memory_id": e.memory_id,
-             "detail": json.loads(e.detail or "{}"),
-             **({"snapshot": json.loads(e.snapshot) if e.snapshot else None} if args.snapshots else {})}
-            for e in events]
+    rows = public_ids([{"at": e.at, "action": e.action, "actor": e.actor, "scope": e.scope, "memory_id": e.memory_id,
+                        "detail": json.loads(e.detail or "{}"),
+                        **({"snapshot": json.loads(e.snapshot) if e.snapshot else None} if args.snapshots else {})}
+                       for e in events])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
@@ -111,7 +112,7 @@ def cmd_audit_log(args) -> int:
     for row in rows:
         when = datetime.fromtimestamp(row["at"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         detail = " ".join(f"{k}={v}" for k, v in row["detail"].items())
-        print(f"{when}  {row['action']:<11} {row['memory_id'] or '-':<32}  {row['actor']}  {detail}")
+        print(f"{when}  {row['action']:<11} {row['memory_id'] or '-':<36}  {row['actor']}  {detail}")
         if args.snapshots and row.get("snapshot"):
             print(f"{'':>21}content: {row['snapshot'].get('content', '')[:200]}")
     if not rows:
@@ -126,7 +127,7 @@ def _audit_pages(service, args) -> list:
     events: list = []
     while len(events) < args.limit:
         wanted = min(MAX_AUDIT_PAGE, args.limit - len(events))
-        page = service.audit_log(args.scope, memory_id=args.memory_id, action=args.action, limit=wanted,
+        page = service.audit_log(args.scope, memory_id=stored_id(args.memory_id), action=args.action, limit=wanted,
                                  offset=len(events))
         events += page
         if len(page) < wanted:
@@ -138,7 +139,7 @@ def cmd_consolidate(args) -> int:
     service = _service(args)
     try:
         service.indexer.drain(120)
-        report = service.consolidate(args.scope, args.session, actor="cli").as_dict()
+        report = public_ids(service.consolidate(args.scope, args.session, actor="cli").as_dict())
     finally:
         service.close()
     print(json.dumps(report, indent=2) if args.json else
@@ -159,7 +160,7 @@ def cmd_maintain(args) -> int:
             results["consolidate"] = service.consolidate_all()
     finally:
         service.close()
-    print(json.dumps(results, indent=2))
+    print(json.dumps(public_ids(results), indent=2))
     return 0
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..common.bounds import count_in, query_text
+from ..common.checks import admitted
 from ..common.errors import CmmsError, InvalidInput
+from ..common.ids import public_ids, stored_id
 from ..common.nesting import MAX_DEPTH, too_deep, value_depth
 from ..common.text import brief
 from ..recall.shape import hit_dict
@@ -67,13 +69,19 @@ def _arg(args: Any, name: str, kind: type, required: bool = False, default: Any 
     return value
 
 
+ARGUMENTS = {schema["name"]: list(schema["parameters"]["properties"]) for schema in TOOL_SCHEMAS}
+
+
 def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[str] = None) -> dict:
     """Run one Hermes tool call; raises CmmsError subclasses for bad input (with a short message:
-    an echoed argument is cut)."""
+    an echoed argument is cut), an argument the tool does not take among them. Ids in the answer
+    are shown dashed (common/ids.py); an id argument may be given dashed or as stored."""
     try:
         if value_depth(args) > MAX_DEPTH:
             raise InvalidInput(too_deep("The tool call"))
-        return _call(service, scope, name, args, session_id)
+        if name in ARGUMENTS and isinstance(args, dict):
+            args = admitted(name, args, ARGUMENTS[name], {})
+        return public_ids(_call(service, scope, name, args, session_id))
     except CmmsError as exc:
         exc.args = (brief(str(exc)),)
         raise
@@ -96,7 +104,7 @@ def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) 
                                   session_id=session_id or None)
         return {"stored": not item.reinforced, "reinforced": item.reinforced, "id": item.id}
     if name == "cmms_forget":
-        memory_id = _arg(args, "memory_id", str, required=True)
+        memory_id = stored_id(_arg(args, "memory_id", str, required=True))
         service.forget(scope, memory_id, actor="hermes:cmms_forget")
         return {"forgotten": True, "id": memory_id}
     if name == "cmms_belief":

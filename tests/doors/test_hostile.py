@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.errors import CmmsError
+from hermes_cmms.common.ids import stored_id
 from hermes_cmms.common.lifecycle_rules import only_secrets
 from hermes_cmms.mcp_bridge.server import build, sdk
 from hermes_cmms.redact import redact_text
@@ -531,7 +532,7 @@ def test_threads_in_hostile_scopes_never_see_each_others_memories(keyword_servic
                             assert hit.memory.scope == own, (hit.memory.scope, own)
                         ok, data = bridge.call("recall_memory", {"query": query, "scope": scope, "k": 100})
                         if ok:
-                            assert data["results"] and all(r["id"] in stored for r in data["results"]) \
+                            assert data["results"] and all(stored_id(r["id"]) in stored for r in data["results"]) \
                                 or not data["results"], data["results"]
                     memories, total = service.page(scope, tags=["zebra"], limit=500)
                     assert {m.scope for m in memories} <= {own} and total == len(stored)

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from hermes_cmms import MemoryService, Settings
+from hermes_cmms.common.ids import stored_id
 from hermes_cmms.provider import CmmsMemoryProvider
 from db import dump, on_postgres, sql
 from mcp_client import run, stdio_bridge
@@ -77,7 +78,7 @@ def test_mcp_consolidates_what_hermes_retained(home):
     summaries = {m["id"]: m for m in semantic["memories"] if m["kind"] == "summary"}
     assert set(summaries) == set(report["summaries"])  # the walks, and the four "Noted (n)." replies
     [beach] = [m for m in summaries.values() if "beach" in m["content"]]
-    members = _sql(home, "SELECT content FROM memories WHERE superseded_by = ?", beach["id"])
+    members = _sql(home, "SELECT content FROM memories WHERE superseded_by = ?", stored_id(beach["id"]))
     assert {c for (c,) in members} == set(EPISODE)
     assert _sql(home, "SELECT count(*) FROM memories WHERE superseded_by IS NOT NULL") == [(report["consolidated"],)]
 

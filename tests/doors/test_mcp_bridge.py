@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from hermes_cmms import MemoryService, Settings, __version__
+from hermes_cmms.common.ids import shown_id
 from hermes_cmms.mcp_bridge import local_scope
 from hermes_cmms.recall.render import HEADER
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
@@ -456,7 +457,7 @@ def test_a_write_through_either_door_is_recallable_through_the_other_within_a_se
 
                 async def in_hermes(vector: bool):
                     hits = provider.service.search(scope, "where is the spare key hidden")
-                    return any(h.memory.id == stored["id"] and (h.vector_rank is not None or not vector)
+                    return any(shown_id(h.memory.id) == stored["id"] and (h.vector_rank is not None or not vector)
                                for h in hits)
                 back_keyword = await _until(lambda: in_hermes(False), 5)
                 await _until(lambda: in_hermes(True), 5)
