@@ -219,6 +219,12 @@ class MemoryService:
         """Vector-only search: (memory, cosine similarity) pairs at or above the threshold."""
         return retrieval.semantic_search(self.engine, scope, query, top_k, score_threshold)
 
+    def newest_facts(self, scope: str, limit: int = 50, *, fact: Optional[dict] = None,
+                     source: Optional[str] = None) -> list[Memory]:
+        """The scope's facts without a query, newest first, optionally filtered by their parts
+        (ignoring case) and by a source prefix."""
+        return retrieval.newest_facts(self.engine, scope, limit, fact=fact, source=source)
+
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
              state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
         """A page of the scope's memories, newest first, with the total that match."""

@@ -1,4 +1,11 @@
-"""The CMMS recall tools (default scope): ping, remember, search, get_context, semantic_search, metrics."""
+"""The CMMS recall tools (default scope): ping, remember, search, get_context, semantic_search, metrics.
+
+Each answers its CMMS 0.11 contract's shape (docs/contracts/cmms-0.11) with our richer fields
+beside it: `search` answers the fact hits as `results` and every hit (any kind) as `memories`;
+`get_context` the fact and decision hits, the recall block (`context`) and every hit;
+`semantic_search` the contract's `semantic_results`, or its `{"error": ...}` variant when no
+embedding model is loaded.
+"""
 from __future__ import annotations
 
 from typing import Annotated, Any, Callable, Optional
@@ -6,78 +13,132 @@ from typing import Annotated, Any, Callable, Optional
 from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in, query_text
+from hermes_cmms.common.checks import scope_of
 from hermes_cmms.common.errors import InvalidInput
+from hermes_cmms.common.text import clean
 from hermes_cmms.common.version import __version__
 from hermes_cmms.recall.rank import Hit
-from hermes_cmms.recall.shape import ITEM_KEYS, hit_dict, memory_dict
+from hermes_cmms.recall.search import NoVectorIndex
+from hermes_cmms.recall.shape import (ITEM_KEYS, decision_response, fact_response, hit_dict, memory_dict,
+                                      receipt_response)
 
-from ._args import MAX_RESULTS, Query, Source, Tags, receipt
+from ._args import MAX_RESULTS, Tags
 
 
 ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the contract's}
+MAX_SEARCH = 1000  # search's most results (the contract's maximum); the hybrid pool bounds the work
+DEFAULT_SOURCE = "user"  # remember's receipt when none is given (the contract's default)
+
+
+def _bounded(description: str, low: float, high: float):
+    """A Field advertising the contract's minimum and maximum; the bound itself is checked by the
+    tool (one sentence), not by the SDK (a validation dump)."""
+    return Field(description=description, json_schema_extra={"minimum": low, "maximum": high})
+
+
+def _given(value: str) -> Optional[str]:
+    """A contract string argument: "" (its default) or blank means not given."""
+    return value if value.strip() else None
+
+
+Text = Annotated[str, Field(description="Free-text keywords, searched across the facts' subject, predicate and "
+                                        "object (and every memory's text); '' (default): the newest facts.")]
+Part = "Only facts with this {} (any case); '' (default) for any."
 
 
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
-    def hits_out(hits: list[Hit]) -> list[dict]:
+    def stored(ids: list[str]) -> dict:
+        return service.store.get(ids, scope_of(default_scope))
+
+    def answers(hits: list[Hit]) -> tuple[list[dict], list[dict], dict]:
+        """The fact hits as fact_response (plus our item fields and score), every hit as an item,
+        and Store.facts of them."""
         facts = service.store.facts([h.memory.id for h in hits])
-        return [hit_dict(h, ITEM_KEYS, facts) for h in hits]
+        items = [hit_dict(h, ITEM_KEYS, facts) for h in hits]
+        return [_fact_item(fact_response(h.memory, facts), item)
+                for h, item in zip(hits, items) if h.memory.id in facts], items, facts
 
     def ping() -> dict[str, Any]:
-        """Check the memory server is up; returns its version, default scope and the scope's counts."""
+        """Check the memory server is up; returns status ok, its version, default scope and the scope's counts."""
         status = service.status(default_scope)  # never the store's totals: other scopes stay unseen
-        return {"ok": True, "server": "hermes-cmms", "version": __version__, "scope": default_scope,
+        return {"status": "ok", "ok": True, "server": "hermes-cmms", "version": __version__, "scope": default_scope,
                 "memories": status["memories"], "indexed": status["indexed"],
                 "embedder": status["embedder"], "writer": service.indexer.writer}
 
-    def remember(subject: Annotated[str, Field(description="Who or what the fact is about.")],
-                 predicate: Annotated[str, Field(description="The relation, e.g. 'lives in'.")],
-                 object: Annotated[str, Field(description="The value, e.g. 'Lisbon'.")],
-                 confidence: Annotated[float, Field(description="How sure, 0 to 1 (default 1).")] = 1.0,
-                 source: Source = None, tags: Tags = None) -> dict[str, Any]:
-        """Remember a fact as subject-predicate-object, in the default scope."""
-        memory_id = service.remember_fact(default_scope, subject, predicate, object,
-                                          confidence=confidence, source=receipt("remember", source, None),
-                                          tags=tags or ())
-        return {"stored": True, "id": memory_id, "scope": default_scope,
-                "fact": {"subject": subject, "predicate": predicate, "object": object}}
+    def remember(subject: Annotated[str, Field(description="The subject of the fact: who or what it is about.")],
+                 predicate: Annotated[str, Field(description="The predicate/relation, e.g. 'lives in'.")],
+                 object: Annotated[str, Field(description="The object of the fact: the value, e.g. 'Lisbon'.")],
+                 confidence: Annotated[float, _bounded("Confidence score 0.0-1.0 (default 1.0).", 0, 1)] = 1.0,
+                 source: Annotated[str, Field(description="Source identifier, stored as the fact's receipt "
+                                                          "(default 'user'), e.g. 'slack'.")] = DEFAULT_SOURCE,
+                 tags: Tags = None) -> dict[str, Any]:
+        """Store a fact (subject, predicate, object) in the default scope; answers its provenance receipt and the fact."""
+        memory_id = service.remember_fact(default_scope, subject, predicate, object, confidence=confidence,
+                                          source=source.strip() or DEFAULT_SOURCE, tags=tags or ())
+        memory = stored([memory_id])[memory_id]  # as stored: a repeat reinforced the earlier fact
+        return {"receipt": receipt_response(memory, "fact", "mcp:remember"),
+                "fact": fact_response(memory, service.store.facts([memory_id])),
+                "stored": True, "id": memory_id, "scope": default_scope}
 
-    def search(query: Query,
-               subject: Annotated[Optional[str], Field(description="Only facts about this subject.")] = None,
-               predicate: Annotated[Optional[str], Field(description="Only facts with this relation.")] = None,
-               object: Annotated[Optional[str], Field(description="Only facts with this value.")] = None,
-               source: Annotated[Optional[str], Field(description="Only memories whose source starts so.")] = None,
-               limit: Annotated[int, Field(description="Most results (1-100, default 10).")] = 10) -> dict[str, Any]:
-        """Hybrid (keyword + semantic) search of the default scope, optionally filtered."""
-        if query.strip() or not (subject or predicate or object):
-            query_text(query)
-        hits = service.search(default_scope, query, count_in(limit, "limit", MAX_RESULTS), source=source,
-                              fact={"subject": subject, "predicate": predicate, "object": object})
-        return {"scope": default_scope, "results": hits_out(hits)}
+    def search(query: Text = "",
+               subject: Annotated[str, Field(description=Part.format("subject"))] = "",
+               predicate: Annotated[str, Field(description=Part.format("predicate"))] = "",
+               limit: Annotated[int, _bounded("Maximum number of results (1-1000, default 50).", 1, MAX_SEARCH)] = 50,
+               object: Annotated[str, Field(description=Part.format("object"))] = "",
+               source: Annotated[str, Field(description="Only memories whose source (receipt) starts so; "
+                                                        "'' (default) for any.")] = ""
+               ) -> dict[str, Any]:
+        """Search facts by keywords (hybrid) and filters, or list the newest; every hit of any kind is under memories."""
+        limit, source = count_in(limit, "limit", MAX_SEARCH), _given(source)
+        fact = {"subject": _given(subject), "predicate": _given(predicate), "object": _given(object)}
+        if _given(query):  # the whole hybrid pool (bounded), cut below: `limit` facts and `limit` hits
+            hits = service.search(default_scope, query_text(query), MAX_SEARCH, source=source, fact=fact)
+        else:
+            hits = [Hit(m, 0.0) for m in service.newest_facts(default_scope, limit, fact=fact, source=source)]
+        results, items, _ = answers(hits)
+        return {"results": results[:limit], "total": len(results[:limit]), "scope": default_scope,
+                "memories": items[:limit]}
 
-    def get_context(task: Annotated[str, Field(description="What you are about to do or answer.")],
-                    subject: Annotated[Optional[str], Field(description="A subject to focus on.")] = None,
-                    max_results: Annotated[int, Field(description="Most memories (1-100, default 10).")] = 10
+    def get_context(task: Annotated[str, Field(description="The task description or search query.")],
+                    subject: Annotated[str, Field(description=Part.format("subject"))] = "",
+                    max_results: Annotated[int, _bounded("Maximum number of facts (and of decisions and memories) "
+                                                         "to return (1-100, default 10).", 1, MAX_RESULTS)] = 10
                     ) -> dict[str, Any]:
-        """The memories relevant to a task: the block Hermes would inject before a turn, plus the items."""
+        """Structured context for a task: its facts and decisions, the recall block Hermes would inject, every hit."""
+        limit, subject = count_in(max_results, "max_results", MAX_RESULTS), _given(subject)
         query = f"{query_text(task, 'task')} {subject}" if subject else query_text(task, "task")
-        hits = service.search(default_scope, query, count_in(max_results, "max_results", MAX_RESULTS))
-        return {"scope": default_scope, "context": service.recall(default_scope, query),  # the recall hook
-                "memories": hits_out(hits)}
+        hits = service.search(default_scope, query, MAX_SEARCH)  # the whole hybrid pool: bounded
+        facts, items, _ = answers(hits)
+        if subject:  # matched as search's subject filter: spaces collapsed, any case
+            facts = [fact for fact in facts if _folded(fact["subject"]) == _folded(subject)]
+        decisions = [{**decision_response(h.memory), "score": round(h.score, 5)}
+                     for h in hits if h.memory.kind == "decision"]
+        return {"facts": facts[:limit], "decisions": decisions[:limit], "total": len(facts[:limit]),
+                "scope": default_scope, "context": service.recall(default_scope, query),  # the recall hook
+                "memories": items[:limit]}
 
-    def semantic_search(query: Query,
-                        top_k: Annotated[int, Field(description="Most results (1-100, default 10).")] = 10,
-                        score_threshold: Annotated[float, Field(
-                            description="Lowest cosine similarity to return, -1 to 1 (default 0).")] = 0.0
+    def semantic_search(query: Annotated[str, Field(description="Natural language query text; '' (default): "
+                                                                "no results.")] = "",
+                        top_k: Annotated[int, _bounded("Maximum number of results (1-100, default 10).",
+                                                       1, MAX_RESULTS)] = 10,
+                        score_threshold: Annotated[float, _bounded("Minimum similarity score 0.0-1.0 (cosine; "
+                                                                   "default 0).", 0, 1)] = 0.0
                         ) -> dict[str, Any]:
-        """Search the default scope by meaning only; each result has its cosine similarity."""
-        if not -1.0 <= score_threshold <= 1.0:
-            raise InvalidInput(f"Argument 'score_threshold' must be between -1 and 1, not {score_threshold}.")
-        found = service.semantic_search(default_scope, query_text(query), count_in(top_k, "top_k", MAX_RESULTS),
-                                        score_threshold)
+        """Search the default scope by meaning (vector similarity); with no embedding model loaded, an error object."""
+        top_k = count_in(top_k, "top_k", MAX_RESULTS)
+        if not 0.0 <= score_threshold <= 1.0:
+            raise InvalidInput(f"Argument 'score_threshold' must be between 0 and 1, not {score_threshold}.")
+        if not _given(query):
+            return {"semantic_results": [], "total": 0, "scope": default_scope, "results": []}
+        try:
+            found = service.semantic_search(default_scope, query_text(query), top_k, score_threshold)
+        except NoVectorIndex as exc:  # keyword-only: the contract's error variant, not a failed call
+            return {"error": str(exc)}
         facts = service.store.facts([m.id for m, _ in found])
-        return {"scope": default_scope,
+        return {"semantic_results": [_semantic_result(m, sim, facts) for m, sim in found], "total": len(found),
+                "scope": default_scope,
                 "results": [memory_dict(m, facts=facts, similarity=round(sim, 5)) for m, sim in found]}
 
     def metrics() -> dict[str, Any]:
@@ -88,3 +149,21 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         return {"format": "prometheus-text-0.0.4", "exposition": exposition(service, default_scope)}
 
     return [ping, remember, search, get_context, semantic_search, metrics]
+
+
+def _folded(part: str) -> str:
+    """A fact part as the store matches it (Store.facts_matching)."""
+    return " ".join(clean(part).split()).casefold()
+
+
+def _fact_item(fact: dict, item: dict) -> dict:
+    """A fact hit: the contract's fact_response, then our item fields it lacks (kind, tags, score...)."""
+    return {**fact, **{key: value for key, value in item.items() if key not in fact}}
+
+
+def _semantic_result(memory, similarity: float, facts: dict) -> dict:
+    """One of semantic_search's `semantic_results`: id, score (the cosine similarity within 0..1)
+    and payload (a fact's parts, the receipt, the kind as memory_type, the text)."""
+    parts = dict(zip(("subject", "predicate", "object"), facts[memory.id])) if memory.id in facts else {}
+    return {"id": memory.id, "score": round(min(1.0, max(0.0, similarity)), 5),
+            "payload": {**parts, "source": memory.source, "memory_type": memory.kind, "content": memory.content}}

@@ -30,6 +30,11 @@ VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at 
 # vector half costs little wall time beside the keyword half. A few workers, for a gateway
 # whose users ask at the same time.
 VECTOR_WORKERS = 4
+FACT_SCAN = 5_000  # newest facts a listing by source looks through (the source is not in SQL)
+
+
+class NoVectorIndex(StoreUnavailable):
+    """Semantic search asked of a store with no embedding model or vector index loaded."""
 
 
 def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),
@@ -99,12 +104,26 @@ def semantic_search(engine: "Engine", scope: str, query: str, top_k: int = 10,
         raise InvalidInput("The query must be a non-empty string.")
     vector = query_vector(engine.indexer, query)
     if vector is None:
-        raise StoreUnavailable("Semantic search is unavailable: no embedding model or vector "
-                               "index is loaded (see `hermes-cmms doctor`).")
+        raise NoVectorIndex("Semantic search is unavailable: no embedding model or vector "
+                            "index is loaded (see `hermes-cmms doctor`).")
     found = [(m, sim) for m, sim in engine.indexer.vectors.query(scope, vector, top_k)
              if sim >= score_threshold]
     memories = engine.store.get([m for m, _ in found], scope)
     return [(memories[m], sim) for m, sim in found if m in memories]
+
+
+def newest_facts(engine: "Engine", scope: str, limit: int = 50, *, fact: Optional[dict] = None,
+                 source: Optional[str] = None) -> list[Memory]:
+    """The scope's facts without a query, newest first: those whose given parts (`subject`,
+    `predicate`, `object`) match, ignoring case, and whose source (receipt) starts with `source`
+    (looked for among the newest FACT_SCAN matching facts)."""
+    scope = scope_of(scope)
+    parts = {k: clean(v) for k, v in (fact or {}).items() if isinstance(v, str) and clean(v).strip()}
+    source = clean(source) if isinstance(source, str) and clean(source).strip() else None
+    ids = engine.store.facts_matching(scope, parts.get("subject"), parts.get("predicate"), parts.get("object"),
+                                      limit=FACT_SCAN if source else limit)
+    found = engine.store.get(ids, scope)
+    return [found[i] for i in ids if i in found and (not source or found[i].source.startswith(source))][:limit]
 
 
 def page(engine: "Engine", scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),

@@ -80,3 +80,15 @@ def receipt_response(memory: Memory, memory_type: str, created_by: str) -> dict:
     return {"id": uuid.uuid4().hex, "memory_type": memory_type, "source": memory.source,
             "created_by": created_by, "timestamp": iso(memory.updated_at), "confidence": memory.confidence,
             "verification_status": verification_status(memory), "memory_id": memory.id}
+
+
+DECISION_PARTS = ("choice", "context", "reason")  # a learned decision's parts (Memory.detail) shown
+
+
+def decision_response(memory: Memory) -> dict:
+    """A stored decision as get_context shows it: its id, text, the parts it was learned with
+    (choice, context, reason: those known), receipt, confidence and time."""
+    parts = json.loads(memory.detail or "{}")
+    return {"id": memory.id, "content": memory.content,
+            **{name: parts[name] for name in DECISION_PARTS if isinstance(parts.get(name), str) and parts[name]},
+            "source": memory.source, "confidence": memory.confidence, "created_at": iso(memory.created_at)}

@@ -37,7 +37,7 @@ def test_every_door_shows_a_memory_with_one_meaning_per_field(home):
     cli = subprocess.run([CLI, "search", QUESTION, "--scope", scope, "--json"], capture_output=True, text=True,
                          env=dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none"), timeout=120)
     assert (first["reinforced"], again["reinforced"], again["id"]) == (False, True, first["id"])  # a write: a bool
-    [hit], [item] = hermes["results"], mcp["results"]
+    [hit], [item] = hermes["results"], mcp["memories"]  # MCP search: `results` are its fact hits
     assert (item["reinforcements"], "reinforced" in item) == (1, False)  # a memory: how often, by another name
     shared = set(hit) & set(item)
     assert shared == {"id", "content", "kind", "role", "session_id", "source", "score"}

@@ -65,7 +65,7 @@ def test_cmms_tools_work_in_the_default_scope(home):
             by_query = await bridge.ok("search", query="does Alice live in Lisbon")
             alice = await bridge.ok("search", query="", subject="alice")
             lives = await bridge.ok("search", query="Lisbon", predicate="lives in", limit=5)
-            by_source = await bridge.ok("search", query="lives", source="mcp:remember")
+            by_source = await bridge.ok("search", query="lives", source="user")
             no_source = await bridge.ok("search", query="lives", source="slack")
             context = await bridge.ok("get_context", task="plan a visit to Alice", max_results=3)
             return pong, stored, by_query, alice, lives, by_source, no_source, context
@@ -152,12 +152,12 @@ def test_memser_tools_store_recall_list_and_forget_in_a_named_scope(home):
 
 def test_bad_arguments_get_one_clear_sentence(home):
     calls = [("search", {"query": "x", "limit": "lots"}, "Argument 'limit' must be a whole number, not a string."),
-             ("search", {"query": "x", "limit": 0}, "Argument 'limit' must be between 1 and 100, not 0."),
-             ("search", {"query": "   "}, "Argument 'query' must hold 1 to 10,000 characters."),
+             ("search", {"query": "x", "limit": 0}, "Argument 'limit' must be between 1 and 1000, not 0."),
+             ("search", {"query": "x" * 10_001}, "Argument 'query' must hold 1 to 10,000 characters."),
              ("remember", {"subject": "", "predicate": "is", "object": "x"}, "The fact's subject must be a non-empty string."),
              ("remember", {"subject": "a", "predicate": "is", "object": "b", "confidence": 3},
               "Confidence must be a number from 0 to 1, not 3."),
-             ("semantic_search", {"query": "x", "score_threshold": 2}, "Argument 'score_threshold' must be between -1 and 1, not 2."),
+             ("semantic_search", {"query": "x", "score_threshold": 2}, "Argument 'score_threshold' must be between 0 and 1, not 2."),
              ("store_memory", {"content": "hi", "scope": ""}, "A scope must be a non-empty string."),
              ("store_memory", {"content": "hi", "scope": "s", "ttl_seconds": -5}, "ttl_seconds must be a number of seconds"),
              ("store_memory", {"content": "hi", "scope": "s", "tags": "a"}, "Argument 'tags' must be a list of strings, not a string."),
@@ -169,7 +169,7 @@ def test_bad_arguments_get_one_clear_sentence(home):
              ("forget_memory", {"scope": "s"}, "Name a memory id, a tier or tags to forget; nothing was forgotten."),
              ("forget_memory", {"scope": "s", "tier": "deep"}, "Unknown tier 'deep'"),
              ("list_memories", {"scope": "s", "limit": 100000}, "Argument 'limit' must be between 1 and 500"),
-             ("search", {}, "Missing required argument 'query'."),
+             ("get_context", {}, "Missing required argument 'task'."),
              ("store_memory", {"content": "hi"}, "Missing required argument 'scope'."),
              ("remember", {"subject": "a", "predicate": "b"}, "Missing required argument 'object'."),
              ("get_context", {"task": 5}, "Argument 'task' must be a string, not a whole number."),
@@ -182,7 +182,7 @@ def test_bad_arguments_get_one_clear_sentence(home):
              ("list_memories", {"scope": "s", "offset": -1}, "Argument 'offset' must be between 0 and"),
              ("ping", {"extra": 1}, "ping takes no arguments; 'extra' is not one of them."),
                  ("search", {"query": "x", "no_such_argument": 1},
-                  "search takes query, subject, predicate, object, source, limit; 'no_such_argument' is not one of them.")]
+                  "search takes query, subject, predicate, limit, object, source; 'no_such_argument' is not one of them.")]
 
     async def main():
         async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
@@ -354,8 +354,8 @@ def test_gateway_users_are_reachable_only_by_naming_their_scope(home):
                     await bridge.ok("recall_memory", query="locker code", scope="user:telegram:42"))
 
     default_locker, context, bike, named = run(main())
-    assert default_locker["results"] == [] and "7781" not in context["context"]
-    assert bike["results"][0]["content"] == "My bike is green"
+    assert default_locker["memories"] == [] and "7781" not in context["context"]
+    assert bike["memories"][0]["content"] == "My bike is green" and bike["results"] == []  # a turn, not a fact
     assert named["results"][0]["content"] == "My locker code is 7781"
 
 
@@ -488,7 +488,8 @@ async def _ready(bridge) -> bool:
 
 
 async def _found(bridge, tool: str, word: str = "Biscuit", **args) -> bool:
-    return any(word in r["content"] for r in (await bridge.ok(tool, **args))["results"])
+    found = await bridge.ok(tool, **args)  # search: every hit under memories (its results are facts)
+    return any(word in r["content"] for r in found["memories" if tool == "search" else "results"])
 
 
 @pytest.mark.slow
