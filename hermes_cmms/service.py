@@ -290,11 +290,11 @@ class MemoryService:
 
         return beliefs.resolve_conflict(self.engine, _scope(scope), belief_a, belief_b, strategy, **kwargs)
 
-    def reflect(self, scope: str, mode: str = "overview") -> dict:
+    def reflect(self, scope: str, mode: str = "overview", **filters) -> dict:
         """A report computed from the scope's stored beliefs and evidence (see beliefs.reflect)."""
         from .knowledge import beliefs
 
-        return beliefs.reflect(self.engine, _scope(scope), mode)
+        return beliefs.reflect(self.engine, _scope(scope), mode, **filters)
 
     def graph_search(self, scope: str, **modes) -> dict:
         """Entities and neighbours for a query or an entity id, or paths between two entities."""

@@ -49,6 +49,8 @@ KINDS = {"integer": "a whole number", "number": "a number", "string": "a string"
 def _kind(schema: dict) -> str:
     """What a JSON schema asks for, in words."""
     for option in schema.get("anyOf", [schema]):
+        if option.get("type") == "array" and option.get("items", {}).get("type") == "object":
+            return "a list of objects"
         if option.get("type") not in (None, "null"):
             return KINDS.get(option["type"], option["type"])
     return "a value"
