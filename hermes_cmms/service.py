@@ -258,13 +258,14 @@ class MemoryService:
     # -- knowledge --------------------------------------------------------------------------
 
     def learn(self, scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
-              session_id: Optional[str] = None) -> dict:
+              session_id: Optional[str] = None, min_belief_confidence: float = 0.0) -> dict:
         """Keep `text` as an observation and store the facts, preferences, decisions, skills
-        and (unless `extract_beliefs` is false) beliefs read from it, each linked to it."""
+        and (unless `extract_beliefs` is false) beliefs read from it, each linked to it; beliefs
+        read with a confidence below `min_belief_confidence` are not stored."""
         from .knowledge.learn import learn
 
         return learn(self.engine, _scope(scope), text, source=source, extract_beliefs=extract_beliefs,
-                     session_id=session_id)
+                     session_id=session_id, min_belief_confidence=min_belief_confidence)
 
     def extract_session(self, scope: str, session_id: str) -> int:
         """Learn from a session's user turns not read yet; return how many items were stored."""
@@ -302,13 +303,14 @@ class MemoryService:
 
         return graph.search(self.engine, _scope(scope), **modes)
 
-    def route(self, scope: str, query: str, limit: int = 5) -> dict:
-        """Answer `query` from the retriever the 4-stage router picks, saying which and why."""
+    def route(self, scope: str, query: str, limit: int = 5, score_threshold: float = 0.0) -> dict:
+        """Answer `query` from the retriever the 4-stage router picks, saying which and why
+        (semantic matches below `score_threshold` do not count)."""
         from .knowledge.route import route
 
-        return route(self.engine, _scope(scope), query, limit)
+        return route(self.engine, _scope(scope), query, limit, score_threshold)
 
-    def audit(self, audit_type: str = "all", scope: Optional[str] = None) -> dict:
+    def audit(self, audit_type: str = "full", scope: Optional[str] = None) -> dict:
         """Health checks on the stored data (orphans, receipts, lifecycle, confidence, drift)."""
         from .ops import audit
 

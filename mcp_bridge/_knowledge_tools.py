@@ -1,54 +1,93 @@
-"""The CMMS knowledge tools (default scope): learn, graph_search, route, audit."""
+"""The CMMS knowledge tools (default scope): learn, graph_search, route, audit.
+
+Each answers its CMMS 0.11 contract's shape (docs/contracts/cmms-0.11) with our richer fields
+beside it: `learn` the contract's buckets with our `learned` list (and a `preferences` bucket);
+`graph_search` nodes, edges and paths with our `mode` answer (its paths as `path_steps`);
+`route` one of the contract's four stages with our stage and retriever as `stage_name` and
+`retriever`; `audit` errors, warnings and stats with our findings and counts.
+"""
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable
 
 from pydantic import Field
 
-from hermes_cmms.common.bounds import count_in, query_text
+from hermes_cmms.common.bounds import count_in
+from hermes_cmms.common.checks import scope_of
+from hermes_cmms.knowledge import graph, learn as learning, route as routing
+from hermes_cmms.ops.audit import CHOICES, CONTRACT_TYPES
 
-from ._args import MAX_RESULTS, Query, Source, receipt
+from ._args import MAX_RESULTS
+
+ALIASES: dict[str, dict[str, str]] = {"route": {"limit": "top_k"}}  # tool -> {earlier name: the contract's}
+DEFAULT_SOURCE = "user"  # learn's receipt when none is given (the contract's default)
+EXTRA_AUDIT_TYPES = tuple(t for t in CHOICES if t not in CONTRACT_TYPES)
 
 
-ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the contract's}
+def _bounded(description: str, low: float, high: float):
+    """A Field advertising the contract's minimum and maximum; the bound itself is checked by the
+    engine (one sentence), not by the SDK (a validation dump)."""
+    return Field(description=description, json_schema_extra={"minimum": low, "maximum": high})
+
+
+def _entity(description: str):
+    return Field(description=f"{description}: an entity id, or its name ('Server Alpha', 'serveralpha'); "
+                             "'' (default) for none.")
 
 
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
     def learn(text: Annotated[str, Field(description="Text to learn from: a message, notes, a document.")],
-              source: Source = None,
-              extract_beliefs: Annotated[bool, Field(description="Also store opinions as beliefs (default true).")] = True
+              source: Annotated[str, Field(description="Where the text came from (its receipt), e.g. 'slack'; "
+                                                       "the items learned are stored as 'learn:<source>'.")
+                                ] = DEFAULT_SOURCE,
+              extract_beliefs: Annotated[bool, Field(description="Also store the opinions read as beliefs.")] = False,
+              min_belief_confidence: Annotated[float, _bounded(
+                  "Beliefs read with a lower confidence (0.0-1.0) are not stored.", 0.0, 1.0)] = 0.6
               ) -> dict[str, Any]:
-        """Keep a text and learn the facts, preferences, decisions, skills and beliefs in it."""
-        return service.learn(default_scope, text, source=receipt("learn", source, None),
-                             extract_beliefs=extract_beliefs)
+        """Keep a text and learn the facts, decisions, skills, preferences and (with
+        extract_beliefs) beliefs in it; answers each bucket with its receipts."""
+        answer = service.learn(default_scope, text, source=source.strip() or DEFAULT_SOURCE,
+                               extract_beliefs=extract_beliefs, min_belief_confidence=min_belief_confidence)
+        return learning.contract_answer(service.store, scope_of(default_scope), text, answer, "mcp:learn")
 
-    def graph_search(query: Annotated[Optional[str], Field(
-                         description="Mode 1: entities named in this text, with their neighbours.")] = None,
-                     entity_id: Annotated[Optional[str], Field(
-                         description="Mode 2: this entity and its neighbours.")] = None,
-                     source_id: Annotated[Optional[str], Field(
-                         description="Mode 3: paths from this entity (with target_id).")] = None,
-                     target_id: Annotated[Optional[str], Field(
-                         description="Mode 3: paths to this entity (with source_id).")] = None,
+    def graph_search(query: Annotated[str, Field(
+                         description="Text naming entities: those it names, with their neighbours; "
+                                     "'' (default) for none.")] = "",
+                     entity_id: Annotated[str, _entity("This entity and its neighbours")] = "",
+                     source_id: Annotated[str, _entity("Paths from this entity (with target_id)")] = "",
+                     target_id: Annotated[str, _entity("Paths to this entity (with source_id)")] = "",
                      max_depth: Annotated[int, Field(description="Longest path in hops (1-4, default 4).")] = 4,
                      limit: Annotated[int, Field(description="Most entities or paths (1-100, default 20).")] = 20
                      ) -> dict[str, Any]:
-        """Search the entity graph built from facts: by query, by entity id, or paths between two."""
-        return service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
-                                    target_id=target_id, max_depth=count_in(max_depth, "max_depth", 4),
-                                    limit=count_in(limit, "limit", MAX_RESULTS))
+        """Search the entity graph built from facts. Precedence: source_id with target_id (paths),
+        else entity_id (one entity), else query (the entities it names); the arguments set
+        aside are listed in `ignored`. Answers nodes, edges and paths."""
+        answer = service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
+                                      target_id=target_id, max_depth=count_in(max_depth, "max_depth", 4),
+                                      limit=count_in(limit, "limit", MAX_RESULTS))
+        return {**graph.contract_view(answer), **answer}
 
-    def route(query: Query,
-              limit: Annotated[int, Field(description="Most results (1-100, default 5).")] = 5) -> dict[str, Any]:
-        """Answer a question from the retriever the 4-stage router picks; says which stage and why."""
-        return service.route(default_scope, query_text(query), count_in(limit, "limit", MAX_RESULTS))
+    def route(query: Annotated[str, Field(description="The question, in plain words; '' (default) routes "
+                                                      "nowhere (stage 4).")] = "",
+              top_k: Annotated[int, _bounded("Most results (1-100).", 1, 100)] = 10,
+              score_threshold: Annotated[float, _bounded(
+                  "Semantic matches below this cosine similarity (0.0-1.0) do not count; the semantic stage "
+                  "answers only from 0.45 on.", 0.0, 1.0)] = 0.0) -> dict[str, Any]:
+        """Answer a question through the 4-stage router (1 rules, 2 semantic, 3 graph, 4 LLM or
+        nothing found); says which stage answered and why."""
+        answer = service.route(default_scope, query, count_in(top_k, "top_k", MAX_RESULTS), score_threshold)
+        return routing.contract_answer(answer)
 
     def audit(audit_type: Annotated[str, Field(
-                  description="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift.")] = "all"
+                  description="full (every check, default), consistency (receipts, lifecycle, graph and vector "
+                              "drift), orphans or confidence; our finer types "
+                              f"{', '.join(EXTRA_AUDIT_TYPES)} are accepted too.",
+                  json_schema_extra={"enum": list(CONTRACT_TYPES)})] = "full"
               ) -> dict[str, Any]:
-        """Health checks on the default scope's stored data; findings and counts per check."""
+        """Health checks on the default scope's stored data: errors, warnings, the confidence
+        distribution, and findings and counts per check."""
         return service.audit(audit_type, default_scope)
 
     return [learn, graph_search, route, audit]

@@ -95,21 +95,72 @@ def entity(engine: "Engine", scope: str, entity_id: str, limit: int = 20) -> dic
 def search(engine: "Engine", scope: str, *, query: Optional[str] = None,
            entity_id: Optional[str] = None, source_id: Optional[str] = None,
            target_id: Optional[str] = None, max_depth: int = MAX_DEPTH, limit: int = 20) -> dict:
-    """Read the scope's graph in exactly one mode: `query` (the entities it names, each with its
-    neighbours, best first), `entity_id` (that entity and its neighbours) or `source_id` with
-    `target_id` (simple paths of at most `max_depth` hops between them, shortest first)."""
+    """Read the scope's graph in one mode, chosen by precedence (an argument that is None or ""
+    is not given): `source_id` with `target_id` (simple paths of at most `max_depth` hops
+    between them, shortest first), else `entity_id` (that entity and its neighbours), else
+    `query` (the entities it names, each with its neighbours, best first), else nothing (mode
+    "none", with a `note`). The arguments set aside are listed in `ignored`; an entity given by
+    its name rather than its id is listed in `resolved`."""
     scope = _scope(scope)
     max_depth, limit = _bounded("max_depth", max_depth, MAX_DEPTH), _bounded("limit", limit, MAX_LIMIT)
-    mode = _mode(query, entity_id, source_id, target_id)
+    mode, ignored = _mode(query, entity_id, source_id, target_id)
+    resolved: list[dict] = []
     with engine.store.read() as conn:
-        if mode == "query":
+        if mode == "none":
+            answer = {"mode": "none", "note": NOTHING}
+        elif mode == "query":
             text = _text(query)
-            return {"mode": "query", "query": text, "entities": _by_query(conn, scope, text, limit)}
-        if mode == "entity":
-            found = _require(conn, scope, _id("entity_id", entity_id))
-            return {"mode": "entity", "entity": _describe_all(conn, scope, [found], limit)[0]}
-        return {"mode": "paths", **_paths(conn, scope, _id("source_id", source_id),
-                                          _id("target_id", target_id), max_depth, limit)}
+            answer = {"mode": "query", "query": text, "entities": _by_query(conn, scope, text, limit)}
+        elif mode == "entity":
+            found = _require(conn, scope, _id("entity_id", entity_id), "entity_id", resolved)
+            answer = {"mode": "entity", "entity": _describe_all(conn, scope, [found], limit)[0]}
+        else:
+            ends = [_require(conn, scope, _id(name, value), name, resolved)
+                    for name, value in (("source_id", source_id), ("target_id", target_id))]
+            answer = {"mode": "paths", **_paths(conn, scope, *ends, max_depth, limit)}
+    return {**answer, **({"ignored": ignored} if ignored else {}), **({"resolved": resolved} if resolved else {})}
+
+
+NOTHING = "Nothing to search: give query, entity_id, or source_id with target_id."
+
+
+def contract_view(answer: dict) -> dict:
+    """A graph answer (`search`'s, or a list of described entities under `entities`) as the
+    CMMS contract's nodes, edges and paths: each entity once (type "entity": entities have no
+    types here; its degree as an attribute), each relation once from its source to its target
+    (its predicate as the relation, its fact's memory id and currency as attributes), and each
+    path as the entities along it."""
+    nodes: dict[str, dict] = {}
+    edges: dict[tuple, dict] = {}
+
+    def node(entity: dict, degree: Optional[int] = None) -> None:
+        shown = nodes.setdefault(entity["id"], {"id": entity["id"], "name": entity["name"], "type": "entity",
+                                                "attributes": {}})
+        if degree is not None:
+            shown["attributes"]["degree"] = degree
+
+    def edge(source: str, target: str, predicate: str, memory_id: str, current: bool) -> None:
+        edges.setdefault((source, target, predicate, memory_id), {
+            "source_id": source, "target_id": target, "relation": predicate,
+            "attributes": {"memory_id": memory_id, "current": current}})
+
+    described = answer.get("entities") or ([answer["entity"]] if "entity" in answer else [])
+    for entity in described:
+        node(entity, entity.get("degree"))
+        for n in entity.get("neighbours", ()):
+            node(n["entity"])
+            ends = (entity["id"], n["entity"]["id"]) if n["forward"] else (n["entity"]["id"], entity["id"])
+            edge(*ends, n["predicate"], n["memory_id"], n["current"])
+    paths = []
+    for path in answer.get("path_steps", ()):
+        steps = path["steps"]
+        for step in steps:
+            node(step["from"]), node(step["to"])
+            ends = (step["from"]["id"], step["to"]["id"])
+            edge(*(ends if step["forward"] else ends[::-1]), step["predicate"], step["memory_id"], step["current"])
+        along = [steps[0]["from"]] + [step["to"] for step in steps] if steps else []
+        paths.append([{"id": e["id"], "name": e["name"], "type": "entity"} for e in along])
+    return {"nodes": list(nodes.values()), "edges": list(edges.values()), "paths": paths}
 
 
 # -- query mode ---------------------------------------------------------------------------
@@ -312,8 +363,8 @@ class _Adjacency:
 
 
 def _paths(conn: Connection, scope: str, source: str, target: str, depth: int, limit: int) -> dict:
-    """The simple paths between two entities of `scope`, shortest and most current first."""
-    source, target = _require(conn, scope, source), _require(conn, scope, target)
+    """The simple paths between two entities of `scope` (ids, checked), shortest and most
+    current first."""
     if source == target:
         raise InvalidInput(f"Paths need two different entities; source_id and target_id are both {source!r}.")
     adjacency = _Adjacency(conn, scope, limit)
@@ -322,7 +373,7 @@ def _paths(conn: Connection, scope: str, source: str, target: str, depth: int, l
     names = _names(conn, scope, [n for nodes, _ in found for n in nodes] + [source, target])
     return {"source": {"id": source, "name": names[source]}, "target": {"id": target, "name": names[target]},
             "max_depth": depth, "truncated": adjacency.truncated,
-            "paths": [_shown(path, edges, names) for path in found]}
+            "path_steps": [_shown(path, edges, names) for path in found]}
 
 
 def _search(adj: _Adjacency, source: str, target: str, depth: int, limit: int) -> list[_Path]:
@@ -440,22 +491,44 @@ def _shown(path: _Path, edges: dict, names: dict[str, str]) -> dict:
 
 # -- arguments ----------------------------------------------------------------------------
 
-def _mode(query, entity_id, source_id, target_id) -> str:
-    """Which search the arguments ask for; InvalidInput unless exactly one."""
+MODES = {"paths": ("source_id", "target_id"), "entity": ("entity_id",), "query": ("query",), "none": ()}
+
+
+def _mode(query, entity_id, source_id, target_id) -> tuple[str, list[str]]:
+    """Which search the arguments ask for, by precedence, and the given arguments it sets
+    aside; InvalidInput for a path with one end only."""
     given = [name for name, value in (("query", query), ("entity_id", entity_id), ("source_id", source_id),
-                                      ("target_id", target_id)) if value is not None]
-    modes = {("query",): "query", ("entity_id",): "entity", ("source_id", "target_id"): "paths"}
-    if tuple(given) not in modes:
-        raise InvalidInput("Graph search takes exactly one of: query, entity_id, or source_id with "
-                           f"target_id; it got {', '.join(given) or 'none of them'}.")
-    return modes[tuple(given)]
+                                      ("target_id", target_id)) if value is not None and value != ""]
+    ends = [name for name in MODES["paths"] if name in given]
+    if len(ends) == 1:
+        missing = next(name for name in MODES["paths"] if name not in ends)
+        raise InvalidInput(f"A path search needs both source_id and target_id; it got {ends[0]} without {missing}.")
+    mode = next(mode for mode, names in MODES.items() if all(name in given for name in names))
+    return mode, [name for name in given if name not in MODES[mode]]
 
 
-def _require(conn: Connection, scope: str, entity_id: str) -> str:
-    """`entity_id` if it is an entity of `scope`; UnknownEntity otherwise."""
-    if not _names(conn, scope, [entity_id]):
-        raise UnknownEntity(f"Unknown entity id {entity_id!r} in this scope.")
-    return entity_id
+def _require(conn: Connection, scope: str, value: str, argument: str = "entity_id",
+             resolved: Optional[list] = None) -> str:
+    """The id of the entity of `scope` that `value` names: its id, else its name ("Server Alpha"
+    finds "server alpha"), else its name without spaces ("serveralpha"); of several entities
+    so named, the best connected. A name resolved is added to `resolved`. UnknownEntity if
+    none is in the scope."""
+    if _names(conn, scope, [value]):
+        return value
+    key = entity_key(value)
+    candidates = [i for (i,) in conn.execute(select(Entity.id).where(Entity.scope == scope, Entity.key == key))]
+    if not candidates and key:
+        squeezed = key.replace(" ", "")
+        candidates = [i for (i,) in conn.execute(select(Entity.id).where(
+            Entity.scope == scope, func.replace(Entity.key, " ", "") == squeezed).limit(MAX_CANDIDATES))]
+    if not candidates:
+        raise UnknownEntity(f"Unknown entity id {value!r} in this scope (no entity has that id or name).")
+    degrees = _degrees(conn, scope, candidates)
+    best = min(candidates, key=lambda i: (-degrees.get(i, 0), i))
+    if resolved is not None:
+        resolved.append({"argument": argument, "given": value, "id": best, "name": _names(conn, scope, [best])[best],
+                         "matches": len(candidates)})
+    return best
 
 
 def _text(query) -> str:

@@ -10,10 +10,12 @@ from ..common.errors import CmmsError, InvalidInput
 from .extract import Item
 from .extractors import run_extractors
 from ..common.text import clean
+from ..recall.shape import fact_response, iso, receipt_response
 from ..retain.admission import store_note
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from ..store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -24,15 +26,19 @@ LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
 
 
 def learn(engine: "Engine", scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
-          session_id: Optional[str] = None) -> dict:
+          session_id: Optional[str] = None, min_belief_confidence: float = 0.0) -> dict:
     """Keep `text` as an observation, then store what can be learned from it, each item
-    linked to it (forgetting the text forgets what was learned only from it)."""
+    linked to it (forgetting the text forgets what was learned only from it); a belief read
+    with a confidence below `min_belief_confidence` is not stored."""
     if not isinstance(text, str) or not clean(text).strip():
         raise InvalidInput("The text to learn from must be a non-empty string.")
     if len(text) > MAX_LEARN_CHARS:
         raise InvalidInput(f"The text to learn from is {len(text):,} characters; the limit is {MAX_LEARN_CHARS:,}.")
     if not isinstance(extract_beliefs, bool):
         raise InvalidInput(f"extract_beliefs must be true or false, not {extract_beliefs!r}.")
+    if isinstance(min_belief_confidence, bool) or not isinstance(min_belief_confidence, (int, float)) \
+            or not 0 <= min_belief_confidence <= 1:
+        raise InvalidInput(f"min_belief_confidence must be a number from 0 to 1, not {min_belief_confidence!r}.")
     if source is not None and (not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS):
         raise InvalidInput(f"The source must be a string of at most {MAX_SOURCE_CHARS} characters.")
     receipt = source.strip() if source and source.strip() else "learn"
@@ -40,7 +46,7 @@ def learn(engine: "Engine", scope: str, text: str, *, source: str = "", extract_
                         session_id=session_id, judge=False)
     items = run_extractors(engine.pm, origin.content, origin.scope, "user") + _by_model(engine, origin.content)
     learned = store_items(engine, origin.scope, items, [origin.id], f"learn:{receipt}", session_id,
-                          extract_beliefs)
+                          extract_beliefs, min_belief_confidence)
     return {"id": origin.id, "stored": not origin.reinforced, "scope": origin.scope, "learned": learned}
 
 
@@ -54,11 +60,15 @@ def _by_model(engine: "Engine", text: str, timeout: float = 30.0) -> list[Item]:
 
 
 def store_items(engine: "Engine", scope: str, items: Sequence[Item], sources: list[str], receipt: str,
-                session_id: Optional[str], extract_beliefs: bool = True) -> list[dict]:
-    """Store learned items (each linked to `sources`); an item that fails admission is skipped."""
+                session_id: Optional[str], extract_beliefs: bool = True,
+                min_belief_confidence: float = 0.0) -> list[dict]:
+    """Store learned items (each linked to `sources`); an item that fails admission is skipped,
+    and so is a belief read with a confidence below `min_belief_confidence`."""
     learned, seen = [], set()
     for item in items:
         if item.kind not in LEARNED_KINDS or (item.kind == "belief" and not extract_beliefs):
+            continue
+        if item.kind == "belief" and item.parts.get("confidence", 1.0) < min_belief_confidence:
             continue
         if (item.kind, item.text.casefold()) in seen:  # the rules and the model found the same
             continue
@@ -81,13 +91,64 @@ def _store(engine: "Engine", scope: str, item: Item, sources: list[str], receipt
                                    confidence=parts.get("confidence"), evidence_ids=cited,
                                    source=receipt, learned_from=cited)
         return {"id": result["id"], "kind": "belief", "text": result["belief"]["text"],
-                "reinforced": result["action"] == "reinforced", "parts": parts}
+                "reinforced": result["action"] == "reinforced", "parts": parts, "belief": result["belief"]}
     fact = (parts["subject"], parts["predicate"], parts["object"]) if item.kind == "fact" else None
     stored = store_note(engine, scope, item.text, kind=item.kind, tier="semantic", source=receipt,
                         session_id=session_id, fact=fact, detail=None if fact else parts,
                         learned_from=sources, judge=False)
     return {"id": stored.id, "kind": item.kind, "text": stored.content, "reinforced": stored.reinforced,
             "parts": parts}
+
+
+# -- the CMMS contract's answer ---------------------------------------------------------------
+
+BUCKETS = {"fact": "facts", "preference": "preferences", "decision": "decisions", "skill": "skills",
+           "belief": "beliefs"}
+MAX_CONTEXT_CHARS = 1000  # a learned decision's context: the text it was learned from, cut here
+
+
+def contract_answer(store: "Store", scope: str, text: str, answer: dict, created_by: str) -> dict:
+    """A `learn` answer as the CMMS contract's: `facts`, `decisions` and `skills` as
+    [{receipt, item}] (a fact as fact_response; a decision's `context` is the text it was
+    learned from), `beliefs` as [{belief, extracted, reinforced}], and every receipt of these
+    under `receipts`; beside them our `preferences` bucket (the contract has none: its receipts
+    name memory_type "preference" and are not under `receipts`) and the answer itself. The
+    `belief` of a learned item moves to the `beliefs` bucket."""
+    learned = answer["learned"]
+    rows = store.get([item["id"] for item in learned], scope)
+    facts = store.facts([item["id"] for item in learned if item["kind"] == "fact"])
+    shown: dict = {bucket: [] for bucket in ("facts", "decisions", "skills", "beliefs", "receipts", "preferences")}
+    for item in learned:
+        memory = rows.get(item["id"])
+        if memory is None:  # forgotten since (a concurrent forget): nothing to show
+            continue
+        receipt = receipt_response(memory, item["kind"], created_by)
+        if item["kind"] == "belief":
+            belief = item["belief"]
+            shown["beliefs"].append({"belief": {**belief, "proposition": belief["text"]},
+                                     "extracted": dict(item["parts"]), "reinforced": item["reinforced"],
+                                     "receipt": receipt})
+        else:
+            shown[BUCKETS[item["kind"]]].append({"receipt": receipt, "item": _item(memory, item, facts, text)})
+        if item["kind"] != "preference":
+            shown["receipts"].append(receipt)
+    plain = [{k: v for k, v in item.items() if k != "belief"} for item in learned]
+    return {**shown, **answer, "learned": plain}
+
+
+def _item(memory, item: dict, facts: dict, text: str) -> dict:
+    """The contract's item of a learned fact, decision or skill (a preference: its parts)."""
+    parts, created = item["parts"], iso(memory.created_at)
+    if item["kind"] == "fact":
+        return fact_response(memory, facts)
+    common = {"id": memory.id, "source": memory.source, "created_at": created}
+    if item["kind"] == "decision":
+        return {**common, "context": text[:MAX_CONTEXT_CHARS], "choice": parts["choice"],
+                "reason": parts.get("reason") or "", "content": memory.content}
+    if item["kind"] == "skill":
+        return {**common, "purpose": parts["purpose"], "steps": list(parts["steps"]), "name": parts["purpose"],
+                "content": memory.content}
+    return {**common, **parts, "content": memory.content}
 
 
 def extract_session(engine: "Engine", scope: str, session_id: str) -> int:

@@ -43,14 +43,18 @@ _STOP = frozenset("a an the is are was were do does did i you we my our your me 
                   "what who where when why how which that this it about with".split())
 
 
-def route(engine: "Engine", scope: str, query: str, limit: int = 5) -> dict:
+def route(engine: "Engine", scope: str, query: str, limit: int = 5, score_threshold: float = 0.0) -> dict:
     """Answer `query` from the first stage that finds something: a whole-word rule for a kind
-    of memory, a close semantic match, an entity of the graph, or the retriever an LLM picks.
-    When none does, the hybrid search results come back as a fallback."""
-    query = _checked(query, limit)
+    of memory, a close semantic match (cosine similarity at least SEMANTIC_MIN and at least
+    `score_threshold`), an entity of the graph, or the retriever an LLM picks. When none does,
+    the hybrid search results come back as a fallback; an empty query is routed nowhere."""
+    query = _checked(query, limit, score_threshold)
+    if not query:
+        return {"query": "", "stage": "none", "route": "keyword", "answered": False, "trace": [],
+                "reason": "The query is empty; there is nothing to route.", "results": []}
     trace: list[dict] = []
     for stage in (_rules, _semantic, _graph, _llm):
-        answer = stage(engine, scope, query, limit, trace)
+        answer = stage(engine, scope, query, limit, trace, score_threshold)
         if answer is not None:
             return {"query": query, "trace": trace, **answer}
     results = [_memory(h.memory, h.score) for h in search(engine, scope, query, limit)]
@@ -58,15 +62,19 @@ def route(engine: "Engine", scope: str, query: str, limit: int = 5) -> dict:
             "reason": "No stage answered; these are the hybrid search results.", "results": results}
 
 
-def _checked(query: str, limit: int) -> str:
-    if not isinstance(query, str) or not clean(query).strip() or len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"The query must be a string of 1 to {MAX_QUERY_CHARS:,} characters.")
+def _checked(query: str, limit: int, score_threshold: float) -> str:
+    """The query cleaned ("" when it is blank); InvalidInput for a bad query, limit or threshold."""
+    if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"The query must be a string of at most {MAX_QUERY_CHARS:,} characters.")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"The limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}.")
+    if isinstance(score_threshold, bool) or not isinstance(score_threshold, (int, float)) \
+            or not 0 <= score_threshold <= 1:
+        raise InvalidInput(f"The score_threshold must be a number from 0 to 1, not {score_threshold!r}.")
     return clean(query).strip()
 
 
-def _rules(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _rules(engine: "Engine", scope: str, query: str, limit: int, trace: list, _threshold: float) -> Optional[dict]:
     for name, kinds, pattern in _RULES:
         match = pattern.search(query)
         if match is None:
@@ -76,30 +84,33 @@ def _rules(engine: "Engine", scope: str, query: str, limit: int, trace: list) ->
         why = f"rule {name!r} matched the words {match.group(0)!r}"
         trace.append({"stage": "rules", "rule": name, "outcome": f"{why}; {len(results)} found"})
         if results:
-            return {"stage": "rules", "route": name, "answered": True,
+            return {"stage": "rules", "route": name, "rule": name, "matched": match.group(0), "answered": True,
                     "reason": f"The {why}, and {len(results)} {name} were found.", "results": results}
     if not trace:
         trace.append({"stage": "rules", "outcome": "no rule matched"})
     return None
 
 
-def _semantic(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _semantic(engine: "Engine", scope: str, query: str, limit: int, trace: list,
+              threshold: float) -> Optional[dict]:
     try:
         found = semantic_search(engine, scope, query, limit)
     except CmmsError as exc:
         trace.append({"stage": "semantic", "outcome": str(exc)})
         return None
     best = found[0][1] if found else None
-    close = [(m, s) for m, s in found if s >= SEMANTIC_MIN]
+    floor = max(SEMANTIC_MIN, threshold)
+    close = [(m, s) for m, s in found if s >= floor]
     trace.append({"stage": "semantic", "outcome": f"best similarity {best:.3f}" if found else "nothing indexed"})
     if not close:
         return None
+    facts = engine.store.facts([m.id for m, _ in close if m.kind == "fact"])
     return {"stage": "semantic", "route": "semantic", "answered": True,
-            "reason": f"The closest memory has cosine similarity {best:.3f} (at least {SEMANTIC_MIN}).",
-            "results": [_memory(m, s) for m, s in close]}
+            "reason": f"The closest memory has cosine similarity {best:.3f} (at least {floor}).",
+            "results": [_memory(m, s, facts) for m, s in close]}
 
 
-def _graph(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _graph(engine: "Engine", scope: str, query: str, limit: int, trace: list, _threshold: float) -> Optional[dict]:
     # "I", "me", "my" find the user's own entity: that alone names nothing in particular
     entities = [e for e in graph.search(engine, scope, query=query, limit=limit)["entities"]
                 if e["name"].casefold() != FIRST_PERSON]
@@ -111,7 +122,7 @@ def _graph(engine: "Engine", scope: str, query: str, limit: int, trace: list) ->
             "reason": f"The query names {names}, known to the entity graph.", "results": entities}
 
 
-def _llm(engine: "Engine", scope: str, query: str, limit: int, trace: list) -> Optional[dict]:
+def _llm(engine: "Engine", scope: str, query: str, limit: int, trace: list, _threshold: float) -> Optional[dict]:
     settings = _llm_settings(engine)
     if settings is None:
         trace.append({"stage": "llm", "outcome": "the LLM fallback is not configured (set llm)"})
@@ -174,8 +185,8 @@ def _words(text: str) -> set[str]:
 ROUTED_KEYS = ("id", "content", "kind", "tier", "confidence", "state", "source", "created_at")
 
 
-def _memory(memory, score: float) -> dict:
-    item = memory_dict(memory, ROUTED_KEYS, score=round(float(score), 5))
+def _memory(memory, score: float, facts: Optional[dict] = None) -> dict:
+    item = memory_dict(memory, ROUTED_KEYS, facts, score=round(float(score), 5))
     if memory.detail:
         item["detail"] = json.loads(memory.detail)
     return item
@@ -189,3 +200,38 @@ _RETRIEVE: dict[str, Callable[..., list]] = {
     "graph": lambda engine, scope, query, limit: graph.search(engine, scope, query=query, limit=limit)["entities"],
     "beliefs": _beliefs,
 }
+
+
+# -- the CMMS contract's answer ---------------------------------------------------------------
+
+STAGES = {"rules": (1, "rules"), "semantic": (2, "semantic"), "graph": (3, "graph")}  # else 4, llm_fallback
+PAYLOAD_KEYS = ("content", "subject", "predicate", "object", "source", "kind", "tier", "confidence", "state",
+                "created_at", "detail")
+
+
+def contract_answer(answer: dict) -> dict:
+    """A `route` answer as one of the CMMS contract's four stages: `stage` (1-4) and `route`
+    (rules, semantic, graph, llm_fallback) with the stage's own fields: `rule_match` {route,
+    rule_name, matched_keyword}, `semantic_results` [{id, score 0..1, payload}] with `total`,
+    `graph_result` {entities, relations, paths}, or a `message`. Our names stay beside them:
+    `stage_name` (rules, semantic, graph, llm, none) and `retriever` (what the results were
+    read with), with `answered`, `reason`, `results`, `trace` and `query`. The LLM's choice
+    and the hybrid-search fallback are both stage 4: no stage of the first three answered."""
+    number, name = STAGES.get(answer["stage"], (4, "llm_fallback"))
+    shown = {"stage": number, "route": name}
+    if number == 1:
+        shown["rule_match"] = {"route": answer["route"], "rule_name": answer["rule"],
+                               "matched_keyword": answer["matched"]}
+    elif number == 2:
+        shown["semantic_results"] = [
+            {"id": r["id"], "score": min(1.0, max(0.0, r["score"])),
+             "payload": {"memory_type": r["kind"], **{k: r[k] for k in PAYLOAD_KEYS if k in r}}}
+            for r in answer["results"]]
+        shown["total"] = len(shown["semantic_results"])
+    elif number == 3:
+        view = graph.contract_view({"entities": answer["results"]})
+        shown["graph_result"] = {"entities": view["nodes"], "relations": view["edges"], "paths": view["paths"]}
+    else:
+        shown["message"] = answer["reason"]
+    rest = {k: v for k, v in answer.items() if k not in ("stage", "route", "rule", "matched")}
+    return {**shown, "stage_name": answer["stage"], "retriever": answer["route"], **rest}

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
-from sqlalchemy import Connection, delete, exists, func, literal, or_, select, update
+from sqlalchemy import Connection, case, delete, exists, func, literal, or_, select, update
 
 from ..knowledge import graph
 from ..common import lifecycle_rules as lifecycle
@@ -26,10 +26,13 @@ from ..common.checks import scope_of
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["AUDIT_TYPES", "CHECKS", "CHOICES", "MAX_FINDINGS", "REPAIRED", "reindex", "run"]
+__all__ = ["AUDIT_TYPES", "CHECKS", "CHOICES", "CONTRACT_TYPES", "MAX_FINDINGS", "REPAIRED", "reindex", "run"]
 
 AUDIT_TYPES = ("orphans", "receipts", "lifecycle", "confidence", "vector_drift", "graph_drift")
-CHOICES = (*AUDIT_TYPES, "all")
+CONTRACT_TYPES = ("full", "consistency", "orphans", "confidence")  # the CMMS contract's audit_type enum
+GROUPS = {"full": AUDIT_TYPES, "all": AUDIT_TYPES,  # "all": our earlier name of "full"
+          "consistency": ("receipts", "lifecycle", "graph_drift", "vector_drift")}
+CHOICES = ("full", "consistency", *AUDIT_TYPES, "all")
 REPAIRED = ("orphans", "vector_drift", "graph_drift")  # what reindex brings to zero
 TOLERANCE = 1e-4  # stored confidences are rounded to 4 places
 LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
@@ -65,6 +68,7 @@ class Check:
             detail = {k: v for k, v in row._mapping.items() if k not in ("key", "scope")}
             report.findings[audit_type].append(_finding(self.name, self.key_name, row.key, row.scope, **detail))
         report.counts[audit_type] += found
+        report.by_check[self.name] = report.by_check.get(self.name, 0) + found
 
 
 def _gone(column):
@@ -293,7 +297,7 @@ def _audit_scope(scope) -> Optional[str]:
 def _types(audit_type) -> tuple[str, ...]:
     if audit_type not in CHOICES:
         raise InvalidInput(f"Unknown audit type {audit_type!r}; choose one of {', '.join(CHOICES)}.")
-    return AUDIT_TYPES if audit_type == "all" else (audit_type,)
+    return GROUPS.get(audit_type, (audit_type,))
 
 
 def _sql_checks(engine: "Engine", audit_type: str) -> tuple[Check, ...]:
@@ -311,9 +315,13 @@ def _streamed(engine: "Engine", audit_type: str, scope: Optional[str], report: R
     return streams[audit_type]() if audit_type in streams else iter(())
 
 
-def run(engine: "Engine", audit_type: str = "all", scope: Optional[str] = None) -> dict:
-    """Audit the store: findings by audit type (see AUDIT_TYPES), at most MAX_FINDINGS listed
-    per type with the true count, what was checked, and `ok` when nothing was found."""
+def run(engine: "Engine", audit_type: str = "full", scope: Optional[str] = None) -> dict:
+    """Audit the store: findings by audit type (see AUDIT_TYPES; "full" or "all" runs them all,
+    "consistency" all but orphans and confidence), at most MAX_FINDINGS listed per type with the
+    true count, what was checked, and `ok` when nothing was found; as the CMMS contract has
+    it, one sentence per check that found something under `errors` (broken integrity) or
+    `warnings` (drift and what a person should judge), and the confidence distribution of
+    the memories under `stats`."""
     types, scope = _types(audit_type), _audit_scope(scope)
     report = Report(types)
     for name in types:
@@ -322,10 +330,33 @@ def run(engine: "Engine", audit_type: str = "all", scope: Optional[str] = None) 
                 check.report(conn, scope, report, name)
         for finding in _streamed(engine, name, scope, report):
             report.add(name, finding)
-    answer = report.answer(audit_type, scope)
-    if audit_type == "all" and scope is None:  # the store's health: the drift gauges read it back
+    answer = report.answer(audit_type, scope, CHECKS)
+    answer["stats"] = {"confidence": _confidence_stats(engine, scope)}
+    if audit_type in ("full", "all") and scope is None:  # the store's health: the drift gauges read it back
         engine.store.record("audit", "cmms", None, counts=answer["counts"])
     return answer
+
+
+BUCKETS = ("0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0")  # the last one holds 1.0 too
+LOW_CONFIDENCE = 0.3  # a current memory below this is listed in stats.confidence.low_confidence
+MAX_LOW = 100
+
+
+def _confidence_stats(engine: "Engine", scope: Optional[str]) -> dict:
+    """How many memories there are, how many in each fifth of the confidence range (a value
+    outside 0..1 in the nearest bucket), and the ids of the first MAX_LOW current ones (not
+    superseded) below LOW_CONFIDENCE, least sure first: all counted in SQL."""
+    bucket = case(*((Memory.confidence < (n + 1) / len(BUCKETS), n) for n in range(len(BUCKETS) - 1)),
+                  else_=len(BUCKETS) - 1).label("bucket")
+    with engine.store.read() as conn:
+        counts = dict(conn.execute(_scoped(select(bucket, func.count()), Memory.scope, scope)
+                                   .where(Memory.confidence.is_not(None)).group_by(bucket)).all())
+        low = conn.execute(_scoped(select(Memory.id), Memory.scope, scope)
+                           .where(Memory.confidence < LOW_CONFIDENCE, Memory.superseded_by.is_(None))
+                           .order_by(Memory.confidence, Memory.id).limit(MAX_LOW)).scalars().all()
+        total = conn.execute(_scoped(select(func.count()).select_from(Memory), Memory.scope, scope)).scalar_one()
+    buckets = {name: int(counts.get(n, 0)) for n, name in enumerate(BUCKETS)}
+    return {"total": total, "buckets": buckets, "low_confidence": list(low)}
 
 
 # -- reindex ------------------------------------------------------------------------------

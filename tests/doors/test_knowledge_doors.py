@@ -31,7 +31,7 @@ def test_mcp_knowledge_tools_good_and_bad(home):
         async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
             out = {"learned": await bridge.ok("learn", text="Ana works at Acme. Acme is based in Lisbon. "
                                                             "I think the staging API is stable.",
-                                              source="standup")}
+                                              source="standup", extract_beliefs=True)}
             out["against"] = await bridge.ok("set_belief", text="The staging API is not stable.", confidence=0.4)
             out["again"] = await bridge.ok("set_belief", text="I think the staging API is stable.")
             out["contested"] = await bridge.ok("get_belief", state="contested")
@@ -53,11 +53,10 @@ def test_mcp_knowledge_tools_good_and_bad(home):
                 ("get_belief", {"belief_id": "nope"}),
                 ("resolve_conflict", {"belief_a": ids[0], "belief_b": ids[0], "strategy": "auto"}),
                 ("resolve_conflict", {"belief_a": ids[0], "belief_b": ids[1], "strategy": "coin"}),
-                ("reflect", {"mode": "dreams"}), ("graph_search", {}),
-                ("graph_search", {"query": "Ana", "entity_id": ana}),
+                ("reflect", {"mode": "dreams"}), ("graph_search", {"source_id": ana}),
                 ("graph_search", {"source_id": ana, "target_id": lisbon, "max_depth": 9}),
-                ("graph_search", {"entity_id": "nope"}), ("route", {"query": ""}),
-                ("audit", {"audit_type": "everything"})]]
+                ("graph_search", {"entity_id": "nope"}), ("route", {"query": "Ana", "top_k": 101}),
+                ("route", {"query": "Ana", "score_threshold": 2}), ("audit", {"audit_type": "everything"})]]
             out["still"] = await bridge.ok("ping")
             return out
 
@@ -69,7 +68,7 @@ def test_mcp_knowledge_tools_good_and_bad(home):
     assert out["resolved"]["strategy"] == "auto" and not out["after"]["pairs"]
     assert out["graph"]["mode"] == "query" and out["graph"]["entities"][0]["name"] == "Ana"
     assert out["entity"]["mode"] == "entity"
-    assert out["route"]["stage"] in ("rules", "graph") and out["route"]["answered"]
+    assert out["route"]["stage_name"] in ("rules", "graph") and out["route"]["answered"]
     assert out["audit"]["ok"] is True
     assert "cmms_tool_calls_total" in out["metrics"]["exposition"]
     for result in out["bad"]:
@@ -121,7 +120,7 @@ def test_cli_knowledge_commands(home):
     ana = next(e for e in found["entities"] if e["name"] == "Acme")["id"]
     lisbon = _sql(home, "SELECT id FROM entities WHERE name = 'Lisbon'")[0][0]
     paths = json.loads(_cli(home, "graph", "path", ana, lisbon).stdout)
-    assert paths["paths"][0]["length"] == 1
+    assert paths["path_steps"][0]["length"] == 1
     rebuilt = _cli(home, "graph", "rebuild")
     assert rebuilt.returncode == 0 and json.loads(rebuilt.stdout)["relations"] == 2
     routed = json.loads(_cli(home, "route", "What do I prefer to drink?").stdout)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,46 @@ def test_findings_are_capped_but_counted(keyword_service):
     assert set(answer["findings"]) == {"orphans"}
 
 
+def test_the_contract_types_choose_the_checks_and_all_is_full(keyword_service):
+    svc = keyword_service
+    svc.store_note(A, "A clean note.")
+    assert set(audit.run(svc)["counts"]) == set(audit.AUDIT_TYPES)  # the default is "full"
+    assert audit.run(svc, "all")["counts"] == audit.run(svc, "full")["counts"]
+    assert set(audit.run(svc, "consistency")["counts"]) == {"receipts", "lifecycle", "graph_drift", "vector_drift"}
+    for one in ("orphans", "confidence", "receipts"):
+        answer = audit.run(svc, one)
+        assert answer["audit_type"] == one and set(answer["counts"]) == {one}
+
+
+def test_findings_become_one_sentence_each_under_errors_or_warnings(keyword_service):
+    svc = keyword_service
+    kept = svc.store_note(A, "A note that stays.").id
+    for n in range(5):  # facts rows whose memory is gone: integrity errors
+        _write(svc, "INSERT INTO facts (memory_id, scope, subject, predicate, object) VALUES (:m, :s, 'x', 'y', 'z')",
+               m="%032x" % (7000 + n), s=A)
+    _set(svc, kept, source="")  # an empty receipt: a warning
+    answer = audit.run(svc, "full", A)
+    shown = str(uuid.UUID(hex="%032x" % 7000))
+    assert answer["errors"] == [f"5 fact_without_memory (orphans), memory_id {shown}, memory_id "
+                                f"{uuid.UUID(hex='%032x' % 7001)}, memory_id {uuid.UUID(hex='%032x' % 7002)} and more."]
+    assert f"1 empty_receipt (receipts), memory_id {uuid.UUID(hex=kept)}." in answer["warnings"]
+    assert any(w.startswith("The vector index was not checked") for w in answer["warnings"])  # keyword-only
+    assert audit.run(svc, "orphans", B)["errors"] == [] and audit.run(svc, "orphans", B)["warnings"] == []
+
+
+def test_stats_give_the_confidence_distribution_and_the_least_sure(keyword_service):
+    svc = keyword_service
+    ids = [svc.store_note(A, f"Note number {n} about something.").id for n in range(6)]
+    for memory_id, confidence in zip(ids, (0.05, 0.25, 0.2, 0.5, 0.79, 1.0)):
+        _set(svc, memory_id, confidence=confidence)
+    _set(svc, ids[2], superseded_by=ids[3])  # superseded: not among the least sure
+    svc.store_note(B, "Another scope's note.")
+    stats = audit.run(svc, "confidence", A)["stats"]["confidence"]
+    assert stats == {"total": 6, "buckets": {"0.0-0.2": 1, "0.2-0.4": 2, "0.4-0.6": 1, "0.6-0.8": 1, "0.8-1.0": 1},
+                     "low_confidence": [ids[0], ids[1]]}
+    assert audit.run(svc)["stats"]["confidence"]["total"] == 7
+
+
 def test_an_outbox_upsert_for_a_gone_memory_is_an_orphan_unless_a_delete_follows(keyword_service):
     svc = keyword_service  # no vector index: the outbox is never drained here
     for memory_id, ops in ((GHOST[0], ("upsert",)), (GHOST[1], ("upsert", "delete"))):
@@ -277,7 +318,8 @@ def test_an_outbox_upsert_for_a_gone_memory_is_an_orphan_unless_a_delete_follows
 
 
 def test_bad_audit_arguments_are_refused_in_one_sentence(keyword_service):
-    with pytest.raises(InvalidInput, match=r"^Unknown audit type 'drift'; choose one of orphans, .*, all\.$"):
+    with pytest.raises(InvalidInput, match=r"^Unknown audit type 'drift'; choose one of full, consistency, orphans, "
+                                           r".*, all\.$"):
         audit.run(keyword_service, "drift")
     with pytest.raises(InvalidInput, match="scope must be a non-empty string"):
         audit.run(keyword_service, "all", "  ")

@@ -62,7 +62,7 @@ def _paths(service, source: str, target: str, scope: str = SCOPE, **kwargs) -> l
     ids = _ids(service, scope)
     found = graph.search(service.engine, scope, source_id=ids[source], target_id=ids[target], **kwargs)
     assert found["mode"] == "paths" and found["source"]["id"] == ids[source]
-    return [_route(p) for p in found["paths"]]
+    return [_route(p) for p in found["path_steps"]]
 
 
 def _neighbours(found: dict) -> set[tuple[str, str, bool, bool]]:
@@ -165,7 +165,7 @@ def test_a_superseded_fact_stays_in_the_graph_flagged_and_ranked_after(keyword_s
     assert ("Porto", "lives in", True, False) in _neighbours(bob)
     assert [n["current"] for n in bob["neighbours"]] == [True, True, True, False]
     found = graph.search(keyword_service.engine, SCOPE, source_id=_ids(keyword_service)["bob"],
-                         target_id=_ids(keyword_service)["portugal"])["paths"]
+                         target_id=_ids(keyword_service)["portugal"])["path_steps"]
     assert [[s["to"]["name"] for s in p["steps"]] for p in found[:2]] == [["Braga", "Portugal"], ["Porto", "Portugal"]]
     assert [[s["current"] for s in p["steps"]] for p in found[:2]] == [[True, True], [False, True]]
 
@@ -319,17 +319,17 @@ def test_paths_on_a_hub_graph_come_shortest_first_and_stop_early(keyword_service
     every = _every_path(keyword_service, source, target, 4)
     ids = dict(_sql(keyword_service, "SELECT memory_id, id FROM relations"))
     shown = [(p["length"], sum(not s["current"] for s in p["steps"]), tuple(ids[s["memory_id"]] for s in p["steps"]))
-             for p in found["paths"]]
+             for p in found["path_steps"]]
     assert len(every) > 20 and len({length for length, _, _ in every[:20]}) > 1 and every[19][1] == 0 < every[-1][1]
     assert shown == every[:20] and not found["truncated"]  # the 20 best: shortest, then most current
     assert sum(rows) <= 400, rows  # of 2,000 relations, 125 per hub
     monkeypatch.setattr(graph, "MAX_RANKED", 5)  # a length with more paths than that: ranked among 5
     cut = graph.search(keyword_service.engine, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
-    lengths = [p["length"] for p in cut["paths"]]
+    lengths = [p["length"] for p in cut["path_steps"]]
     assert cut["truncated"] and lengths == [length for length, _, _ in every[:len(lengths)]]
     monkeypatch.setattr(graph, "MAX_ROWS", 10)  # the reads stop: shorter paths only, flagged
     cut = graph.search(keyword_service.engine, SCOPE, source_id=source, target_id=target, max_depth=4, limit=20)
-    assert cut["truncated"] and len(cut["paths"]) < 20
+    assert cut["truncated"] and len(cut["path_steps"]) < 20
 
 
 def test_rebuild_commits_each_scope_in_chunks_and_equals_the_incremental_graph(keyword_service, hub):
@@ -358,9 +358,8 @@ def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({}, "none of them"),
-    ({"query": "Alice", "entity_id": "x"}, "query, entity_id"),
-    ({"source_id": "x"}, "got source_id"),
+    ({"source_id": "x"}, "needs both source_id and target_id; it got source_id without target_id"),
+    ({"query": "Alice", "target_id": "x", "source_id": ""}, "got target_id without source_id"),
     ({"query": "Alice", "max_depth": 0}, "max_depth .* not 0"),
     ({"query": "Alice", "max_depth": 5}, "not 5"),
     ({"query": "Alice", "max_depth": True}, "not True"),
@@ -372,6 +371,68 @@ def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_
 def test_bad_input_gets_one_clear_sentence(keyword_service, facts, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
         graph.search(keyword_service.engine, SCOPE, **kwargs)
+
+
+def test_the_mode_goes_by_precedence_and_empty_strings_are_not_given(keyword_service, facts):
+    ids = _ids(keyword_service)
+    both = graph.search(keyword_service.engine, SCOPE, query="Where does Bob live?", entity_id=ids["alice"])
+    assert both["mode"] == "entity" and both["entity"]["name"] == "Alice" and both["ignored"] == ["query"]
+    paths = graph.search(keyword_service.engine, SCOPE, query="Bob", entity_id=ids["bob"],
+                         source_id=ids["alice"], target_id=ids["lisbon"])
+    assert paths["mode"] == "paths" and paths["ignored"] == ["query", "entity_id"]
+    blank = graph.search(keyword_service.engine, SCOPE, query="Where does Bob live?", entity_id="", source_id="",
+                         target_id="")
+    assert blank["mode"] == "query" and "ignored" not in blank and blank["entities"][0]["name"] == "Bob"
+    assert graph.search(keyword_service.engine, SCOPE) == {"mode": "none", "note": graph.NOTHING}
+    assert graph.search(keyword_service.engine, SCOPE, query="", entity_id="")["mode"] == "none"
+
+
+def test_an_entity_is_found_by_its_name_or_its_name_without_spaces(keyword_service, facts):
+    keyword_service.remember_fact(SCOPE, "Server Alpha", "runs", "Postgres")
+    keyword_service.remember_fact(SCOPE, "Server Alpha", "is located in", "Lisbon")
+    ids = _ids(keyword_service)
+    for given in ("Server Alpha", "server alpha", "serveralpha", "ServerAlpha", "the Server Alpha"):
+        found = graph.search(keyword_service.engine, SCOPE, entity_id=given)
+        assert found["entity"]["id"] == ids["server alpha"], given
+        assert found["resolved"] == [{"argument": "entity_id", "given": given, "id": ids["server alpha"],
+                                      "name": "Server Alpha", "matches": 1}]
+    by_id = graph.search(keyword_service.engine, SCOPE, entity_id=ids["server alpha"])
+    assert "resolved" not in by_id
+    path = graph.search(keyword_service.engine, SCOPE, source_id="serveralpha", target_id="Portugal")
+    assert [(p["steps"][0]["from"]["name"], p["steps"][-1]["to"]["name"]) for p in path["path_steps"]][0] == \
+        ("Server Alpha", "Portugal")
+    assert [r["argument"] for r in path["resolved"]] == ["source_id", "target_id"]
+
+
+def test_a_name_that_several_entities_share_without_spaces_resolves_to_the_best_connected(keyword_service, facts):
+    keyword_service.remember_fact(SCOPE, "Data Base", "is", "slow")
+    for thing in ("Acme", "Porto", "Lisbon"):
+        keyword_service.remember_fact(SCOPE, "Datab Ase", "serves", thing)
+    found = graph.search(keyword_service.engine, SCOPE, entity_id="data base")
+    assert found["entity"]["name"] == "Data Base" and found["resolved"][0]["matches"] == 1  # its own name first
+    squeezed = graph.search(keyword_service.engine, SCOPE, entity_id="DataBase")
+    assert squeezed["entity"]["name"] == "Datab Ase" and squeezed["entity"]["degree"] == 3
+    assert squeezed["resolved"][0]["matches"] == 2
+
+
+def test_the_contract_view_has_each_entity_and_relation_once_and_paths_as_entities(keyword_service, facts):
+    ids = _ids(keyword_service)
+    query = graph.contract_view(graph.search(keyword_service.engine, SCOPE, query="Alice and Acme"))
+    names = [n["name"] for n in query["nodes"]]
+    assert len(names) == len(set(names)) and {"Alice", "Acme", "Jazz", "Lisbon", "Bob", "Hana Sato"} <= set(names)
+    assert all(n["type"] == "entity" for n in query["nodes"]) and query["paths"] == []
+    works = [e for e in query["edges"] if e["relation"] == "works at" and e["source_id"] == ids["alice"]]
+    assert works == [{"source_id": ids["alice"], "target_id": ids["acme"], "relation": "works at",
+                      "attributes": {"memory_id": facts["alice_acme"], "current": True}}]  # once, not per end
+    bob = [e for e in query["edges"] if e["source_id"] == ids["bob"]]
+    assert [(e["relation"], e["target_id"]) for e in bob] == [("works at", ids["acme"])]  # Bob -> Acme, forward
+    found = graph.search(keyword_service.engine, SCOPE, source_id=ids["alice"], target_id=ids["portugal"])
+    view = graph.contract_view(found)
+    assert [[n["name"] for n in path] for path in view["paths"]][0] == ["Alice", "Acme", "Lisbon", "Portugal"]
+    assert {(e["source_id"], e["relation"], e["target_id"]) for e in view["edges"]} >= {
+        (ids["alice"], "works at", ids["acme"]), (ids["acme"], "is based in", ids["lisbon"]),
+        (ids["lisbon"], "is in", ids["portugal"])}
+    assert graph.contract_view({"mode": "none", "note": graph.NOTHING}) == {"nodes": [], "edges": [], "paths": []}
 
 
 def test_unknown_entities_same_ends_and_bad_scopes_are_refused(keyword_service, facts):

@@ -4,7 +4,8 @@ import json
 import pytest
 
 from hermes_cmms.common.errors import InvalidInput
-from hermes_cmms.knowledge.route import route
+from hermes_cmms.knowledge.learn import contract_answer as contract_answer_of_learn
+from hermes_cmms.knowledge.route import contract_answer, route
 
 from db import sql
 
@@ -69,6 +70,43 @@ def test_learn_without_beliefs_and_bad_input(keyword_service, home):
             keyword_service.learn(SCOPE, bad)
     with pytest.raises(InvalidInput, match="true or false"):
         keyword_service.learn(SCOPE, "I live in Lisbon.", extract_beliefs="yes")
+
+
+def test_beliefs_below_min_belief_confidence_are_not_stored(keyword_service, home):
+    text = "I am sure the cache is warm. I think the queue is slow. Maybe the disk is full."  # 0.9, 0.7, 0.4
+    kept = keyword_service.learn(SCOPE, text, min_belief_confidence=0.6)["learned"]
+    assert sorted(i["parts"]["proposition"] for i in kept) == ["the cache is warm", "the queue is slow"]
+    assert _sql(home, "SELECT count(*) FROM beliefs")[0][0] == 2
+    sure = keyword_service.learn(SCOPE, text + " Also.", min_belief_confidence=0.9)["learned"]
+    assert [i["parts"]["proposition"] for i in sure] == ["the cache is warm"]
+    assert len(keyword_service.learn(SCOPE, text + " Again.")["learned"]) == 3  # the engine's default keeps all
+    for bad in (-0.1, 1.1, True, "0.5"):
+        with pytest.raises(InvalidInput, match="min_belief_confidence must be a number from 0 to 1"):
+            keyword_service.learn(SCOPE, text, min_belief_confidence=bad)
+
+
+def test_the_contract_answer_buckets_what_was_learned_with_receipts(keyword_service, home):
+    text = NOTES + " To deploy: build the image, push it, then restart the pods."
+    answer = keyword_service.learn(SCOPE, text, source="notes")
+    shown = contract_answer_of_learn(keyword_service.store, SCOPE, text, answer, "mcp:learn")
+    sister, fact = shown["facts"]
+    assert (sister["item"]["predicate"], sister["item"]["object"]) == ("has sister", "Ana")
+    assert (fact["item"]["subject"], fact["item"]["predicate"], fact["item"]["object"]) == ("Ana", "works at", "Google")
+    assert fact["receipt"]["memory_type"] == "fact" and fact["receipt"]["source"] == "learn:notes"
+    assert fact["receipt"]["created_by"] == "mcp:learn" and fact["item"]["id"] == fact["receipt"]["memory_id"]
+    [decision] = shown["decisions"]
+    assert decision["item"]["reason"] == "it scales" and decision["item"]["context"] == text
+    assert "Postgres" in decision["item"]["choice"]
+    [skill] = shown["skills"]
+    assert skill["item"]["purpose"] == "deploy" and len(skill["item"]["steps"]) == 3
+    [belief] = shown["beliefs"]
+    assert belief["belief"]["proposition"] == "the staging API is stable" and belief["reinforced"] is False
+    assert belief["belief"]["id"] == belief["receipt"]["memory_id"] and belief["receipt"]["memory_type"] == "belief"
+    assert belief["extracted"]["proposition"] == "the staging API is stable" and belief["extracted"]["confidence"] == 0.7
+    [preference] = shown["preferences"]
+    assert preference["receipt"]["memory_type"] == "preference"
+    assert len(shown["receipts"]) == 5 and preference["receipt"] not in shown["receipts"]
+    assert all("belief" not in item for item in shown["learned"]) and shown["id"] == answer["id"]
 
 
 def test_learned_secrets_are_redacted(keyword_service, home):
@@ -154,9 +192,60 @@ def test_semantic_stage_answers_a_paraphrase(service):
 
 
 def test_route_rejects_bad_input(keyword_service):
-    for query, limit in [("", 5), ("  ", 5), (None, 5), ("x" * 10_001, 5), ("ok", 0), ("ok", 101), ("ok", True)]:
+    for query, limit in [(None, 5), ("x" * 10_001, 5), ("ok", 0), ("ok", 101), ("ok", True)]:
         with pytest.raises(InvalidInput):
             route(keyword_service.engine, SCOPE, query, limit)
+    for threshold in (-0.1, 1.5, True, "0.5"):
+        with pytest.raises(InvalidInput, match="score_threshold must be a number from 0 to 1"):
+            route(keyword_service.engine, SCOPE, "ok", 5, threshold)
+
+
+def test_an_empty_query_is_routed_nowhere(keyword_service):
+    _seed(keyword_service)
+    for query in ("", "   "):
+        answer = route(keyword_service.engine, SCOPE, query)
+        assert (answer["stage"], answer["answered"], answer["results"]) == ("none", False, [])
+        assert contract_answer(answer)["stage"] == 4 and "empty" in contract_answer(answer)["message"]
+
+
+def test_a_rule_hit_names_the_word_it_matched_and_maps_to_stage_1(keyword_service):
+    _seed(keyword_service)
+    answer = route(keyword_service.engine, SCOPE, "Which coffee does the user LIKE most?")
+    assert (answer["rule"], answer["matched"]) == ("preferences", "LIKE")
+    shown = contract_answer(answer)
+    assert (shown["stage"], shown["route"], shown["stage_name"], shown["retriever"]) == (1, "rules", "rules",
+                                                                                       "preferences")
+    assert shown["rule_match"] == {"route": "preferences", "rule_name": "preferences", "matched_keyword": "LIKE"}
+    assert "rule" not in shown and "matched" not in shown and shown["results"] == answer["results"]
+
+
+def test_the_contract_answer_of_the_graph_and_fallback_stages(keyword_service):
+    _seed(keyword_service)
+    shown = contract_answer(route(keyword_service.engine, SCOPE, "Tell me about Ana"))
+    assert (shown["stage"], shown["route"], shown["stage_name"]) == (3, "graph", "graph")
+    graph_result = shown["graph_result"]
+    assert [e["name"] for e in graph_result["entities"]] == ["Ana", "Google"] and graph_result["paths"] == []
+    assert [r["relation"] for r in graph_result["relations"]] == ["works at"]
+    fallback = contract_answer(route(keyword_service.engine, SCOPE, "zebra crossing"))
+    assert (fallback["stage"], fallback["route"], fallback["stage_name"]) == (4, "llm_fallback", "none")
+    assert fallback["message"] == fallback["reason"] and fallback["answered"] is False
+
+
+def test_the_semantic_stage_as_stage_2_and_its_score_threshold(service):
+    service.store_note(SCOPE, "The boiler was serviced in March by the plumber.")
+    service.remember_fact(SCOPE, "The plumber", "serviced", "the boiler")
+    service.indexer.drain(60)
+    answer = route(service.engine, SCOPE, "heater maintenance by a plumber")
+    shown = contract_answer(answer)
+    assert (shown["stage"], shown["route"], shown["total"]) == (2, "semantic", len(answer["results"]))
+    best = shown["semantic_results"][0]
+    assert 0.45 <= best["score"] <= 1 and best["payload"]["memory_type"] in ("note", "fact")
+    fact = next(r for r in shown["semantic_results"] if r["payload"]["memory_type"] == "fact")
+    assert (fact["payload"]["subject"], fact["payload"]["object"]) == ("The plumber", "the boiler")
+    strict = route(service.engine, SCOPE, "heater maintenance by a plumber", 5, 0.99)
+    assert strict["stage"] != "semantic" and "at least 0.99" not in strict["reason"]
+    some = route(service.engine, SCOPE, "heater maintenance by a plumber", 5, best["score"] - 1e-6)
+    assert some["stage"] == "semantic" and all(r["score"] >= best["score"] - 1e-6 for r in some["results"])
 
 
 def test_llm_stage_runs_the_retriever_the_model_picks(home, llm_server):
