@@ -324,6 +324,10 @@ def test_hermes_cmms_shows_ids_dashed_and_takes_them_in_either_form(home):
     learned = json.loads(_cli(home, "learn", "Ana works at Acme. We decided to use Postgres because it is "
                                             "reliable.", "--json").stdout)
     assert learned["learned"] and hex_ids(learned) == [] and UUID.match(learned["id"])
+    found = json.loads(_cli(home, "graph", "search", "Ana").stdout)
+    ana = next(e["id"] for e in found["entities"] if e["name"] == "Ana")
+    entity = json.loads(_cli(home, "graph", "entity", ana).stdout)  # an id as shown is taken back
+    assert UUID.match(ana) and entity["entity"]["id"] == ana and hex_ids([found, entity]) == []
     trail = json.loads(_cli(home, "audit-log", "--memory-id", shown[0], "--json").stdout)
     assert [(e["action"], e["memory_id"]) for e in trail] == [("remember", shown[0])]
     assert json.loads(_cli(home, "audit-log", "--memory-id", ids[0], "--json").stdout) == trail
