@@ -1,64 +1,154 @@
-"""The CMMS belief tools (default scope): set_belief, get_belief, resolve_conflict, reflect."""
+"""The CMMS belief tools (default scope): set_belief, get_belief, resolve_conflict, reflect.
+
+Each takes its CMMS 0.11 contract's arguments (docs/contracts/cmms-0.11) and answers the
+contract's shape with our richer fields beside it; every belief is the contract's
+belief_response (`proposition` is the text) plus ours (`proposition_key`, the normalised
+proposition; `state`, the fine-grained lifecycle state; evidence and contradictions).
+"""
 from __future__ import annotations
 
 from typing import Annotated, Any, Callable, Optional
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from hermes_cmms.common.bounds import count_in
+from hermes_cmms.common.ids import stored_id
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
+from hermes_cmms.knowledge._reflect import LIFECYCLE_STATES, REFLECT_MODES, SOURCE_TYPES
 
-from ._args import MAX_RESULTS, Source, Tags, receipt
+from ._args import MAX_RESULTS, receipt
+
+ALIASES: dict[str, dict[str, str]] = {  # tool -> {earlier argument name: the contract's}
+    "set_belief": {"text": "proposition", "supersedes": "replace_belief_id"},
+    "get_belief": {"text": "proposition"},
+    "resolve_conflict": {"belief_a": "belief_a_id", "belief_b": "belief_b_id", "strategy": "resolution",
+                         "merged_text": "new_proposition"},
+}
+RESOLUTIONS = ("keep_a", "keep_b", "merge", "discard_both")  # the contract's; "auto" is ours
+SOURCE_ITEMS = {"type": "object", "required": ["source_type", "source_id"], "properties": {
+    "source_type": {"type": "string", "enum": list(SOURCE_TYPES)},
+    "source_id": {"type": "string", "description": "A memory id of this scope (cited as evidence) or any "
+                                                   "outside reference (kept as given)."},
+    "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}}}
+PROPOSITION_CHARS = 2048
 
 
-ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the contract's}
+def _field(description: str, **schema):
+    """A Field advertising the contract's schema keywords (minimum, maximum, enum, ...); the
+    tool (the engine) checks them itself, in one sentence."""
+    return Field(description=description, json_schema_extra=schema or None)
+
+
+def _optional(kind: type, json_type: str, description: str, **schema):
+    """An argument the contract leaves optional without a default: advertised as the contract's
+    plain type (not "or null"); not given, it is None."""
+    return Annotated[Optional[kind], WithJsonSchema({"type": json_type, "description": description, **schema})]
+
+
+def _given(value: Optional[str]) -> Optional[str]:
+    """A contract string argument: "" (its default) or blank means not given."""
+    return value if value is not None and value.strip() else None
+
+
+def _sources(sources: list) -> list:
+    """The sources with each source_id that is a UUID in its stored form."""
+    return [{**s, "source_id": stored_id(s["source_id"])} if isinstance(s, dict) and "source_id" in s else s
+            for s in sources]
 
 
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
-    def set_belief(text: Annotated[str, Field(description="The proposition, e.g. 'Postgres suits this project'.")],
-                   confidence: Annotated[Optional[float], Field(description="How sure, 0 to 1.")] = None,
-                   evidence: Annotated[Optional[str], Field(description="A note on why.")] = None,
+    def set_belief(proposition: Annotated[str, _field(
+                       "The belief proposition text, 1-2048 characters, e.g. 'Postgres suits this project'.",
+                       minLength=1, maxLength=PROPOSITION_CHARS)],
+                   confidence: Annotated[float, _field("Confidence score 0.0-1.0 (default 0.5).",
+                                                       minimum=0, maximum=1)] = 0.5,
+                   sources: Annotated[list[dict[str, Any]], _field(
+                       "Supporting evidence sources: {source_type (fact, decision, observation or user_statement), "
+                       "source_id, weight 0-1 (default 0.5)}; a source_id naming a memory of this scope cites it.",
+                       items=SOURCE_ITEMS)] = [],  # noqa: B006 - never mutated
+                   tags: Annotated[list[str], Field(description="Tags to categorise the belief.")] = [],  # noqa: B006
+                   source: Annotated[str, Field(description="Source identifier, stored as the belief's receipt "
+                                                            "(default 'system').")] = "system",
+                   replace_belief_id: _optional(str, "string", "If set, supersede the referenced belief and link "
+                                                               "this new one.") = None,
+                   evidence: Annotated[Optional[str], Field(description="A note on why (an evidence row).")] = None,
                    evidence_ids: Annotated[Optional[list[str]], Field(
-                       description="Ids of memories that support it.")] = None,
-                   source: Source = None, tags: Tags = None,
-                   supersedes: Annotated[Optional[str], Field(description="The id of a belief it replaces.")] = None
-                   ) -> dict[str, Any]:
-        """Create a belief, reinforce the same proposition, or supersede a belief by id."""
-        return service.set_belief(default_scope, text, confidence=confidence, evidence=evidence,
+                       description="Ids of memories of this scope that support it.")] = None) -> dict[str, Any]:
+        """Create, reinforce (the same proposition again) or supersede a belief (replace_belief_id); answers the belief, its receipt and the superseded belief."""
+        return service.set_belief(default_scope, proposition, confidence=confidence, evidence=evidence,
                                   evidence_ids=evidence_ids or (), source=receipt("set_belief", source, None),
-                                  tags=tags or (), supersedes=supersedes)
+                                  tags=tags, supersedes=replace_belief_id, sources=_sources(sources),
+                                  creator="mcp:set_belief")
 
-    def get_belief(text: Annotated[Optional[str], Field(description="Beliefs about this, best first.")] = None,
+    def get_belief(proposition: Annotated[str, Field(
+                       description="Search proposition text (hybrid keyword + semantic search, best first); "
+                                   "'' (default) for any.")] = "",
+                   lifecycle_state: Annotated[str, _field(
+                       f"Filter by lifecycle state: {', '.join(LIFECYCLE_STATES)} (default active: current and "
+                       "not contradicted; any when state or belief_id is given); '' for any.")] = "active",
+                   min_confidence: _optional(float, "number", "Minimum confidence threshold 0.0-1.0.",
+                                             minimum=0, maximum=1) = None,
+                   tags: _optional(list[str], "array", "Filter by tags (all must be present).",
+                                   items={"type": "string"}) = None,
+                   source: _optional(str, "string", "Filter by source identifier (the receipt, or its start).") = None,
+                   creator: _optional(str, "string", "Filter by creator identifier: the door that wrote it, e.g. "
+                                                     "'mcp' or 'mcp:set_belief'.") = None,
+                   source_id: _optional(str, "string", "Filter by source_id in the belief's source_ids list.") = None,
+                   limit: Annotated[int, _field("Maximum number of results (1-100, default 10).",
+                                                minimum=1, maximum=MAX_RESULTS)] = 10,
                    state: Annotated[Optional[str], Field(
-                       description=f"Only this state: {', '.join(LIVE_STATES)}, superseded or contested.")] = None,
-                   min_confidence: Annotated[Optional[float], Field(description="Lowest confidence, 0 to 1.")] = None,
-                   tags: Tags = None,
-                   source: Annotated[Optional[str], Field(description="Only beliefs whose source starts so.")] = None,
+                       description=f"Only this fine-grained state: {', '.join(LIVE_STATES)}, superseded or "
+                                   "contested.")] = None,
                    belief_id: Annotated[Optional[str], Field(description="Exactly this belief.")] = None,
-                   limit: Annotated[int, Field(description="Most beliefs (1-100, default 20).")] = 20,
                    offset: Annotated[int, Field(description="Beliefs to skip (default 0).")] = 0) -> dict[str, Any]:
-        """Beliefs with their confidence, evidence and contradictions, filtered."""
-        return service.get_belief(default_scope, text=text, state=state, min_confidence=min_confidence,
-                                  tags=tags or (), source=source, belief_id=belief_id,
+        """Search beliefs by proposition, lifecycle state, confidence, tags, source, creator or cited source; answers total, the beliefs and the query used."""
+        coarse = _given(lifecycle_state)
+        if coarse == "active" and (state is not None or belief_id is not None):
+            coarse = None  # the default gives way to a finer filter
+        return service.get_belief(default_scope, text=_given(proposition), state=state, lifecycle_state=coarse,
+                                  min_confidence=min_confidence, tags=tags or (), source=source, creator=creator,
+                                  source_id=source_id, belief_id=belief_id,
                                   limit=count_in(limit, "limit", MAX_RESULTS),
                                   offset=count_in(offset, "offset", 10**9, low=0))
 
-    def resolve_conflict(belief_a: Annotated[str, Field(description="The id of one belief.")],
-                         belief_b: Annotated[str, Field(description="The id of the belief it contradicts.")],
-                         strategy: Annotated[str, Field(
-                             description="keep_a, keep_b, merge, discard_both, or auto (confidence rule).")],
-                         merged_text: Annotated[Optional[str], Field(
-                             description="For merge: the text of the merged belief.")] = None) -> dict[str, Any]:
-        """Settle two contradicting beliefs; the losers are kept, marked superseded or archived."""
-        return service.resolve_conflict(default_scope, belief_a, belief_b, strategy, merged_text=merged_text,
+    def resolve_conflict(belief_a_id: Annotated[str, Field(description="UUID of the first belief in the conflict.")],
+                         belief_b_id: Annotated[str, Field(description="UUID of the second belief in the conflict.")],
+                         resolution: Annotated[str, _field(
+                             "keep_a: belief_a stays, belief_b is superseded; keep_b: the reverse; merge: both "
+                             "stay and a new merged belief (new_proposition) is created; discard_both: both are "
+                             "archived (shown discarded). Also auto (ours): the higher confidence wins, then more "
+                             "evidence, then the newer.", enum=list(RESOLUTIONS))],
+                         new_proposition: _optional(str, "string", "Proposition for a new merged belief (required "
+                                                                   "when resolution=merge).",
+                                                    minLength=1, maxLength=PROPOSITION_CHARS) = None,
+                         auto_resolve: Annotated[bool, Field(
+                             description="Decide by confidence instead (never discards): a confidence gap above "
+                                         "0.5 supersedes the lower belief; otherwise both are left contradicted "
+                                         "(default false).")] = False) -> dict[str, Any]:
+        """Resolve a conflict between two beliefs; answers both as they are now, what was applied, the state moves (events) and a receipt."""
+        return service.resolve_conflict(default_scope, belief_a_id, belief_b_id, resolution,
+                                        merged_text=new_proposition, auto_resolve=auto_resolve,
                                         actor="mcp:resolve_conflict")
 
-    def reflect(mode: Annotated[str, Field(
-                    description="overview, contradictions, decay, topics, evidence_audit or confidence.")] = "overview"
-                ) -> dict[str, Any]:
-        """A report on the stored beliefs and their evidence, in one of six modes."""
-        return service.reflect(default_scope, mode)
+    def reflect(mode: Annotated[str, _field(
+                    "Analysis mode: overview, contradictions, relations (contradiction / entailment / neutral "
+                    "pairs), decay, topics, evidence_audit or confidence (default overview).",
+                    enum=list(REFLECT_MODES))] = "overview",
+                topic: _optional(str, "string", "Optional topic/tag filter: only beliefs with this topic or tag.") = None,
+                min_confidence: Annotated[float, _field("Minimum confidence threshold 0.0-1.0 (default 0).",
+                                                        minimum=0, maximum=1)] = 0.0,
+                limit: Annotated[int, _field("Maximum number of beliefs to analyse, the newest (0 = all, "
+                                             "default 50).", minimum=0)] = 50,
+                context: _optional(str, "string", "Optional context identifier for the relations mode's same_context "
+                                                  "gate: beliefs tagged context:<it> share it.") = None,
+                strict_same_context: Annotated[bool, Field(
+                    description="If true (default), in the relations mode a pair not in the same context is "
+                                "neutral.")] = True) -> dict[str, Any]:
+        """Analyse the belief store: overview, contradictions, relations, decay, topics, evidence_audit or confidence."""
+        return service.reflect(default_scope, mode, topic=_given(topic), min_confidence=min_confidence,
+                               limit=count_in(limit, "limit", 10**9, low=0), context=_given(context),
+                               strict_same_context=strict_same_context)
 
     return [set_belief, get_belief, resolve_conflict, reflect]

@@ -14,7 +14,7 @@ from typing import Any
 STORED = re.compile(r"[0-9a-f]{32}")
 ID_KEYS = frozenset({"id", "ids", "superseded_by", "supersedes", "superseded", "superseded_ids",
                      "contested_by", "winner", "merged", "kept", "archived", "cycle", "learned_from",
-                     "low_confidence", "source_ids", "summaries"})
+                     "low_confidence", "source_ids", "source_ref", "summaries"})
 NOT_IDS = frozenset({"session_id"})  # Hermes' own session ids are shown as Hermes gave them
 
 

@@ -204,6 +204,21 @@ def _0009_forgetting(conn: Connection) -> None:
         memories INTEGER NOT NULL DEFAULT 0)"""))
 
 
+def _0010_belief_sources(conn: Connection) -> None:
+    """A belief's creator (the door that first wrote it; until now only its receipt said so) and
+    each evidence row's source type, reference (an id outside the store) and weight."""
+    statements = [
+        "ALTER TABLE beliefs ADD COLUMN creator TEXT NOT NULL DEFAULT ''",
+        "UPDATE beliefs SET creator = COALESCE((SELECT source FROM memories WHERE memories.id = beliefs.memory_id), '')",
+        "ALTER TABLE evidence ADD COLUMN source_type TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE evidence ADD COLUMN source_ref TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE evidence ADD COLUMN weight DOUBLE PRECISION NOT NULL DEFAULT 1.0",
+        "CREATE INDEX ix_evidence_source_ref ON evidence (source_ref) WHERE source_ref <> ''",
+    ]
+    for statement in statements:
+        conn.execute(text(statement))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -212,7 +227,8 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0006_memory_speaker", _0006_memory_speaker),
                                     ("0007_lifecycle", _0007_lifecycle),
                                     ("0008_knowledge", _0008_knowledge),
-                                    ("0009_forgetting", _0009_forgetting)]
+                                    ("0009_forgetting", _0009_forgetting),
+                                    ("0010_belief_sources", _0010_belief_sources)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

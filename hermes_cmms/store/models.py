@@ -89,6 +89,7 @@ class Belief(SQLModel, table=True):
     proposition_key: str  # the proposition, normalised and without its negation
     topic: str = ""  # what it is about (its subject), normalised
     polarity: int = 1  # 1: the proposition holds; -1: its negation
+    creator: str = ""  # the door that first wrote it (e.g. 'mcp:set_belief'); its receipt may name another source
 
 
 class Evidence(SQLModel, table=True):
@@ -104,6 +105,9 @@ class Evidence(SQLModel, table=True):
     stance: int = 1
     note: str = ""
     at: float
+    source_type: str = ""  # fact | decision | observation | user_statement | belief ('' before 0010)
+    source_ref: str = ""  # what it cites when that is no memory of the scope (an outside id)
+    weight: float = 1.0  # how much it counts, 0 to 1
 
 
 class Entity(SQLModel, table=True):

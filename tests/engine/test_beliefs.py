@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from hermes_cmms.knowledge import beliefs
 from hermes_cmms.knowledge.beliefs import get_belief, read_proposition, reflect, resolve_conflict, set_belief
 from hermes_cmms.common.errors import InvalidInput, UnknownMemory
+from hermes_cmms.common.ids import shown_id
 from hermes_cmms.store.models import Evidence
 from hermes_cmms.store.store import NewMemory
 from db import row, sql, tables
@@ -72,7 +73,7 @@ def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(key
     note = svc.remember(SCOPE, "Alice ordered green tea at lunch")
     answer = set_belief(svc.engine, SCOPE, "Alice likes tea", confidence=0.9, evidence="She said so",
                         evidence_ids=[note], source="mcp:set_belief", tags=["people"])
-    assert answer["action"] == "created" and answer["superseded"] == []
+    assert answer["action"] == "created" and answer["superseded_ids"] == [] and "superseded" not in answer
     row = _memory(svc, answer["id"])
     assert (row["kind"], row["tier"], row["content"], row["confidence"], row["state"], row["source"]) == \
         ("belief", "semantic", "Alice likes tea", 0.9, "active", "mcp:set_belief")
@@ -80,8 +81,12 @@ def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(key
     assert _belief_row(svc, answer["id"]) == (SCOPE, "alice likes tea", "alice", 1)
     assert _evidence(svc, answer["id"]) == [(note, "mcp:set_belief", 1, "She said so", SCOPE)]
     shown = answer["belief"]
-    assert (shown["proposition"], shown["topic"], shown["polarity"], shown["evidence_for"], shown["reinforcements"]) \
-        == ("alice likes tea", "alice", 1, 1, 0)
+    assert (shown["proposition_key"], shown["topic"], shown["polarity"], shown["evidence_for"],
+            shown["reinforcements"]) == ("alice likes tea", "alice", 1, 1, 0)
+    assert (shown["proposition"], shown["creator"], shown["lifecycle_state"], shown["version"],
+            shown["source_ids"]) == ("Alice likes tea", "mcp:set_belief", "active", 1, [note])
+    assert (answer["receipt"]["memory_type"], answer["receipt"]["memory_id"], answer["receipt"]["created_by"]) == \
+        ("belief", answer["id"], "mcp:set_belief")
     assert shown["evidence"][0]["memory_id"] == note and shown["created_at"].endswith("+00:00")
     assert [e["memory_id"] for e in _events(svc, "remember")][-1] == answer["id"]
 
@@ -106,14 +111,15 @@ def test_supersedes_marks_the_old_belief_and_halves_its_confidence(keyword_servi
     svc = keyword_service
     old = _set(svc, "Deploys are weekly", confidence=0.6, evidence="Release calendar")
     answer = set_belief(svc.engine, SCOPE, "Deploys are daily", confidence=0.9, supersedes=old)
-    assert answer["action"] == "superseded" and answer["superseded"] == [old]
+    assert answer["action"] == "superseded" and answer["superseded_ids"] == [old]
+    assert (answer["superseded"]["id"], answer["superseded"]["lifecycle_state"]) == (old, "superseded")
     assert (_memory(svc, old)["superseded_by"], _memory(svc, old)["confidence"]) == (answer["id"], 0.3)
     assert _memory(svc, answer["id"])["superseded_by"] is None
     [event] = _events(svc, "supersede")
     assert (event["memory_id"], event["detail"]["superseded_by"]) == (old, answer["id"])
     assert get_belief(svc.engine, SCOPE, belief_id=old)["beliefs"][0]["state"] == "superseded"
     again = set_belief(svc.engine, SCOPE, "Deploys are daily")  # reinforced: the old one's evidence stays there
-    assert (again["action"], again["superseded"]) == ("reinforced", [])
+    assert (again["action"], again["superseded_ids"]) == ("reinforced", []) and "superseded" not in again
     assert _evidence(svc, answer["id"]) == [(None, "", 1, "restated", SCOPE)]
     with pytest.raises(InvalidInput, match="already superseded"):
         set_belief(svc.engine, SCOPE, "Deploys are hourly", supersedes=old)
@@ -125,7 +131,7 @@ def test_superseding_with_a_proposition_already_held_reinforces_that_one(keyword
     svc = keyword_service
     held, old = _set(svc, "Deploys are daily"), _set(svc, "Deploys are weekly")
     answer = set_belief(svc.engine, SCOPE, "The deploys are daily", supersedes=old)
-    assert (answer["id"], answer["action"], answer["superseded"]) == (held, "superseded", [old])
+    assert (answer["id"], answer["action"], answer["superseded_ids"]) == (held, "superseded", [old])
     assert _memory(svc, old)["superseded_by"] == held and _memory(svc, held)["access_count"] == 1
 
 
@@ -221,7 +227,7 @@ def test_a_stale_belief_restated_is_renewed_with_its_evidence(keyword_service):
     svc.decay(now=time.time() + 400 * DAY)
     assert _memory(svc, old)["state"] == "stale"
     answer = set_belief(svc.engine, SCOPE, "Postgres is old", evidence="Still true")
-    assert answer["action"] == "reinforced" and answer["superseded"] == [old] and answer["id"] != old
+    assert answer["action"] == "reinforced" and answer["superseded_ids"] == [old] and answer["id"] != old
     assert _memory(svc, old)["superseded_by"] == answer["id"] and _memory(svc, answer["id"])["state"] == "active"
     assert [e[3] for e in _evidence(svc, answer["id"])] == ["Released 1996", "Still true"]
 
@@ -303,6 +309,10 @@ def test_keep_supersedes_the_other_belief_and_is_audited(keyword_service, strate
     before = _memory(svc, lost)["confidence"]
     answer = resolve_conflict(svc.engine, SCOPE, a, b, strategy, actor="mcp:resolve")
     assert (answer["winner"], answer["kept"], answer["superseded"], answer["rule"]) == (kept, [kept], [lost], None)
+    assert (answer["resolution"], answer["receipt"]["memory_id"], answer["receipt"]["created_by"]) == \
+        (strategy, kept, "mcp:resolve")
+    assert sorted((e["belief_id"], e["from_state"], e["to_state"]) for e in answer["events"]) == \
+        sorted([(kept, "contradicted", "active"), (lost, "contradicted", "superseded")])
     assert _memory(svc, lost)["superseded_by"] == kept and _memory(svc, kept)["superseded_by"] is None
     assert _memory(svc, lost)["confidence"] == round(before / 2, 4)
     [event] = _events(svc, "resolve_conflict")
@@ -311,7 +321,7 @@ def test_keep_supersedes_the_other_belief_and_is_audited(keyword_service, strate
     assert get_belief(svc.engine, SCOPE, state="contested")["total"] == 0
 
 
-def test_merge_carries_both_evidence_into_a_new_belief_that_supersedes_both(keyword_service):
+def test_merge_carries_both_evidence_into_a_new_belief_and_keeps_both(keyword_service):
     svc = keyword_service
     note = svc.remember(SCOPE, "Alice ordered green tea")
     a, b = _pair(svc, a={"evidence_ids": [note], "source": "mcp:a", "tags": ["x"]},
@@ -319,8 +329,11 @@ def test_merge_carries_both_evidence_into_a_new_belief_that_supersedes_both(keyw
     answer = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes tea, but only sometimes",
                               actor="cli:resolve")
     merged = answer["merged"]
-    assert answer["superseded"] == [a, b] and answer["kept"] == [merged]
-    assert _memory(svc, a)["superseded_by"] == merged == _memory(svc, b)["superseded_by"]
+    assert answer["superseded"] == [] and answer["kept"] == [a, b, merged]  # the contract's merge: both remain
+    assert _memory(svc, a)["superseded_by"] is None and _memory(svc, b)["superseded_by"] is None
+    assert (answer["resolution"], answer["created"]["id"], answer["receipt"]["memory_id"]) == ("merge", merged, merged)
+    assert answer["events"] == [{"belief_id": merged, "from_state": "none", "to_state": "active",
+                                 "reason": f"merged from {shown_id(a)} and {shown_id(b)}"}]
     row = _memory(svc, merged)
     assert (row["kind"], row["content"], row["confidence"], row["source"]) == \
         ("belief", "Alice likes tea, but only sometimes", 0.9, "cli:resolve")
@@ -345,7 +358,7 @@ def test_merge_is_learned_from_what_both_were_learned_from(keyword_service):
 def test_merge_keeps_the_first_32_tags(keyword_service):
     svc = keyword_service
     a, b = _pair(svc, a={"tags": [f"a{i}" for i in range(20)]}, b={"tags": [f"b{i}" for i in range(20)]})
-    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge")["merged"]
+    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes some tea")["merged"]
     assert json.loads(_memory(svc, merged)["tags"]) == [f"a{i}" for i in range(20)] + [f"b{i}" for i in range(12)]
 
 
@@ -366,20 +379,26 @@ def test_a_belief_its_row_and_its_evidence_are_written_in_one_transaction(keywor
     assert writers == ["store.py"]  # no belief row is written anywhere else
 
 
-def test_merge_by_default_restates_a_without_folding_into_it(keyword_service):
+def test_merge_needs_a_text_that_restates_neither_belief(keyword_service):
     svc = keyword_service
     a, b = _pair(svc)
-    answer = resolve_conflict(svc.engine, SCOPE, a, b, "merge")
-    assert answer["merged"] not in (a, b)
-    assert _memory(svc, answer["merged"])["content"] == "Alice likes tea"
-    assert _belief_row(svc, answer["merged"])[1:] == ("alice likes tea", "alice", 1)
+    with pytest.raises(InvalidInput, match=r"^A merge needs the text of the merged belief \(new_proposition\)\.$"):
+        resolve_conflict(svc.engine, SCOPE, a, b, "merge")
+    with pytest.raises(InvalidInput, match="restates belief"):
+        resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="I think Alice likes the tea")
+    with pytest.raises(InvalidInput, match="only used by the merge strategy"):
+        resolve_conflict(svc.engine, SCOPE, a, b, "keep_a", merged_text="Alice likes some tea")
+    assert _sql(svc, "SELECT count(*) FROM beliefs") == [(2,)] and not _events(svc, "resolve_conflict")
 
 
 def test_discard_both_archives_them_and_keeps_the_rows(keyword_service):
     svc = keyword_service
     a, b = _pair(svc)
     answer = resolve_conflict(svc.engine, SCOPE, a, b, "discard_both")
-    assert answer["archived"] == [a, b] and answer["winner"] is None
+    assert answer["archived"] == [a, b] and answer["winner"] is None and "created" not in answer
+    assert [(e["belief_id"], e["from_state"], e["to_state"]) for e in answer["events"]] == \
+        [(a, "contradicted", "discarded"), (b, "contradicted", "discarded")]
+    assert (answer["belief_a"]["lifecycle_state"], answer["belief_b"]["lifecycle_state"]) == ("discarded",) * 2
     assert [_memory(svc, i)["state"] for i in (a, b)] == ["archived", "archived"]
     assert _sql(svc, "SELECT count(*) FROM beliefs") == [(2,)]
     moves = [(e["memory_id"], e["detail"]["state_to"]) for e in _events(svc, "lifecycle")]
@@ -462,7 +481,7 @@ def test_reflect_overview(world):
 def test_reflect_contradictions_with_the_rule_auto_would_apply(world):
     svc, ids = world
     view = reflect(svc.engine, SCOPE, "contradictions")
-    got = [(p["proposition"], p["holds"]["id"], p["denied"]["id"], p["auto"]["winner"], p["auto"]["rule"])
+    got = [(p["proposition_key"], p["holds"]["id"], p["denied"]["id"], p["auto"]["winner"], p["auto"]["rule"])
            for p in view["pairs"]]
     assert view["count"] == 3 and got == [
         ("alice likes tea", ids["tea"], ids["no_tea"], ids["tea"], "confidence"),
@@ -487,7 +506,7 @@ def test_reflect_decay(world):
 def test_reflect_topics(world):
     svc, ids = world
     got = [(t["topic"], t["beliefs"], t["mean_confidence"], t["contested"])
-           for t in reflect(svc.engine, SCOPE, "topics")["topics"]]
+           for t in reflect(svc.engine, SCOPE, "topics")["subjects"]]
     assert got == [("alice", 3, 0.7933, 2), ("postgres", 3, 0.66, 2), ("build server", 2, 0.7, 2),
                    ("deploys", 1, 0.9, 0)]
 
@@ -506,7 +525,8 @@ def test_reflect_evidence_audit(world):
 def test_reflect_confidence(world):
     svc, ids = world
     view = reflect(svc.engine, SCOPE, "confidence")
-    assert view["histogram"] == {"0.0-0.2": 0, "0.2-0.4": 0, "0.4-0.6": 1, "0.6-0.8": 4, "0.8-1.0": 4}
+    assert view["by_fifth"] == {"0.0-0.2": 0, "0.2-0.4": 0, "0.4-0.6": 1, "0.6-0.8": 4, "0.8-1.0": 4}
+    assert view["histogram"] == {"0.9_1.0": 2, "0.7_0.9": 5, "0.5_0.7": 1, "0.3_0.5": 1, "0.0_0.3": 0}
     assert (view["count"], view["mean"]) == (9, 0.74)
     assert [r["id"] for r in view["lowest"]] == [ids["old"], ids["no_tea"], ids["ubuntu"]]
     assert [r["id"] for r in view["highest"]] == [ids["tea"], ids["daily"], ids["designer"]]
@@ -621,15 +641,20 @@ def test_resolve_conflict_refuses_bad_input(keyword_service):
     assert _sql(svc, "SELECT count(*) FROM memories WHERE superseded_by IS NOT NULL") == [(0,)]
 
 
-def test_reflect_refuses_an_unknown_mode_naming_the_six(keyword_service):
+def test_reflect_refuses_an_unknown_mode_naming_the_seven(keyword_service):
     with pytest.raises(InvalidInput) as error:
         reflect(keyword_service.engine, SCOPE, "dream")
-    assert str(error.value) == ("Unknown reflect mode 'dream'; choose one of overview, contradictions, decay, "
-                                "topics, evidence_audit, confidence.")
+    assert str(error.value) == ("Unknown reflect mode 'dream'; choose one of overview, contradictions, relations, "
+                                "decay, topics, evidence_audit, confidence.")
     with pytest.raises(InvalidInput, match="Unix time"):
         reflect(keyword_service.engine, SCOPE, "decay", now="tomorrow")
-    assert beliefs.REFLECT_MODES == ("overview", "contradictions", "decay", "topics", "evidence_audit",
-                                     "confidence")
+    for bad, match in [({"min_confidence": 2}, "min_confidence must be a number from 0 to 1"),
+                       ({"limit": -1}, "limit must be a whole number from 0"), ({"topic": ""}, "topic filter"),
+                       ({"strict_same_context": "yes"}, "strict_same_context must be true or false")]:
+        with pytest.raises(InvalidInput, match=match):
+            reflect(keyword_service.engine, SCOPE, "relations", **bad)
+    assert beliefs.REFLECT_MODES == ("overview", "contradictions", "relations", "decay", "topics",
+                                     "evidence_audit", "confidence")
     assert beliefs.STRATEGIES == ("keep_a", "keep_b", "merge", "discard_both", "auto")
 
 
@@ -642,6 +667,142 @@ def test_the_reflection_examples_in_the_docs_are_the_fixtures_output(world):
     overview["newest"] = {**overview["newest"], "id": names[overview["newest"]["id"]], "created_at": "…"}
     assert shown["overview"] == {k: v for k, v in overview.items() if k != "mode"}
     confidence = reflect(svc.engine, SCOPE, "confidence")
-    assert [shown["confidence"][k] for k in ("count", "mean", "histogram", "correlation_with_evidence")] == \
-        [confidence[k] for k in ("count", "mean", "histogram", "correlation_with_evidence")]
+    keys = ("count", "mean", "by_fifth", "histogram", "lowest_count", "correlation_with_evidence")
+    assert [shown["confidence"][k] for k in keys] == [confidence[k] for k in keys]
+    relations = reflect(svc.engine, SCOPE, "relations")
+    keys = ("total", "contradictions", "entailments", "neutral_pairs")
+    assert [shown["relations"][k] for k in keys] == [relations[k] for k in keys]
     assert shown["evidence_audit"]["missing_memory"] == [{"belief_id": "designer", "memory_id": "n3"}]
+
+
+# -- the CMMS 0.11 contract's fields and filters ------------------------------------------------------
+
+
+def test_sources_are_stored_as_cited_memories_or_outside_references_with_type_and_weight(keyword_service):
+    svc = keyword_service
+    fact = svc.remember_fact(SCOPE, "Server Alpha", "runs", "Postgres")
+    answer = set_belief(svc.engine, SCOPE, "Postgres suits Server Alpha", source="system", creator="mcp:set_belief",
+                        sources=[{"source_type": "fact", "source_id": fact, "weight": 0.9},
+                                 {"source_type": "observation", "source_id": "ticket-12"}])
+    rows = _sql(svc, "SELECT memory_id, source_ref, source_type, weight FROM evidence WHERE belief_id = ? "
+                     "ORDER BY id", answer["id"])
+    assert rows == [(fact, "", "fact", 0.9), (None, "ticket-12", "observation", 0.5)]
+    shown = answer["belief"]
+    assert (shown["source_ids"], shown["source"], shown["creator"]) == ([fact, "ticket-12"], "system", "mcp:set_belief")
+    assert _sql(svc, "SELECT creator FROM beliefs WHERE memory_id = ?", answer["id"]) == [("mcp:set_belief",)]
+    for bad, match in [([{"source_type": "rumour", "source_id": "x"}], "source_type must be one of fact"),
+                       ([{"source_type": "fact"}], "source_id must be a non-empty string"),
+                       ([{"source_type": "fact", "source_id": "x", "weight": 2}], "source weight"),
+                       ([{"source_type": "fact", "source_id": "x", "why": 1}], "'why' is not one of them"),
+                       ("x", "must be a list of objects")]:
+        with pytest.raises(InvalidInput, match=match):
+            set_belief(svc.engine, SCOPE, "Redis suits Server Alpha", sources=bad)
+
+
+def test_get_belief_filters_by_coarse_lifecycle_state_creator_and_source_id(keyword_service):
+    svc = keyword_service
+    note = svc.remember(SCOPE, "The staging API answered all night")
+    stable = _set(svc, "The staging API is stable", creator="mcp:set_belief", evidence_ids=[note])
+    unstable = _set(svc, "The staging API is not stable", source="hermes:cmms_belief")
+    old = _set(svc, "Deploys are weekly", source="cli:beliefs")
+    daily = _set(svc, "Deploys are daily", supersedes=old, sources=[{"source_type": "decision", "source_id": "ADR-7"}])
+    gone, gone_too = _set(svc, "Carol works at Acme"), _set(svc, "Carol no longer works at Acme")
+    resolve_conflict(svc.engine, SCOPE, gone, gone_too, "discard_both")
+
+    def found(**filters):
+        answer = get_belief(svc.engine, SCOPE, **filters)
+        return sorted(_ids(answer)), answer["query"]
+    assert found(lifecycle_state="active")[0] == [daily]
+    assert found(lifecycle_state="contradicted")[0] == sorted([stable, unstable])
+    assert found(lifecycle_state="superseded")[0] == [old]
+    assert found(lifecycle_state="discarded")[0] == sorted([gone, gone_too])
+    assert found(creator="mcp")[0] == [stable] and found(creator="hermes:cmms_belief")[0] == [unstable]
+    assert found(creator="mc")[0] == []  # a creator or its door, never any prefix
+    assert found(source_id=note)[0] == [stable] and found(source_id="ADR-7")[0] == [daily]
+    assert found(lifecycle_state="active", source_id="ADR-7", limit=5)[1] == {
+        "proposition": "", "lifecycle_state": "active", "source_id": "ADR-7", "limit": 5, "offset": 0}
+    shown = get_belief(svc.engine, SCOPE, belief_id=stable)["beliefs"][0]
+    assert (shown["lifecycle_state"], shown["contested_by"], shown["verification_status"]) == \
+        ("contradicted", [unstable], "trusted")
+    with pytest.raises(InvalidInput, match="Unknown lifecycle state 'asleep'; choose one of active, superseded, "
+                                           "discarded, contradicted."):
+        get_belief(svc.engine, SCOPE, lifecycle_state="asleep")
+
+
+def test_auto_resolve_supersedes_the_lower_belief_only_past_a_confidence_gap_of_half(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc, 0.9, 0.3)
+    answer = resolve_conflict(svc.engine, SCOPE, a, b, "merge", auto_resolve=True, actor="mcp:resolve_conflict")
+    assert (answer["resolution"], answer["winner"], answer["auto_resolve"]) == ("keep_a", a, True)
+    assert _memory(svc, b)["superseded_by"] == a and "created" not in answer
+    assert [(e["belief_id"], e["to_state"]) for e in answer["events"]] == [(a, "active"), (b, "superseded")]
+
+
+def test_auto_resolve_within_the_gap_declares_both_contradicted_and_discards_nothing(keyword_service):
+    svc = keyword_service
+    fast, slow = _set(svc, "Redis is fast", confidence=0.6), _set(svc, "Redis is slow", confidence=0.5)
+    assert get_belief(svc.engine, SCOPE, lifecycle_state="contradicted")["total"] == 0  # no negation: no conflict yet
+    answer = resolve_conflict(svc.engine, SCOPE, fast, slow, "keep_a", auto_resolve=True)
+    assert answer["resolution"] == "contradicted" and answer["superseded"] == answer["archived"] == []
+    assert [(e["belief_id"], e["from_state"], e["to_state"]) for e in answer["events"]] == \
+        [(fast, "active", "contradicted"), (slow, "active", "contradicted")]
+    assert [_memory(svc, i)["superseded_by"] for i in (fast, slow)] == [None, None]
+    assert sorted(_ids(get_belief(svc.engine, SCOPE, lifecycle_state="contradicted"))) == sorted([fast, slow])
+    assert answer["belief_a"]["contested_by"] == [slow] and answer["belief_a"]["source_ids"] == []
+    view = reflect(svc.engine, SCOPE, "contradictions")
+    assert [(c["belief_a_id"], c["detection_method"]) for c in view["contradictions"]] == \
+        [(fast, "confidence_weighted")]
+    resolve_conflict(svc.engine, SCOPE, fast, slow, "keep_a", auto_resolve=True)  # again: no second row
+    assert _sql(svc, "SELECT count(*) FROM evidence WHERE source_type = 'belief'") == [(2,)]
+    resolve_conflict(svc.engine, SCOPE, fast, slow, "keep_a")
+    assert get_belief(svc.engine, SCOPE, lifecycle_state="contradicted")["total"] == 0
+
+
+def test_relations_rates_contradiction_entailment_and_gates_by_context(keyword_service):
+    svc = keyword_service
+    stable = _set(svc, "The API is stable", tags=["context:prod"])
+    _set(svc, "The API is not stable", tags=["context:staging"])
+    specific = _set(svc, "The API is stable in production", tags=["context:prod"])
+    _set(svc, "Bob likes coffee")
+    strict = reflect(svc.engine, SCOPE, "relations")
+    assert (strict["total"], strict["contradictions"], strict["entailments"], strict["neutral_pairs"]) == (6, 0, 1, 5)
+    [entails, gated] = strict["relations"]
+    assert (entails["relation"], entails["belief_a_id"], entails["belief_b_id"], entails["same_context"]) == \
+        ("entailment", specific, stable, True)
+    assert (gated["relation"], gated["same_context"], gated["detection_method"]) == \
+        ("neutral", False, "keyword, gated by context")
+    loose = reflect(svc.engine, SCOPE, "relations", strict_same_context=False)
+    assert (loose["contradictions"], loose["entailments"]) == (1, 1)
+    named = reflect(svc.engine, SCOPE, "relations", context="staging")
+    assert (named["contradictions"], named["entailments"]) == (0, 0)  # only one belief holds in staging
+
+
+def test_reflect_analyses_only_the_beliefs_its_filters_name(keyword_service):
+    svc = keyword_service
+    _set(svc, "Alice likes tea", confidence=0.9, tags=["people"])
+    _set(svc, "Alice doesn't like tea", confidence=0.4)
+    _set(svc, "Postgres is fast", confidence=0.8)
+    assert reflect(svc.engine, SCOPE, "overview")["total_beliefs"] == 3
+    assert reflect(svc.engine, SCOPE, "overview", topic="ALICE")["total_beliefs"] == 2
+    assert reflect(svc.engine, SCOPE, "overview", topic="people")["total_beliefs"] == 1
+    assert reflect(svc.engine, SCOPE, "contradictions", min_confidence=0.5)["total"] == 0
+    newest = reflect(svc.engine, SCOPE, "confidence", limit=1)
+    assert (newest["analysed"], [b["proposition"] for b in newest["beliefs"]]) == (1, ["Postgres is fast"])
+
+
+def test_migration_0010_gives_old_beliefs_their_receipt_as_creator_and_old_evidence_full_weight(tmp_path):
+    from sqlalchemy import create_engine, text as sql_text
+
+    from hermes_cmms.store import _migrations
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    before = [m for m in _migrations.CORE_MIGRATIONS if m[0] != "0010_belief_sources"]
+    with engine.begin() as conn:
+        _migrations.apply(conn, before)
+        conn.execute(sql_text("INSERT INTO memories (id, scope, content, content_hash, source, created_at, updated_at) "
+                              "VALUES ('b1', 's', 'x', 'h', 'hermes:cmms_belief', 0, 0)"))
+        conn.execute(sql_text("INSERT INTO beliefs (memory_id, scope, proposition_key) VALUES ('b1', 's', 'x')"))
+        conn.execute(sql_text("INSERT INTO evidence (belief_id, scope, at) VALUES ('b1', 's', 0)"))
+        assert _migrations.apply(conn, _migrations.CORE_MIGRATIONS) == ["0010_belief_sources"]
+        assert conn.execute(sql_text("SELECT creator FROM beliefs")).all() == [("hermes:cmms_belief",)]
+        assert conn.execute(sql_text("SELECT source_type, source_ref, weight FROM evidence")).all() == [("", "", 1.0)]
