@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 from sqlalchemy import Connection, func, literal_column, or_, select, union_all
 from sqlalchemy.orm import aliased
 
+from ..common.bounds import MAX_QUERY_CHARS
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
 from ..common.text import STOPWORDS, clean, clean_key, like_literal, terms
@@ -534,6 +535,8 @@ def _require(conn: Connection, scope: str, value: str, argument: str = "entity_i
 def _text(query) -> str:
     if not isinstance(query, str) or not clean(query).strip():
         raise InvalidInput(f"The graph query must be a non-empty string, not {query!r}.")
+    if len(query) > MAX_QUERY_CHARS:  # a longer word is more than a LIKE pattern may hold
+        raise InvalidInput(f"The graph query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}.")
     return clean(query)
 
 

@@ -366,6 +366,7 @@ def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_
     ({"query": "Alice", "limit": 0}, "limit .* not 0"),
     ({"query": 42}, "not 42"),
     ({"query": "   "}, "non-empty string"),
+    ({"query": "x" * 300_000}, "300,000 characters; the limit is 10,000"),
     ({"entity_id": 7}, "entity_id must be a non-empty string, not 7"),
 ])
 def test_bad_input_gets_one_clear_sentence(keyword_service, facts, kwargs, message):
