@@ -72,14 +72,33 @@ def test_every_setting_in_the_readme_is_a_real_setting():
 
 
 def test_the_readme_tool_table_is_the_bridge_catalogue():
+    """A contract tool's arguments cell is its contract's input, in the contract's order, optional
+    ones marked `?`, then our extensions marked (+ ...); every other tool's cell names exactly
+    the arguments it takes."""
     import inspect
 
+    from contract_harness import DOCS
     from hermes_cmms.mcp_bridge.tools import catalogue
 
     section = README.split("## MCP bridge", 1)[1].split("\n## ", 1)[0]
-    rows = dict(re.findall(r"^\| `([a-z_]+)` \| ([^|]*(?:\\\|[^|]*)*) \|", section, re.M))
+    table = section.split("| tool | arguments | does |", 1)[1].split("\n\n", 1)[0]
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| ([^|]*(?:\\\|[^|]*)*) \|", table, re.M))
     tools = {fn.__name__: fn for fn in catalogue(None, "local:default")}
-    assert set(rows) == set(tools)
-    for name, fn in tools.items():  # every argument shown, and only real ones
-        shown = set(re.findall(r"[a-z_]+", rows[name].replace("\\|", " ")))
-        assert shown == set(inspect.signature(fn).parameters), name
+    assert list(rows) == list(tools)  # in the catalogue's order
+    for name, fn in tools.items():
+        parameters = inspect.signature(fn).parameters
+        if name not in DOCS:  # every argument shown, and only real ones
+            shown = set(re.findall(r"[a-z_]+", rows[name].replace("\\|", " ")))
+            assert shown == set(parameters), name
+            continue
+        contract = DOCS[name]["input"]
+        ours = [n for n in parameters if n not in contract["properties"]]
+        required = [n for n, p in parameters.items() if p.default is inspect.Parameter.empty]
+        cell = f"`{_marked(contract['properties'], contract.get('required', []))}`" if contract["properties"] else "—"
+        cell += f" (+ `{_marked(ours, required)}`)" if ours else ""
+        assert rows[name].strip() == cell, name
+
+
+def _marked(names, required) -> str:
+    """Argument names as the README's tool table shows them: an optional one ends in `?`."""
+    return ", ".join(n if n in required else f"{n}?" for n in names)
