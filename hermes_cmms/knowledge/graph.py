@@ -15,6 +15,7 @@ from sqlalchemy.orm import aliased
 from ..common.bounds import MAX_QUERY_CHARS
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
+from ..common.ids import shown_id
 from ..common.text import STOPWORDS, clean, clean_key, like_literal, terms
 from ..store import graph_rows
 from ..store.graph_rows import CHUNK as _CHUNK
@@ -516,8 +517,9 @@ def _require(conn: Connection, scope: str, value: str, argument: str = "entity_i
     none is in the scope."""
     if _names(conn, scope, [value]):
         return value
+    keys = {entity_key(value), entity_key(shown_id(value))}  # a name that is a UUID reaches here stored
+    candidates = [i for (i,) in conn.execute(select(Entity.id).where(Entity.scope == scope, Entity.key.in_(keys)))]
     key = entity_key(value)
-    candidates = [i for (i,) in conn.execute(select(Entity.id).where(Entity.scope == scope, Entity.key == key))]
     if not candidates and key:
         squeezed = key.replace(" ", "")
         candidates = [i for (i,) in conn.execute(select(Entity.id).where(

@@ -405,6 +405,14 @@ def test_an_entity_is_found_by_its_name_or_its_name_without_spaces(keyword_servi
     assert [r["argument"] for r in path["resolved"]] == ["source_id", "target_id"]
 
 
+def test_an_entity_named_by_a_uuid_is_found_by_that_name_as_the_doors_pass_it(keyword_service, facts):
+    name = "123e4567-e89b-12d3-a456-426614174000"  # the doors pass an id argument in stored form
+    keyword_service.remember_fact(SCOPE, "Build 7", "has ticket", name)
+    for given in (name, name.replace("-", "")):
+        found = graph.search(keyword_service.engine, SCOPE, entity_id=given)
+        assert found["entity"]["name"] == name, given
+
+
 def test_a_name_that_several_entities_share_without_spaces_resolves_to_the_best_connected(keyword_service, facts):
     keyword_service.remember_fact(SCOPE, "Data Base", "is", "slow")
     for thing in ("Acme", "Porto", "Lisbon"):
