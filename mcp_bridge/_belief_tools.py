@@ -12,9 +12,9 @@ from typing import Annotated, Any, Callable, Optional
 from pydantic import Field, WithJsonSchema
 
 from hermes_cmms.common.bounds import count_in
-from hermes_cmms.common.ids import stored_id
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
 from hermes_cmms.knowledge._reflect import LIFECYCLE_STATES, REFLECT_MODES, SOURCE_TYPES
+from hermes_cmms.knowledge.beliefs import MAX_BELIEF_CHARS
 
 from ._args import MAX_RESULTS, receipt
 
@@ -27,10 +27,11 @@ ALIASES: dict[str, dict[str, str]] = {  # tool -> {earlier argument name: the co
 RESOLUTIONS = ("keep_a", "keep_b", "merge", "discard_both")  # the contract's; "auto" is ours
 SOURCE_ITEMS = {"type": "object", "required": ["source_type", "source_id"], "properties": {
     "source_type": {"type": "string", "enum": list(SOURCE_TYPES)},
-    "source_id": {"type": "string", "description": "A memory id of this scope (cited as evidence) or any "
-                                                   "outside reference (kept as given)."},
+    "source_id": {"type": "string", "description": "A memory id of this scope, dashed or not (cited as "
+                                                   "evidence, shown dashed), or any outside reference (kept "
+                                                   "exactly as given)."},
     "weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}}}
-PROPOSITION_CHARS = 2048
+PROPOSITION_CHARS = MAX_BELIEF_CHARS  # the contracts' maxLength, 2048
 
 
 def _field(description: str, **schema):
@@ -48,12 +49,6 @@ def _optional(kind: type, json_type: str, description: str, **schema):
 def _given(value: Optional[str]) -> Optional[str]:
     """A contract string argument: "" (its default) or blank means not given."""
     return value if value is not None and value.strip() else None
-
-
-def _sources(sources: list) -> list:
-    """The sources with each source_id that is a UUID in its stored form."""
-    return [{**s, "source_id": stored_id(s["source_id"])} if isinstance(s, dict) and "source_id" in s else s
-            for s in sources]
 
 
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
@@ -79,7 +74,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         """Create, reinforce (the same proposition again) or supersede a belief (replace_belief_id); answers the belief, its receipt and the superseded belief."""
         return service.set_belief(default_scope, proposition, confidence=confidence, evidence=evidence,
                                   evidence_ids=evidence_ids or (), source=receipt("set_belief", source, None),
-                                  tags=tags, supersedes=replace_belief_id, sources=_sources(sources),
+                                  tags=tags, supersedes=replace_belief_id, sources=sources,
                                   creator="mcp:set_belief")
 
     def get_belief(proposition: Annotated[str, Field(
@@ -103,7 +98,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                                    "contested.")] = None,
                    belief_id: Annotated[Optional[str], Field(description="Exactly this belief.")] = None,
                    offset: Annotated[int, Field(description="Beliefs to skip (default 0).")] = 0) -> dict[str, Any]:
-        """Search beliefs by proposition, lifecycle state, confidence, tags, source, creator or cited source; answers total, the beliefs and the query used."""
+        """Search beliefs by proposition, lifecycle state, confidence, tags, source, creator or cited source; answers the beliefs, total (how many are returned), matched (how many match in all, for paging with offset) and the query used."""
         coarse = _given(lifecycle_state)
         if coarse == "active" and (state is not None or belief_id is not None):
             coarse = None  # the default gives way to a finer filter
@@ -117,7 +112,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                          belief_b_id: Annotated[str, Field(description="UUID of the second belief in the conflict.")],
                          resolution: Annotated[str, _field(
                              "keep_a: belief_a stays, belief_b is superseded; keep_b: the reverse; merge: both "
-                             "stay and a new merged belief (new_proposition) is created; discard_both: both are "
+                             "stay active, their conflict settled, and a new merged belief (new_proposition) is "
+                             "created from them; discard_both: both are "
                              "archived (shown discarded). Also auto (ours): the higher confidence wins, then more "
                              "evidence, then the newer.", enum=list(RESOLUTIONS))],
                          new_proposition: _optional(str, "string", "Proposition for a new merged belief (required "

@@ -60,7 +60,7 @@ def cmd_beliefs(args) -> int:
         if not args.json:
             for b in result["beliefs"]:
                 print(f"{shown_id(b['id'])}  {b['confidence']:.2f}  {b['state']:<10} {b['text'][:160]}")
-            print(f"{result['total']} belief(s) match.")
+            print(f"{result['matched']} belief(s) match.")
             return 0
     elif action == "set":
         args.drain = True

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, select
 
 from ..common import lifecycle_rules as lifecycle
 from ..common.errors import UnknownMemory
+from ..common.ids import shown_id
 from ..recall.shape import VERIFICATION, iso
 from ..store.models import Belief, Evidence, Memory
 
@@ -25,6 +26,9 @@ REFLECT_MODES = ("overview", "contradictions", "relations", "decay", "topics", "
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")
 LIFECYCLE_STATES = ("active", "superseded", "discarded", "contradicted")  # the contract's coarse states
 DECLARED = "belief"  # source_type of evidence naming another belief that contradicts this one
+SETTLED = "settled"  # marker row: the contest with the belief it names (memory_id) was settled by a merge
+MERGED = "merged"  # marker row: this belief was merged (resolve_conflict) from the belief it names
+MARKERS = (SETTLED, MERGED)  # rows of the evidence table that are links, not evidence
 SOURCE_TYPES = ("fact", "decision", "observation", "user_statement")  # the contract's, for sources
 TIE_CONFIDENCE = 0.05  # confidences this close are a tie for the auto rule
 AUTO_RESOLVE_GAP = 0.5  # the contract's auto_resolve: a bigger confidence gap supersedes the lower
@@ -59,6 +63,8 @@ class Record:
     updated_at: float = 0.0
     creator: str = ""
     evidence: list[dict] = field(default_factory=list)  # memory_id, source, stance, note, at, exists, ...
+    settled: dict[str, str] = field(default_factory=dict)  # rival belief id -> the belief merged from both
+    merged_from: list[str] = field(default_factory=list)  # the beliefs a merge made this one from
 
     @property
     def current(self) -> bool:
@@ -84,9 +90,16 @@ class Record:
 
     @property
     def source_ids(self) -> list[str]:
-        """What its evidence cites: memory ids of the scope, else outside references."""
-        return list(dict.fromkeys(e["memory_id"] or e["source_ref"] for e in self.evidence
+        """What its evidence cites, as shown: memory ids of the scope dashed, outside references
+        exactly as given (an outside 32-hex reference is no id of ours)."""
+        return list(dict.fromkeys(shown_id(e["memory_id"]) if e["memory_id"] else e["source_ref"]
+                                  for e in self.evidence
                                   if e["source_type"] != DECLARED and (e["memory_id"] or e["source_ref"])))
+
+
+def settled(a: Record, b: Record) -> bool:
+    """A merge settled the contest between the two (recorded on either)."""
+    return b.id in a.settled or a.id in b.settled
 
 
 def lifecycle_state(r: Record, contested: bool) -> str:
@@ -115,7 +128,7 @@ def belief_dict(r: Record, contested_by: list[str]) -> dict:
             "tags": r.tags, "source": r.source, "creator": r.creator or r.source,
             "created_at": iso(r.created_at), "updated_at": iso(r.updated_at or r.created_at),
             "last_reinforced_at": iso(r.last_seen_at), "version": 1 + r.reinforced,
-            "reinforcements": r.reinforced}
+            "reinforcements": r.reinforced, "merged_from_ids": r.merged_from, "settled_with_ids": list(r.settled)}
 
 
 def auto_winner(a: Record, b: Record) -> tuple[Record, Record, str]:
@@ -136,18 +149,20 @@ def negation(a: Record, b: Record) -> bool:
 def contradictions(records: list[Record]) -> list[tuple[Record, Record]]:
     """Pairs of current beliefs that contradict: the same proposition with opposite polarity
     (holds first, then denied), then pairs declared contradicted by resolve_conflict's
-    auto_resolve (evidence of source_type 'belief' against each other; older first)."""
+    auto_resolve (evidence of source_type 'belief' against each other; older first); a pair a
+    merge settled is none."""
     by_key: dict[str, list[Record]] = {}
     for r in records:
         if r.current:
             by_key.setdefault(r.proposition, []).append(r)
     pairs = [(p, n) for group in by_key.values() for p in group if p.polarity > 0
-             for n in group if n.polarity < 0]
+             for n in group if n.polarity < 0 and not settled(p, n)]
     held = {r.id: r for r in records if r.current}
     declared = {tuple(sorted((r.id, e["memory_id"]), key=lambda i: held[i].seq))
                 for r in held.values() for e in r.evidence
                 if e["source_type"] == DECLARED and e["stance"] < 0 and e["memory_id"] in held
-                and e["memory_id"] != r.id and not negation(r, held[e["memory_id"]])}
+                and e["memory_id"] != r.id and not negation(r, held[e["memory_id"]])
+                and not settled(r, held[e["memory_id"]])}
     ordered = sorted(declared, key=lambda pair: (held[pair[0]].seq, held[pair[1]].seq))
     return pairs + [(held[a], held[b]) for a, b in ordered]
 
@@ -184,11 +199,22 @@ def load(conn: Connection, scope: str, q) -> list[Record]:
         chunk = [r.id for r in records[start:start + 500]]
         for e in conn.execute(select(Evidence).where(Evidence.scope == scope, Evidence.belief_id.in_(chunk))
                               .order_by(Evidence.id)):
+            if e.source_type in MARKERS:
+                _mark(by_id[e.belief_id], e)
+                continue
             by_id[e.belief_id].evidence.append({
                 "memory_id": e.memory_id, "source": e.source, "stance": e.stance, "note": e.note, "at": e.at,
                 "source_type": e.source_type or "observation", "source_ref": e.source_ref, "weight": e.weight,
                 "exists": True})
     return records
+
+
+def _mark(r: Record, row: Evidence) -> None:
+    """A marker row read into its record: a settled contest, or a belief it was merged from."""
+    if row.source_type == SETTLED:
+        r.settled[row.memory_id] = row.source_ref
+    elif row.memory_id not in r.merged_from:
+        r.merged_from.append(row.memory_id)
 
 
 def _as_record(row) -> Record:
@@ -397,6 +423,7 @@ def relations(records: list[Record], now: float, context: Optional[str] = None, 
         same = _same_context(a, b, context)
         shown = relation if same or not strict else "neutral"
         counts[shown] += 1
+        counts[f"{shown} in the same context"] += same
         method = ("keyword" if negation(a, b) else "declared") if relation == "contradiction" else "containment"
         item = {"relation": shown, "same_context": same, "overlap_score": _overlap(a, b),
                 "confidence": 1.0 if relation == "contradiction" else _overlap(a, b),
@@ -405,11 +432,19 @@ def relations(records: list[Record], now: float, context: Optional[str] = None, 
         (listed if shown == relation else gated).append(item)
     total = len(held) * (len(held) - 1) // 2
     neutral = total - counts["contradiction"] - counts["entailment"]
-    advice = ("No contradictions among the beliefs analysed." if not counts["contradiction"] else
-              f"{counts['contradiction']} contradiction(s) in the same context: settle them with resolve_conflict.")
     return {"total": total, "contradictions": counts["contradiction"], "entailments": counts["entailment"],
             "neutral_pairs": neutral, "relations": listed + gated[:LISTED], "context": context,
-            "strict_same_context": strict, "recommendation": advice}
+            "strict_same_context": strict, "recommendation": _relations_advice(counts)}
+
+
+def _relations_advice(counts: Counter) -> str:
+    """The relations mode's recommendation, saying how many contradictions share a context."""
+    found, same = counts["contradiction"], counts["contradiction in the same context"]
+    if not found:
+        return "No contradictions among the beliefs analysed."
+    where = ("in the same context" if same == found else "none of them in the same context" if not same
+             else f"{same} of them in the same context")
+    return f"{found} contradiction(s), {where}: settle them with resolve_conflict."
 
 
 def decay(records: list[Record], now: float) -> dict:

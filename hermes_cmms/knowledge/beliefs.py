@@ -15,11 +15,11 @@ from sqlalchemy import Connection, exists, func, insert, or_, select, update
 from . import _reflect
 from ..common import lifecycle_rules as lifecycle
 from ._proposition import read_proposition, worded
-from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, REFLECT_MODES, SOURCE_TYPES, Record,
-                       auto_winner, negation)
+from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, MARKERS, MERGED, REFLECT_MODES, SETTLED,
+                       SOURCE_TYPES, Record, auto_winner, negation)
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
-from ..common.ids import shown_id
+from ..common.ids import shown_id, stored_id
 from ..store.models import Belief, Evidence, Link, Memory
 from ..common.plugins import run_redactors
 from ..store.store import event as _event, filtered as _filtered, record as _record
@@ -36,7 +36,7 @@ __all__ = ["REFLECT_MODES", "STRATEGIES", "set_belief", "get_belief", "resolve_c
 
 STRATEGIES = ("keep_a", "keep_b", "merge", "discard_both", "auto")
 STATE_FILTERS = ("candidate", "validated", "active", "stale", "archived", "superseded", "contested")
-MAX_BELIEF_CHARS = 2_000
+MAX_BELIEF_CHARS = 2_048  # the contracts' maxLength of a proposition
 MAX_EVIDENCE_IDS = 50
 MAX_SOURCE_ID_CHARS = 256
 SOURCE_KEYS = ("source_type", "source_id", "weight")
@@ -132,8 +132,7 @@ def _source_entry(engine: "Engine", scope: str, entry) -> dict:
     weight = entry.get("weight", SOURCE_WEIGHT)
     if _fraction(weight, "source weight") is None:
         raise InvalidInput("The source weight must be a number from 0 to 1, not None.")
-    return {"source_type": entry["source_type"], "source_ref": _redact(engine, scope, ref.strip()),
-            "weight": float(weight)}
+    return {"source_type": entry["source_type"], "source_ref": _redact(engine, scope, ref), "weight": float(weight)}
 
 
 def _sources(engine: "Engine", scope: str, sources) -> list[dict]:
@@ -144,11 +143,19 @@ def _sources(engine: "Engine", scope: str, sources) -> list[dict]:
     if len(sources) > MAX_EVIDENCE_IDS:
         raise InvalidInput(f"At most {MAX_EVIDENCE_IDS} sources, not {len(sources)}.")
     entries = [_source_entry(engine, scope, entry) for entry in sources]
-    found = engine.store.get(list({clean_key(e["source_ref"]) for e in entries}), scope)
+    found = engine.store.get(list({_memory_key(e["source_ref"]) for e in entries}), scope)
     for entry in entries:
-        if clean_key(entry["source_ref"]) in found:
-            entry["memory_id"], entry["source_ref"] = clean_key(entry["source_ref"]), ""
-    return entries
+        if _memory_key(entry["source_ref"]) in found:
+            entry["memory_id"], entry["source_ref"] = _memory_key(entry["source_ref"]), ""
+    unique: dict[tuple, dict] = {}  # the same source (once normalised) once
+    for entry in entries:
+        unique.setdefault(tuple(sorted(entry.items())), entry)
+    return list(unique.values())
+
+
+def _memory_key(ref: str) -> str:
+    """The stored id a source_id names if it is a memory id (dashed, hex, any case)."""
+    return clean_key(stored_id(ref))
 
 
 def _replaced(conn: Connection, scope: str, supersedes) -> Optional[Record]:
@@ -224,7 +231,7 @@ def set_belief(engine: "Engine", scope: str, text: str, *, confidence: Optional[
         return _challenge(engine, scope, match, _evidence_rows(cited, note or "challenged", -1, source, True, given),
                           source, creator)
     renewing = match is not None and match.state in lifecycle.FADED  # a fresh copy carries its evidence
-    rows = [*(_carried(match, 1) if renewing else []),
+    rows = [*(_carried(match, 1) + _marks(match) if renewing else []),
             *_evidence_rows(cited, note, stance, source, match is not None and not renewing, given)]
     item = store_note(engine, scope, worded(text, reading[2]), kind="belief", tags=tags, source=source,
                               confidence=confidence, learned_from=learned_from, supersedes=[old.id] if old else (),
@@ -269,6 +276,12 @@ def _carried(belief: Record, factor: int) -> list[dict]:
              "weight": e["weight"]} for e in belief.evidence if e["source_type"] != DECLARED]
 
 
+def _marks(belief: Record) -> list[dict]:
+    """The marker rows of `belief` as rows for a fresh copy of it (a settled contest stays settled)."""
+    return [*(_marker(SETTLED, rival, merged, belief.source, "settled by a merge") for rival, merged in belief.settled.items()),
+            *(_marker(MERGED, original, "", belief.source, "merged from it") for original in belief.merged_from)]
+
+
 def _challenge(engine: "Engine", scope: str, belief: Record, rows: list[dict], source: str, creator: str) -> dict:
     """Record evidence against an existing belief (no reinforcement), with an audit event."""
     now = time.time()
@@ -288,8 +301,9 @@ def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, stat
                tags: Sequence[str] = (), source: Optional[str] = None, creator: Optional[str] = None,
                source_id: Optional[str] = None, belief_id: Optional[str] = None, limit: int = 20,
                offset: int = 0) -> dict:
-    """A page of the scope's beliefs matching every filter given, how many match in all, and the
-    filters used: {"beliefs": [...], "total", "query"}. With `text`, best hybrid-search match
+    """A page of the scope's beliefs matching every filter given, how many it holds (the
+    contract's total), how many match in all (for paging with `offset`), and the filters used:
+    {"beliefs": [...], "total", "matched", "query"}. With `text`, best hybrid-search match
     first; else newest first. `state`: a lifecycle state, "superseded" or "contested";
     `lifecycle_state`: the contract's coarse one (LIFECYCLE_STATES); `source`: a receipt prefix;
     `creator`: the writing door, whole or up to a colon ("mcp" finds "mcp:set_belief");
@@ -307,15 +321,16 @@ def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, stat
         if belief_id is not None:
             q = q.where(Memory.id == _reflect.one(conn, scope, clean_key(belief_id)).id)
         if ranked is None:
-            total = conn.execute(select(func.count()).select_from(q.subquery())).scalar_one()
+            matched = conn.execute(select(func.count()).select_from(q.subquery())).scalar_one()
             records = _reflect.load(conn, scope, q.order_by(Memory.seq.desc()).limit(limit).offset(offset))
         else:
             found = {r.id: r for r in _reflect.load(conn, scope, q.where(Memory.id.in_(ranked)))}
             hits = [found[i] for i in ranked if i in found]
-            total, records = len(hits), hits[offset:offset + limit]
+            matched, records = len(hits), hits[offset:offset + limit]
         used = {"proposition": text or "", **{k: v for k, v in filters.items() if v is not None},
                 "limit": limit, "offset": offset}
-        return {"beliefs": _reflect.dicts(conn, scope, records), "total": total, "query": used}
+        return {"beliefs": _reflect.dicts(conn, scope, records), "total": len(records), "matched": matched,
+                "query": used}
 
 
 def _narrowed(scope: str, state, min_confidence: Optional[float], tags: tuple[str, ...], source):
@@ -358,26 +373,35 @@ def _coarse_narrowed(scope: str, q, lifecycle_state, creator, source_id):
     if creator is not None:
         q = q.where(or_(Belief.creator == creator, Belief.creator.startswith(f"{creator}:", autoescape=True)))
     if source_id is not None:
-        key = clean_key(source_id)
+        refs = list({source_id, shown_id(source_id)})  # a door gives a dashed UUID as stored
         q = q.where(exists(select(Evidence.id).where(
-            Evidence.belief_id == Memory.id, Evidence.scope == scope, Evidence.source_type != DECLARED,
-            or_(Evidence.memory_id == key, Evidence.source_ref == source_id))))
+            Evidence.belief_id == Memory.id, Evidence.scope == scope, Evidence.source_type.not_in((DECLARED, *MARKERS)),
+            or_(Evidence.memory_id == _memory_key(source_id), Evidence.source_ref.in_(refs)))))
     return q
 
 
 def _contradicted(scope: str):
     """SQL: a current belief of the scope states the negation of this one, or was declared to
-    contradict it (resolve_conflict's auto_resolve)."""
+    contradict it (resolve_conflict's auto_resolve), and no merge settled the two."""
     rival, rival_memory = Belief.__table__.alias("rival"), Memory.__table__.alias("rival_memory")
     negated = exists(select(rival.c.memory_id).join(rival_memory, rival_memory.c.id == rival.c.memory_id).where(
         rival.c.scope == scope, rival.c.proposition_key == Belief.proposition_key,
         rival.c.polarity == -Belief.polarity, rival_memory.c.superseded_by.is_(None),
-        rival_memory.c.state != "archived"))
+        rival_memory.c.state != "archived", ~_settled(scope, rival.c.memory_id)))
     cited, cited_memory = Evidence.__table__.alias("declared"), Memory.__table__.alias("declared_memory")
     declared = exists(select(cited.c.id).join(cited_memory, cited_memory.c.id == cited.c.memory_id).where(
         cited.c.belief_id == Memory.id, cited.c.scope == scope, cited.c.source_type == DECLARED,
-        cited.c.stance < 0, cited_memory.c.superseded_by.is_(None), cited_memory.c.state != "archived"))
+        cited.c.stance < 0, cited_memory.c.superseded_by.is_(None), cited_memory.c.state != "archived",
+        ~_settled(scope, cited.c.memory_id)))
     return or_(negated, declared)
+
+
+def _settled(scope: str, rival):
+    """SQL: a merge settled the contest between this belief and `rival` (a marker row on either)."""
+    mark = Evidence.__table__.alias("settled")
+    return exists(select(mark.c.id).where(mark.c.scope == scope, mark.c.source_type == SETTLED, or_(
+        (mark.c.belief_id == Memory.id) & (mark.c.memory_id == rival),
+        (mark.c.belief_id == rival) & (mark.c.memory_id == Memory.id))))
 
 
 def _ranked(engine: "Engine", scope: str, text: str) -> list[str]:
@@ -408,6 +432,9 @@ def resolve_conflict(engine: "Engine", scope: str, belief_a: str, belief_b: str,
     scope = scope_of(scope)
     if strategy not in STRATEGIES:
         raise InvalidInput(f"Unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+    for name, value in (("belief_a_id", belief_a), ("belief_b_id", belief_b)):
+        if value is None or isinstance(value, str) and not value.strip():
+            raise InvalidInput(f"Missing required argument {name!r}.")
     if belief_a == belief_b:
         raise InvalidInput(f"Resolve two different beliefs, not {belief_a!r} against itself.")
     if not isinstance(auto_resolve, bool):
@@ -427,6 +454,8 @@ def resolve_conflict(engine: "Engine", scope: str, belief_a: str, belief_b: str,
         answer, reasons = _merge(engine, scope, a, b, merged_text, actor)
     else:
         answer, reasons = _settle(engine, scope, a, b, strategy, actor)
+    reasons = {k: v for k, v in reasons.items() if k not in (a.id, b.id) or strategy != "merge" or auto_resolve
+               or before[k] == "contradicted"}  # a merge names only the originals it moved
     shown = _show(engine, scope, [a.id, b.id, *([answer["merged"]] if answer["merged"] else [])])
     standing = answer["merged"] or answer["winner"] or a.id
     out = {"belief_a": shown[0], "belief_b": shown[1], "resolution": answer.pop("resolution"),
@@ -502,6 +531,10 @@ def _pair(conn: Connection, scope: str, belief_a, belief_b) -> tuple[Record, Rec
     for r in pair:
         if not r.current:
             raise InvalidInput(f"Belief {r.id!r} is {r.shown_state}; only current beliefs can be resolved.")
+    if _reflect.settled(*pair):
+        a, b = pair
+        raise InvalidInput(f"Beliefs {shown_id(a.id)} and {shown_id(b.id)} were settled already, by the merge "
+                           f"into {shown_id(a.settled.get(b.id) or b.settled.get(a.id))}.")
     return pair
 
 
@@ -531,16 +564,29 @@ def _merge(engine: "Engine", scope: str, a: Record, b: Record, merged_text: str,
     for r in (a, b):
         if (r.proposition, r.polarity) == (reading[0], reading[2]):
             raise InvalidInput(f"The merged text restates belief {r.id!r}; keep it with keep_a or keep_b.")
-    evidence = [*_carried(a, a.polarity * reading[2]), *_carried(b, b.polarity * reading[2])]
+    evidence = [*_carried(a, a.polarity * reading[2]), *_carried(b, b.polarity * reading[2]),
+                *(_marker(MERGED, r.id, "", actor, "merged from it") for r in (a, b))]
     item = store_note(engine, scope, text, kind="belief", tags=tuple(dict.fromkeys(a.tags + b.tags))[:MAX_TAGS],
                               source=actor or "cmms:resolve", confidence=max(a.confidence, b.confidence),
                               learned_from=sources, judge=False, dedup=False,
                               belief=_row(reading, actor or "cmms:resolve"), evidence=evidence)
     answer = {"strategy": "merge", "rule": None, "winner": None, "kept": [a.id, b.id, item.id], "superseded": [],
               "archived": [], "merged": item.id, "contradiction": negation(a, b)}
+    now = time.time()
     with engine.store.writing() as conn:
-        _record(conn, [_resolution(time.time(), actor, scope, answer, a, b)])
-    return {**answer, "resolution": "merge"}, {item.id: f"merged from {shown_id(a.id)} and {shown_id(b.id)}"}
+        conn.execute(insert(Evidence), [{**_marker(SETTLED, other.id, item.id, actor, "settled by a merge"),
+                                         "belief_id": mine.id, "scope": scope, "at": now}
+                                        for mine, other in ((a, b), (b, a))])
+        _record(conn, [_resolution(now, actor, scope, answer, a, b)])
+    reasons = {r.id: f"its conflict was settled by the merge into {shown_id(item.id)}" for r in (a, b)}
+    return {**answer, "resolution": "merge"}, {**reasons, item.id: f"merged from {shown_id(a.id)} and {shown_id(b.id)}"}
+
+
+def _marker(kind: str, belief_id: str, merged_id: str, actor: str, note: str) -> dict:
+    """A marker row (not evidence) naming another belief: SETTLED (the contest with it was
+    settled by the merge into `merged_id`) or MERGED (merged from it)."""
+    return {"memory_id": belief_id, "source": actor or "cmms:resolve", "stance": 0, "note": note,
+            "source_type": kind, "source_ref": merged_id, "weight": 0.0}
 
 
 # -- reflection ---------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ PAIRS = {  # seeded conflicts, one per resolution case: (a, confidence), (b, con
     "resolve-merge": (("Alice likes tea", 0.9), ("Alice doesn't like tea", 0.6)),
     "resolve-discard_both": (("Carol works at Acme", 0.7), ("Carol no longer works at Acme", 0.7)),
     "resolve-auto_resolve": (("Kafka is simple", 0.6), ("Kafka is complicated", 0.5)),
+    "resolve-merge-longest": (("Zed is fast", 0.7), ("Zed is not fast", 0.6)),
 }
+MD5 = "d41d8cd98f00b204e9800998ecf8427e"  # an outside reference that looks like a stored id
 SET = {  # "<id:KEY>": an id answered before (a seeded fact or belief, or a case's belief), dashed
     "set-minimal": {"proposition": "The staging API is stable"},
     "set-sources": {"proposition": "Postgres suits Server Alpha", "confidence": 0.8, "tags": ["infra"],
@@ -50,6 +52,20 @@ REFLECT = {f"reflect-{mode}": {"mode": mode} for mode in DOCS["reflect"]["input"
 REFLECT["reflect-defaults"] = {}
 REFLECT["reflect-relations-filtered"] = {"mode": "relations", "topic": "api", "min_confidence": 0.1, "limit": 0,
                                          "context": "prod", "strict_same_context": False}
+LATE = {  # run after the others (and EXTENDED): they would change what those find
+    "set-longest": ("set_belief", {"proposition": "x" * 2048}),
+    "set-outside-ids": ("set_belief", {"proposition": "The checksum names Server Alpha's image", "sources": [
+        {"source_type": "observation", "source_id": MD5}, {"source_type": "fact", "source_id": "<id:fact>"},
+        {"source_type": "fact", "source_id": "<id:fact:hex>"}]}),
+    "resolve-merge-longest": ("resolve_conflict", {"belief_a_id": "<id:resolve-merge-longest:a>",
+                                                   "belief_b_id": "<id:resolve-merge-longest:b>",
+                                                   "resolution": "merge", "new_proposition": "y" * 2048}),
+    "get-paged": ("get_belief", {"limit": 1}),
+    "set-staging": ("set_belief", {"proposition": "The API is not stable in production",
+                                   "tags": ["context:staging", "api"]}),
+    "reflect-relations-loose": ("reflect", {"mode": "relations", "strict_same_context": False}),
+    "reflect-contradictions-late": ("reflect", {"mode": "contradictions"}),
+}
 CASES = {**{c: ("set_belief", a) for c, a in SET.items()}, **{c: ("get_belief", a) for c, a in GET.items()},
          **{c: ("resolve_conflict", a) for c, a in RESOLVE.items()}, **{c: ("reflect", a) for c, a in REFLECT.items()}}
 EXTENDED = {  # our earlier names (aliases) and extensions beside the contract's inputs
@@ -59,6 +75,9 @@ EXTENDED = {  # our earlier names (aliases) and extensions beside the contract's
     "get-state": ("get_belief", {"state": "superseded", "limit": 100}),
     "merge-without-text": ("resolve_conflict", {"belief_a_id": "<id:resolve-keep_a-again:a>",
                                                 "belief_b_id": "<id:resolve-keep_a-again:b>", "resolution": "merge"}),
+    "merge-again": ("resolve_conflict", {"belief_a_id": "<id:resolve-merge:a>", "belief_b_id": "<id:resolve-merge:b>",
+                                         "resolution": "merge", "new_proposition": "Alice likes black tea"}),
+    "resolve-empty-ids": ("resolve_conflict", {"belief_a_id": "", "belief_b_id": "", "resolution": "keep_a"}),
 }
 
 
@@ -78,6 +97,7 @@ def _filled(args: dict, ids: dict[str, str]) -> dict:
 async def _seed(bridge) -> dict[str, str]:
     """The facts and beliefs the cases name, by key; their ids as answered (dashed)."""
     ids = {"fact": (await bridge.ok("remember", subject="Server Alpha", predicate="runs", object="Postgres"))["id"]}
+    ids["fact:hex"] = ids["fact"].replace("-", "")
     ids["weekly"] = (await bridge.ok("set_belief", proposition="Deploys are weekly", confidence=0.6))["belief"]["id"]
     ids["coffee"] = (await bridge.ok("set_belief", proposition="Bob likes tea"))["belief"]["id"]
     await bridge.ok("set_belief", proposition="The API is stable in production", tags=["context:prod", "api"])
@@ -96,7 +116,7 @@ def session(tmp_path_factory):
             async with stdio_bridge(home) as bridge:
                 tools = await bridge.tools()
                 ids = await _seed(bridge)
-                for case, (tool, args) in {**CASES, **EXTENDED}.items():
+                for case, (tool, args) in {**CASES, **EXTENDED, **LATE}.items():
                     args = _filled(args, ids)
                     out[case] = (args, await bridge.call(tool, **args))
                     if tool == "set_belief" and not out[case][1].error:
@@ -106,11 +126,11 @@ def session(tmp_path_factory):
         return run(main())
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [*CASES, *LATE])
 def test_the_case_is_valid_and_its_answer_is_the_contracts(session, case):
     out, _ = session
     args, result = out[case]
-    tool = CASES[case][0]
+    tool = {**CASES, **LATE}[case][0]
     assert errors(tool, args, part="input", strict=True) == []
     assert not result.error, result.text
     assert errors(tool, result.data) == []
@@ -234,14 +254,24 @@ def test_keep_a_leaves_b_superseded_and_keep_b_the_reverse(session):
     assert (other["belief_a"]["lifecycle_state"], other["belief_b"]["lifecycle_state"]) == ("superseded", "active")
 
 
-def test_merge_keeps_both_and_creates_the_merged_belief(session):
+def test_merge_keeps_both_active_settles_their_conflict_and_creates_the_merged_belief(session):
     merged = _data(session, "resolve-merge")
+    a, b, created = merged["belief_a"]["id"], merged["belief_b"]["id"], merged["created"]["id"]
     assert merged["created"]["proposition"] == "Alice likes green tea only"
-    assert (merged["belief_a"]["lifecycle_state"], merged["belief_b"]["lifecycle_state"]) == ("contradicted",) * 2
-    assert merged["events"] == [{"belief_id": merged["created"]["id"], "from_state": "none", "to_state": "active",
-                                 "reason": f"merged from {merged['belief_a']['id']} and {merged['belief_b']['id']}"}]
+    assert [merged[k]["lifecycle_state"] for k in ("belief_a", "belief_b", "created")] == ["active"] * 3
+    assert (merged["belief_a"]["contested_by"], merged["belief_b"]["contested_by"]) == ([], [])
+    assert [(e["belief_id"], e["from_state"], e["to_state"]) for e in merged["events"]] == [
+        (a, "contradicted", "active"), (b, "contradicted", "active"), (created, "none", "active")]
+    assert (merged["created"]["merged_from_ids"], merged["belief_a"]["settled_with_ids"]) == ([a, b], [b])
+    later = _data(session, "reflect-contradictions")  # after every resolution
+    assert (a, b) not in {(p["belief_a_id"], p["belief_b_id"]) for p in later["contradictions"]}
+    again = session[0]["merge-again"][1]
+    assert again.error and again.text.endswith(f"Beliefs {a} and {b} were settled already, by the merge into "
+                                               f"{created}.")
     refused = session[0]["merge-without-text"][1]
     assert refused.error and refused.text.endswith("A merge needs the text of the merged belief (new_proposition).")
+    empty = session[0]["resolve-empty-ids"][1]
+    assert empty.error and empty.text.endswith("Missing required argument 'belief_a_id'.")
 
 
 def test_discard_both_and_auto_resolve_within_the_gap(session):
@@ -267,8 +297,9 @@ def test_reflect_relations_finds_the_seeded_contradiction(session):
     ids = session[1]["ids"]
     found = _data(session, "reflect-relations")
     pairs = {(r["belief_a_id"], r["belief_b_id"]): r for r in found["relations"] if r["relation"] == "contradiction"}
-    tea = pairs[(ids["resolve-merge:a"], ids["resolve-merge:b"])]
-    assert (tea["proposition_a"], tea["detection_method"], tea["same_context"]) == ("Alice likes tea", "keyword", True)
+    vim = pairs[(ids["resolve-keep_a-again:a"], ids["resolve-keep_a-again:b"])]  # resolved only later
+    assert (vim["proposition_a"], vim["detection_method"], vim["same_context"]) == ("Vim is great", "keyword", True)
+    assert (ids["resolve-merge:a"], ids["resolve-merge:b"]) not in pairs  # settled by the merge
     assert (ids["resolve-auto_resolve:a"], ids["resolve-auto_resolve:b"]) in pairs  # declared by auto_resolve
     assert found["total"] == found["contradictions"] + found["entailments"] + found["neutral_pairs"]
     assert found["analysed"] <= 50 and found["strict_same_context"] is True
@@ -283,3 +314,36 @@ def test_reflect_applies_topic_limit_and_the_context_gate(session):
     assert contradictions["recommendation"].startswith(f"{contradictions['total']} contradiction(s)")
     confidence = _data(session, "reflect-confidence")
     assert sum(confidence["histogram"].values()) == len(confidence["beliefs"])
+
+
+# -- after the others ---------------------------------------------------------------------------
+
+def test_a_proposition_of_2048_characters_is_taken_by_set_belief_and_merge(session):
+    assert _data(session, "set-longest")["belief"]["proposition"] == "x" * 2048
+    merged = _data(session, "resolve-merge-longest")
+    assert (merged["resolution"], merged["created"]["proposition"]) == ("merge", "y" * 2048)
+
+
+def test_an_outside_reference_is_shown_as_given_and_a_memory_cited_twice_is_one_row(session):
+    fact = session[1]["ids"]["fact"]
+    belief = _data(session, "set-outside-ids")["belief"]
+    assert belief["source_ids"] == [MD5, fact]  # the md5 is no memory of the scope: kept as given
+    assert [(e["source_type"], e["memory_id"], e["source_ref"]) for e in belief["evidence"]] == \
+        [("fact", fact, ""), ("observation", None, MD5)]
+
+
+def test_get_belief_total_is_the_beliefs_returned_and_matched_all_that_match(session):
+    paged = _data(session, "get-paged")
+    assert (len(paged["beliefs"]), paged["total"]) == (1, 1) and paged["matched"] > 1
+
+
+def test_reflect_relations_across_contexts_says_they_are_not_in_the_same_context(session):
+    loose = _data(session, "reflect-relations-loose")
+    api = [r for r in loose["relations"] if r["proposition_a"] == "The API is stable in production"
+           and r["relation"] == "contradiction"]
+    assert [r["same_context"] for r in api] == [False]  # prod against staging, rated without the gate
+    found = [r for r in loose["relations"] if r["relation"] == "contradiction"]
+    same = sum(r["same_context"] for r in found)
+    assert 0 < same < len(found) == loose["contradictions"]
+    assert loose["recommendation"] == (f"{len(found)} contradiction(s), {same} of them in the same context: "
+                                       "settle them with resolve_conflict.")

@@ -84,7 +84,7 @@ def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(key
     assert (shown["proposition_key"], shown["topic"], shown["polarity"], shown["evidence_for"],
             shown["reinforcements"]) == ("alice likes tea", "alice", 1, 1, 0)
     assert (shown["proposition"], shown["creator"], shown["lifecycle_state"], shown["version"],
-            shown["source_ids"]) == ("Alice likes tea", "mcp:set_belief", "active", 1, [note])
+            shown["source_ids"]) == ("Alice likes tea", "mcp:set_belief", "active", 1, [shown_id(note)])
     assert (answer["receipt"]["memory_type"], answer["receipt"]["memory_id"], answer["receipt"]["created_by"]) == \
         ("belief", answer["id"], "mcp:set_belief")
     assert shown["evidence"][0]["memory_id"] == note and shown["created_at"].endswith("+00:00")
@@ -276,8 +276,10 @@ def test_get_belief_filters_by_text_state_confidence_tags_source_and_id(keyword_
     assert _ids(get_belief(svc.engine, SCOPE, belief_id=tea)) == [tea]
     assert _ids(get_belief(svc.engine, SCOPE, belief_id=tea, state="candidate")) == []
     assert _ids(get_belief(svc.engine, SCOPE, text="green tea", state="contested", tags=["drinks"])) == [tea]
-    page = get_belief(svc.engine, SCOPE, limit=2, offset=1)
-    assert (_ids(page), page["total"]) == ([weekly, unsure], 5)
+    page = get_belief(svc.engine, SCOPE, limit=2, offset=1)  # total: the beliefs returned; matched: all
+    assert (_ids(page), page["total"], page["matched"]) == ([weekly, unsure], 2, 5)
+    assert (get_belief(svc.engine, SCOPE, text="green tea", limit=1)["total"],
+            get_belief(svc.engine, SCOPE, text="green tea", limit=1)["matched"]) == (1, 2)
     with pytest.raises(UnknownMemory, match="Unknown belief id 'nope'"):
         get_belief(svc.engine, SCOPE, belief_id="nope")
 
@@ -332,14 +334,24 @@ def test_merge_carries_both_evidence_into_a_new_belief_and_keeps_both(keyword_se
     assert answer["superseded"] == [] and answer["kept"] == [a, b, merged]  # the contract's merge: both remain
     assert _memory(svc, a)["superseded_by"] is None and _memory(svc, b)["superseded_by"] is None
     assert (answer["resolution"], answer["created"]["id"], answer["receipt"]["memory_id"]) == ("merge", merged, merged)
-    assert answer["events"] == [{"belief_id": merged, "from_state": "none", "to_state": "active",
-                                 "reason": f"merged from {shown_id(a)} and {shown_id(b)}"}]
+    settled = f"its conflict was settled by the merge into {shown_id(merged)}"
+    assert answer["events"] == [
+        {"belief_id": a, "from_state": "contradicted", "to_state": "active", "reason": settled},
+        {"belief_id": b, "from_state": "contradicted", "to_state": "active", "reason": settled},
+        {"belief_id": merged, "from_state": "none", "to_state": "active",
+         "reason": f"merged from {shown_id(a)} and {shown_id(b)}"}]
+    assert [answer[k]["lifecycle_state"] for k in ("belief_a", "belief_b", "created")] == ["active"] * 3
+    assert (answer["belief_a"]["contested_by"], answer["belief_a"]["settled_with_ids"],
+            answer["created"]["merged_from_ids"]) == ([], [b], [a, b])
     row = _memory(svc, merged)
     assert (row["kind"], row["content"], row["confidence"], row["source"]) == \
         ("belief", "Alice likes tea, but only sometimes", 0.9, "cli:resolve")
     assert json.loads(row["tags"]) == ["x", "y"]
     # b denied the proposition, so evidence for b is evidence against the merged belief
-    assert _evidence(svc, merged) == [(note, "mcp:a", 1, "", SCOPE), (None, "cli", -1, "Refused tea once", SCOPE)]
+    assert _evidence(svc, merged) == [(note, "mcp:a", 1, "", SCOPE), (None, "cli", -1, "Refused tea once", SCOPE),
+                                      (a, "cli:resolve", 0, "merged from it", SCOPE),  # marker rows, not evidence
+                                      (b, "cli:resolve", 0, "merged from it", SCOPE)]
+    assert answer["created"]["evidence_for"] + answer["created"]["evidence_against"] == 2
     [event] = _events(svc, "resolve_conflict")
     assert (event["memory_id"], event["detail"]["merged"]) == (merged, merged)
     assert event["detail"]["strategy"] == "merge"
@@ -578,7 +590,7 @@ def test_forgetting_a_belief_removes_its_rows_and_a_cited_memory_its_evidence(ke
 @pytest.mark.parametrize("kwargs,message", [
     ({"text": ""}, "non-empty string"),
     ({"text": None}, "non-empty string"),
-    ({"text": "x" * 2001}, "2,001 characters"),
+    ({"text": "x" * 2049}, "^A belief is 2,049 characters; the limit is 2,048.$"),
     ({"text": "not"}, "states nothing"),
     ({"confidence": 1.5}, "from 0 to 1, not 1.5"),
     ({"confidence": True}, "from 0 to 1"),
@@ -630,6 +642,8 @@ def test_resolve_conflict_refuses_bad_input(keyword_service):
     a, b = _pair(svc)
     cases = [((a, b, "coin_flip"), {}, InvalidInput, "Unknown strategy 'coin_flip'; choose one of keep_a"),
              ((a, a, "keep_a"), {}, InvalidInput, "not .* against itself"),
+             (("", "", "keep_a"), {}, InvalidInput, "^Missing required argument 'belief_a_id'.$"),
+             ((a, " ", "keep_a"), {}, InvalidInput, "^Missing required argument 'belief_b_id'.$"),
              ((a, "ghost", "keep_a"), {}, UnknownMemory, "Unknown belief id 'ghost'"),
              ((a, b, "keep_a"), {"merged_text": "x"}, InvalidInput, "only used by the merge strategy"),
              ((a, b, "merge"), {"merged_text": ""}, InvalidInput, "merged text must be a non-empty"),
@@ -688,7 +702,8 @@ def test_sources_are_stored_as_cited_memories_or_outside_references_with_type_an
                      "ORDER BY id", answer["id"])
     assert rows == [(fact, "", "fact", 0.9), (None, "ticket-12", "observation", 0.5)]
     shown = answer["belief"]
-    assert (shown["source_ids"], shown["source"], shown["creator"]) == ([fact, "ticket-12"], "system", "mcp:set_belief")
+    assert (shown["source_ids"], shown["source"], shown["creator"]) == \
+        ([shown_id(fact), "ticket-12"], "system", "mcp:set_belief")
     assert _sql(svc, "SELECT creator FROM beliefs WHERE memory_id = ?", answer["id"]) == [("mcp:set_belief",)]
     for bad, match in [([{"source_type": "rumour", "source_id": "x"}], "source_type must be one of fact"),
                        ([{"source_type": "fact"}], "source_id must be a non-empty string"),
@@ -773,6 +788,8 @@ def test_relations_rates_contradiction_entailment_and_gates_by_context(keyword_s
         ("neutral", False, "keyword, gated by context")
     loose = reflect(svc.engine, SCOPE, "relations", strict_same_context=False)
     assert (loose["contradictions"], loose["entailments"]) == (1, 1)
+    assert loose["recommendation"] == ("1 contradiction(s), none of them in the same context: settle them with "
+                                       "resolve_conflict.")  # prod against staging
     named = reflect(svc.engine, SCOPE, "relations", context="staging")
     assert (named["contradictions"], named["entailments"]) == (0, 0)  # only one belief holds in staging
 
@@ -806,3 +823,60 @@ def test_migration_0010_gives_old_beliefs_their_receipt_as_creator_and_old_evide
         assert _migrations.apply(conn, _migrations.CORE_MIGRATIONS) == ["0010_belief_sources"]
         assert conn.execute(sql_text("SELECT creator FROM beliefs")).all() == [("hermes:cmms_belief",)]
         assert conn.execute(sql_text("SELECT source_type, source_ref, weight FROM evidence")).all() == [("", "", 1.0)]
+
+
+def test_a_proposition_of_the_contracts_2048_characters_is_taken(keyword_service):
+    svc = keyword_service
+    longest = "x" * beliefs.MAX_BELIEF_CHARS
+    assert (beliefs.MAX_BELIEF_CHARS, set_belief(svc.engine, SCOPE, longest)["belief"]["proposition"]) == (2048, longest)
+    a, b = _pair(svc)
+    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="y" * 2048)
+    assert merged["created"]["proposition"] == "y" * 2048
+
+
+def test_a_merge_settles_the_conflict_for_good(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc)
+    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes tea sometimes")["merged"]
+    assert set(_ids(get_belief(svc.engine, SCOPE))) == {a, b, merged}  # the default (active): all three
+    assert get_belief(svc.engine, SCOPE, lifecycle_state="contradicted")["beliefs"] == []
+    assert get_belief(svc.engine, SCOPE, state="contested")["beliefs"] == []
+    assert reflect(svc.engine, SCOPE, "contradictions")["contradictions"] == []
+    assert reflect(svc.engine, SCOPE, "relations")["contradictions"] == 0
+    assert reflect(svc.engine, SCOPE, "overview")["by_lifecycle_state"]["contradicted"] == 0
+    for strategy, kwargs in [("merge", {"merged_text": "Alice likes tea at noon"}), ("keep_a", {}),
+                             ("auto", {"auto_resolve": True})]:
+        with pytest.raises(InvalidInput, match=f"^Beliefs {shown_id(a)} and {shown_id(b)} were settled already, "
+                                               f"by the merge into {shown_id(merged)}.$"):
+            resolve_conflict(svc.engine, SCOPE, a, b, strategy, **kwargs)
+    again = _set(svc, "Alice does not like tea")  # restating b reinforces it: still settled
+    assert again == b and get_belief(svc.engine, SCOPE, belief_id=b)["beliefs"][0]["lifecycle_state"] == "active"
+
+
+def test_a_settled_contest_is_kept_when_a_stale_belief_is_renewed(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc)
+    resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes tea sometimes")
+    _sql(svc, "UPDATE memories SET state = 'stale' WHERE id = ?", a)
+    renewed = set_belief(svc.engine, SCOPE, "Alice likes tea")
+    assert renewed["id"] != a and renewed["superseded_ids"] == [a]  # a fresh copy of the stale belief
+    assert (renewed["belief"]["lifecycle_state"], renewed["belief"]["settled_with_ids"]) == ("active", [b])
+    assert get_belief(svc.engine, SCOPE, lifecycle_state="contradicted")["beliefs"] == []
+
+
+def test_a_source_that_names_no_memory_is_kept_as_given_and_one_memory_is_cited_once(keyword_service):
+    svc = keyword_service
+    fact = svc.remember_fact(SCOPE, "Server Alpha", "runs", "Postgres")
+    md5, dashed_outside = "d41d8cd98f00b204e9800998ecf8427e", "0f190aaf-8a8b-4f27-b21c-4af00964f89e"
+    answer = set_belief(svc.engine, SCOPE, "Postgres suits Server Alpha", sources=[
+        {"source_type": "observation", "source_id": md5}, {"source_type": "fact", "source_id": shown_id(fact)},
+        {"source_type": "fact", "source_id": fact}, {"source_type": "observation", "source_id": dashed_outside},
+        {"source_type": "observation", "source_id": " ticket-12 "}])
+    rows = _sql(svc, "SELECT memory_id, source_ref, source_type FROM evidence WHERE belief_id = ? ORDER BY id",
+                answer["id"])
+    assert rows == [(None, md5, "observation"), (fact, "", "fact"), (None, dashed_outside, "observation"),
+                    (None, " ticket-12 ", "observation")]
+    assert answer["belief"]["source_ids"] == [md5, shown_id(fact), dashed_outside, " ticket-12 "]
+    assert [e["source_ref"] for e in answer["belief"]["evidence"]] == [" ticket-12 ", dashed_outside, "", md5]
+    for given in (md5, fact, shown_id(fact), dashed_outside):
+        assert _ids(get_belief(svc.engine, SCOPE, source_id=given)) == [answer["id"]], given
