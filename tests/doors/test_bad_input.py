@@ -193,8 +193,9 @@ def test_limit_bounds_are_honoured(provider, limit, count):
 
 
 def test_good_tool_calls_round_trip(provider, home):
-    stored = _tool(provider, "cmms_remember", {"content": "Grandpa's birthday is 3 May\x00",
-                                                "tags": ["family"], "extra": "ignored"})
+    assert _tool(provider, "cmms_remember", {"content": "Grandpa's birthday is 3 May", "extra": "x"}) == {
+        "error": "cmms_remember takes content, tags; 'extra' is not one of them."}  # refused, not ignored
+    stored = _tool(provider, "cmms_remember", {"content": "Grandpa's birthday is 3 May\x00", "tags": ["family"]})
     assert stored["stored"] is True
     assert ("Grandpa's birthday is 3 May", None, None) in _rows(home)
     [hit] = _tool(provider, "cmms_recall", {"query": "grandpa birthday", "limit": 1})["results"]
