@@ -5,7 +5,7 @@ from typing import Mapping, Optional, Sequence
 
 from .errors import InvalidInput
 from ..redact import redact_key
-from .text import brief, clean, clean_key
+from .text import Key, brief, clean, clean_key
 
 TIERS = ("working", "episodic", "semantic")
 MAX_TAGS = 32
@@ -17,7 +17,7 @@ def scope_of(scope) -> str:
     two scopes stay two and no secret is kept (redact.redact_key)."""
     if not isinstance(scope, str) or not scope.strip():
         raise InvalidInput("A scope must be a non-empty string.")
-    return clean_key(redact_key(scope))
+    return scope if isinstance(scope, Key) else clean_key(redact_key(scope))  # a stored key as it is
 
 
 def tags_of(tags) -> tuple[str, ...]:
