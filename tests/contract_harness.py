@@ -67,13 +67,15 @@ def errors(tool: str, value: Any, part: str = "output", strict: bool = False, mo
     return out
 
 
-def hex_ids(value: Any, path: str = "") -> list[str]:
-    """The places in an answer that still show a stored id (32 hex digits) instead of a UUID."""
+def hex_ids(value: Any, path: str = "", given: frozenset = frozenset()) -> list[str]:
+    """The places in an answer that still show a stored id (32 hex digits) instead of a UUID;
+    `given` holds 32-hex values the case itself sent as text (an outside reference, a hash),
+    which must come back exactly as given."""
     if isinstance(value, dict):
-        return [p for key, item in value.items() for p in hex_ids(item, f"{path}/{key}")]
+        return [p for key, item in value.items() for p in hex_ids(item, f"{path}/{key}", given)]
     if isinstance(value, list):
-        return [p for i, item in enumerate(value) for p in hex_ids(item, f"{path}/{i}")]
-    return [path] if isinstance(value, str) and HEX_ID.match(value) else []
+        return [p for i, item in enumerate(value) for p in hex_ids(item, f"{path}/{i}", given)]
+    return [path] if isinstance(value, str) and HEX_ID.match(value) and value not in given else []
 
 
 @contextmanager

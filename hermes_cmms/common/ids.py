@@ -14,8 +14,10 @@ from typing import Any
 STORED = re.compile(r"[0-9a-f]{32}")
 ID_KEYS = frozenset({"id", "ids", "superseded_by", "supersedes", "superseded", "superseded_ids",
                      "contested_by", "winner", "merged", "kept", "archived", "cycle", "learned_from",
-                     "low_confidence", "source_ids", "source_ref", "summaries"})
-NOT_IDS = frozenset({"session_id"})  # Hermes' own session ids are shown as Hermes gave them
+                     "low_confidence", "summaries", "belief_a", "belief_b"})
+# Hermes' own session ids are shown as Hermes gave them; a belief's sources are shown by the
+# engine (a memory cited dashed, an outside reference exactly as given, even 32 hex digits)
+NOT_IDS = frozenset({"session_id", "source_ids", "source_ref"})
 
 
 def shown_id(value: Any) -> Any:

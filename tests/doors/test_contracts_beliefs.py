@@ -136,7 +136,7 @@ def test_the_case_is_valid_and_its_answer_is_the_contracts(session, case):
     assert errors(tool, result.data) == []
     if tool == "reflect":
         assert errors("reflect", result.data, mode=args.get("mode", "overview")) == []
-    assert hex_ids(result.data) == []
+    assert hex_ids(result.data, given=frozenset({MD5})) == []
 
 
 def _data(session, case: str) -> dict:
