@@ -56,3 +56,12 @@ def stored_ids(value: Any) -> Any:
     if isinstance(value, list):
         return [stored_id(item) for item in value]
     return stored_id(value)
+
+
+_QUOTED = re.compile(r"'([0-9a-f]{32})'")
+
+
+def shown_in_text(text: str) -> str:
+    """A door's error sentence with the stored ids it quotes ('<32 hex digits>') shown dashed,
+    as the caller gave them."""
+    return _QUOTED.sub(lambda m: f"'{shown_id(m.group(1))}'", text)

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from hermes_cmms import MemoryService, Settings
+from hermes_cmms.common.ids import stored_id
 from hermes_cmms.provider import CmmsMemoryProvider
 
 from db import sql
@@ -85,9 +86,9 @@ def test_b_cannot_forget_a_memory(users, home):
     a, b, a_note = users
     answer = _tool(b, "cmms_forget", memory_id=a_note)
     assert answer == {"error": f"Unknown memory id '{a_note}' in this scope."}
-    assert a_note in {row[0] for row in _rows(home, a.scope)}
+    assert stored_id(a_note) in {row[0] for row in _rows(home, a.scope)}  # the doors show ids dashed
     assert _tool(a, "cmms_forget", memory_id=a_note) == {"forgotten": True, "id": a_note}
-    assert a_note not in {row[0] for row in _rows(home, a.scope)}
+    assert stored_id(a_note) not in {row[0] for row in _rows(home, a.scope)}
 
 
 def test_same_user_id_on_another_platform_is_another_user(users, home):

@@ -1,0 +1,37 @@
+"""Ids and numbers at the MCP door as a contract client sends them, through a real session:
+an error quotes an id as the caller gave it (dashed), and a whole number written 1.0 is one."""
+from __future__ import annotations
+
+import uuid
+
+from mcp_client import run, stdio_bridge
+
+KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
+
+
+def test_an_error_quotes_the_id_dashed_as_the_caller_gave_it(home):
+    missing = str(uuid.uuid4())
+
+    async def main():
+        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+            return (await bridge.call("forget_memory", scope="local:default", memory_id=missing),
+                    await bridge.call("get_belief", belief_id=missing.upper()))
+
+    forgot, belief = run(main())
+    assert forgot.error and f"Unknown memory id '{missing}' in this scope." in forgot.text
+    assert missing.replace("-", "") not in forgot.text + belief.text
+    assert belief.error and f"'{missing}'" in belief.text
+
+
+def test_a_whole_number_written_with_a_decimal_point_is_a_whole_number(home):
+    async def main():
+        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+            await bridge.ok("remember", subject="Ana", predicate="lives in", object="Lisbon")
+            return (await bridge.call("search", query="Ana Lisbon", limit=1.0),
+                    await bridge.call("list_memories", scope="local:default", limit=2.0, offset=0.0),
+                    await bridge.call("search", query="Ana", limit=1.5))
+
+    whole, page, half = run(main())
+    assert not whole.error and whole.data["total"] == 1, whole.text
+    assert not page.error and page.data["limit"] == 2 and isinstance(page.data["limit"], int), page.text
+    assert half.error and "Argument 'limit' must be a whole number, not a number." in half.text
