@@ -36,7 +36,8 @@ def _drop_knowledge(conn: Connection, ids: list[str]) -> None:
     entity left without an edge."""
     conn.execute(delete(Link).where(or_(Link.memory_id.in_(ids), Link.source_id.in_(ids))))
     conn.execute(delete(Belief).where(Belief.memory_id.in_(ids)))
-    conn.execute(delete(Evidence).where(or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids))))
+    conn.execute(delete(Evidence).where(or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids),
+                                            Evidence.source_ref.in_(ids))))  # a marker naming a merge
     ends = conn.execute(select(Relation.source_id, Relation.target_id).where(Relation.memory_id.in_(ids))).all()
     if ends:
         conn.execute(delete(Relation).where(Relation.memory_id.in_(ids)))

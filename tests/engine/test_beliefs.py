@@ -853,6 +853,16 @@ def test_a_merge_settles_the_conflict_for_good(keyword_service):
     assert again == b and get_belief(svc.engine, SCOPE, belief_id=b)["beliefs"][0]["lifecycle_state"] == "active"
 
 
+def test_forgetting_a_merged_belief_leaves_no_row_naming_it(keyword_service):
+    svc = keyword_service
+    a, b = _pair(svc)
+    merged = resolve_conflict(svc.engine, SCOPE, a, b, "merge", merged_text="Alice likes tea sometimes")["merged"]
+    svc.forget(SCOPE, merged)
+    assert _sql(svc, "SELECT id FROM evidence WHERE source_ref = ? OR memory_id = ? OR belief_id = ?",
+                merged, merged, merged) == []
+    assert set(_ids(get_belief(svc.engine, SCOPE))) == {a, b}
+
+
 def test_a_settled_contest_is_kept_when_a_stale_belief_is_renewed(keyword_service):
     svc = keyword_service
     a, b = _pair(svc)
