@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from hermes_cmms import MemoryService, Settings
+from hermes_cmms.common.checks import scope_of
 from hermes_cmms.common.errors import CmmsError
 from hermes_cmms.common.ids import stored_id
 from hermes_cmms.common.lifecycle_rules import only_secrets
@@ -147,6 +148,7 @@ class Ledger:
         self.kept: dict[str, tuple[str, str, bool]] = {}
 
     def stored(self, memory_id: str, scope: str, content: str, reinforced: bool) -> None:
+        memory_id = stored_id(memory_id)  # as the doors show it (dashed): the store keeps 32 hex digits
         if reinforced:  # the id of the memory it repeats: the same text but for case and spaces
             self.kept.setdefault(memory_id, (clean_key(scope), stored_as(content), False))
         else:
@@ -154,7 +156,7 @@ class Ledger:
 
     def forgotten(self, ids) -> None:
         for memory_id in ids:
-            self.kept.pop(memory_id, None)
+            self.kept.pop(stored_id(memory_id), None)
 
     def check(self, where) -> None:
         found = rows(where)
@@ -324,8 +326,8 @@ def _own_scope(service, scope: str, data: dict) -> None:
         return
     for key in ("results", "memories"):
         items = data.get(key) if isinstance(data.get(key), list) else []
-        returned = [item["id"] for item in items if isinstance(item, dict) and "id" in item]
-        assert set(service.store.get(returned, clean_key(scope))) == set(returned), (key, scope)
+        returned = [stored_id(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+        assert set(service.store.get(returned, scope_of(scope))) == set(returned), (key, scope)
 
 
 def test_every_mcp_tool_survives_hostile_arguments_in_process(keyword_service):
@@ -540,7 +542,7 @@ def test_threads_in_hostile_scopes_never_see_each_others_memories(keyword_servic
                     for belief in service.get_belief(scope, text="zebra")["beliefs"]:
                         assert belief["id"] not in stored  # none stored: but never another scope's
                     ok, data = bridge.call("list_memories", {"scope": scope, "limit": 500})
-                    assert ok and {m["id"] for m in data["memories"]} == stored, data
+                    assert ok and {stored_id(m["id"]) for m in data["memories"]} == stored, data
             except Exception as exc:  # noqa: BLE001 - reported below, with the scope
                 errors.append(f"{scope!r}: {type(exc).__name__}: {exc}"[:2000])
 
