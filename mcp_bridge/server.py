@@ -48,7 +48,7 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confin
 
     for fn in catalogue(service, scope):
         tool = guarded(fn, tool_error, audit, service.metrics, scope if confined else None)
-        server.add_tool(tool, name=fn.__name__, description=(fn.__doc__ or "").strip().splitlines()[0])
+        server.add_tool(tool, name=fn.__name__, description=summary(fn))
         schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
         schema["required"] = tool.required
         for name in tool.required:
@@ -75,6 +75,11 @@ def _admit_arguments(server, tool_error, audit) -> None:
         return await call_tool(name, arguments, *args, **kwargs)
 
     manager.call_tool = admitting
+
+
+def summary(fn) -> str:
+    """A tool's description for MCP clients: the first paragraph of its docstring, one line."""
+    return " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
 
 
 def is_loopback(host: str) -> bool:

@@ -37,7 +37,7 @@ def test_catalogue_has_both_seeds_names_each_described(home):
     tools = run(main())
     assert set(tools) == CMMS_TOOLS | MEMSER_TOOLS
     for name, tool in tools.items():
-        assert tool.description and "\n" not in tool.description, name
+        assert tool.description and "\n" not in tool.description and tool.description.endswith("."), name
         for prop, schema in input_schema(tool)["properties"].items():
             assert schema.get("description"), (name, prop)
     assert input_schema(tools["remember"])["required"] == ["subject", "predicate", "object"]
