@@ -4,20 +4,17 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 from .errors import InvalidInput
-from ..redact import redact_key
-from .text import Key, brief, clean, clean_key
+from .text import brief, clean, clean_key
 
 TIERS = ("working", "episodic", "semantic")
 MAX_TAGS = 32
 
 
 def scope_of(scope) -> str:
-    """The scope as stored; InvalidInput unless it is a non-empty string. A secret in it (a
-    gateway that names users by a token) is replaced by a marker with the secret's digest, so
-    two scopes stay two and no secret is kept (redact.redact_key)."""
+    """The scope as stored; InvalidInput unless it is a non-empty string."""
     if not isinstance(scope, str) or not scope.strip():
         raise InvalidInput("A scope must be a non-empty string.")
-    return scope if isinstance(scope, Key) else clean_key(redact_key(scope))  # a stored key as it is
+    return clean_key(scope)
 
 
 def tags_of(tags) -> tuple[str, ...]:

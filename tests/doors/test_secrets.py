@@ -198,14 +198,3 @@ def test_the_store_redacts_what_a_plugin_writes_past_admission(keyword_service, 
     assert keyword_service.store.get([memory_id], "test:store")[memory_id].content.count("[REDACTED:") == 1
     assert _leaks(_stored(home)) == []
 
-
-def test_a_secret_in_a_scope_is_not_kept_and_two_such_scopes_stay_apart(keyword_service, home):
-    tokens = ["ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98", "ghp_" + "Ab9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98"]
-    for n, token in enumerate(tokens):  # a gateway naming its users by a token
-        keyword_service.store_note(f"user:{token}:1", f"note number {n} of the user")
-    for n, token in enumerate(tokens):
-        [hit] = keyword_service.search(f"user:{token}:1", "note number of the user", 5)
-        assert hit.memory.content == f"note number {n} of the user" and token not in hit.memory.scope
-    keyword_service.close()
-    stored = _stored(home)
-    assert all(token[4:20] not in stored for token in tokens)
