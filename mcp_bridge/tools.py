@@ -16,7 +16,7 @@ from typing import Annotated, Any, Callable, Optional
 from pydantic import TypeAdapter, ValidationError, WithJsonSchema
 
 from hermes_cmms.common.errors import CmmsError
-from hermes_cmms.common.ids import is_id_key, public_ids, shown_in_text, stored_ids
+from hermes_cmms.common.ids import given_back, given_forms, is_id_key, public_ids, stored_ids
 from hermes_cmms.common.text import brief, escape_surrogates
 from hermes_cmms.service import MemoryService
 
@@ -120,12 +120,14 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
             if kwargs.get(name) is None:
                 raise tool_error(f"Missing required argument {name!r}.")
         for name, value in kwargs.items():
-            if isinstance(value, float) and value.is_integer() and _kind(schemas[name]) == KINDS["integer"]:
+            if isinstance(value, float) and value.is_integer() and abs(value) < 2**63 \
+                    and _kind(schemas[name]) == KINDS["integer"]:
                 value = int(value)  # JSON Schema's integer: 1.0 is one
             try:
                 kwargs[name] = adapters[name].validate_python(value, strict=True)
             except ValidationError:
                 raise tool_error(f"Argument {name!r} must be {_kind(schemas[name])}, not {_given(value)}.") from None
+        given = given_forms(kwargs)  # an error quotes an id as the caller gave it
         for name in kwargs:
             if is_id_key(name):  # a dashed (shown) id in its stored form
                 kwargs[name] = stored_ids(kwargs[name])
@@ -135,7 +137,7 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
         try:
             return _json_safe(public_ids(fn(**kwargs)))
         except CmmsError as exc:
-            raise tool_error(brief(shown_in_text(str(exc)))) from None
+            raise tool_error(brief(given_back(str(exc), given))) from None
         except Exception as exc:  # noqa: BLE001 - a bug or a broken index: say so, keep serving
             log.exception("hermes-cmms: MCP tool %s failed", fn.__name__)
             raise tool_error(f"The {fn.__name__} tool failed inside hermes-cmms "

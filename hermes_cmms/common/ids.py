@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, Mapping
 
 STORED = re.compile(r"[0-9a-f]{32}")
 ID_KEYS = frozenset({"id", "ids", "superseded_by", "supersedes", "superseded", "superseded_ids",
@@ -58,10 +58,19 @@ def stored_ids(value: Any) -> Any:
     return stored_id(value)
 
 
-_QUOTED = re.compile(r"'([0-9a-f]{32})'")
+
+def given_forms(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """{stored form: the form the caller gave} of the id arguments that a door converted."""
+    pairs = {}
+    for name, value in arguments.items():
+        for given in (value if isinstance(value, list) else [value]) if is_id_key(name) else ():
+            if isinstance(given, str) and stored_id(given) != given:
+                pairs[stored_id(given)] = given
+    return pairs
 
 
-def shown_in_text(text: str) -> str:
-    """A door's error sentence with the stored ids it quotes ('<32 hex digits>') shown dashed,
-    as the caller gave them."""
-    return _QUOTED.sub(lambda m: f"'{shown_id(m.group(1))}'", text)
+def given_back(text: str, given: Mapping[str, str]) -> str:
+    """An error sentence with each converted id it quotes back in the form the caller gave."""
+    for stored, shown in given.items():
+        text = text.replace(repr(stored), repr(shown))
+    return text

@@ -6,7 +6,7 @@ from typing import Any, Optional
 from ..common.bounds import count_in, query_text
 from ..common.checks import admitted
 from ..common.errors import CmmsError, InvalidInput
-from ..common.ids import public_ids, shown_in_text, stored_id
+from ..common.ids import given_back, given_forms, public_ids, stored_id
 from ..common.nesting import MAX_DEPTH, too_deep, value_depth
 from ..common.text import brief
 from ..recall.shape import hit_dict
@@ -83,7 +83,7 @@ def call_tool(service, scope: str, name: str, args: Any, session_id: Optional[st
             args = admitted(name, args, ARGUMENTS[name], {})
         return public_ids(_call(service, scope, name, args, session_id))
     except CmmsError as exc:
-        exc.args = (brief(shown_in_text(str(exc))),)
+        exc.args = (brief(given_back(str(exc), given_forms(args) if isinstance(args, dict) else {})),)
         raise
 
 

@@ -7,6 +7,7 @@ import uuid
 from mcp_client import run, stdio_bridge
 
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
+HASH = "0123456789abcdef0123456789abcdef"  # 32 hex digits that are no id
 
 
 def test_an_error_quotes_the_id_dashed_as_the_caller_gave_it(home):
@@ -15,12 +16,14 @@ def test_an_error_quotes_the_id_dashed_as_the_caller_gave_it(home):
     async def main():
         async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
             return (await bridge.call("forget_memory", scope="local:default", memory_id=missing),
-                    await bridge.call("get_belief", belief_id=missing.upper()))
+                    await bridge.call("get_belief", belief_id=missing.upper()),
+                    await bridge.call("reflect", mode=HASH))
 
-    forgot, belief = run(main())
+    forgot, belief, mode = run(main())
     assert forgot.error and f"Unknown memory id '{missing}' in this scope." in forgot.text
     assert missing.replace("-", "") not in forgot.text + belief.text
-    assert belief.error and f"'{missing}'" in belief.text
+    assert belief.error and f"'{missing.upper()}'" in belief.text  # as given, not as stored
+    assert mode.error and f"'{HASH}'" in mode.text  # not an id: never rewritten
 
 
 def test_a_whole_number_written_with_a_decimal_point_is_a_whole_number(home):
@@ -29,9 +32,11 @@ def test_a_whole_number_written_with_a_decimal_point_is_a_whole_number(home):
             await bridge.ok("remember", subject="Ana", predicate="lives in", object="Lisbon")
             return (await bridge.call("search", query="Ana Lisbon", limit=1.0),
                     await bridge.call("list_memories", scope="local:default", limit=2.0, offset=0.0),
-                    await bridge.call("search", query="Ana", limit=1.5))
+                    await bridge.call("search", query="Ana", limit=1.5),
+                    await bridge.call("search", query="Ana", limit=1e300))
 
-    whole, page, half = run(main())
+    whole, page, half, huge = run(main())
     assert not whole.error and whole.data["total"] == 1, whole.text
     assert not page.error and page.data["limit"] == 2 and isinstance(page.data["limit"], int), page.text
     assert half.error and "Argument 'limit' must be a whole number, not a number." in half.text
+    assert huge.error and "Argument 'limit' must be a whole number, not a number." in huge.text
