@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -76,6 +77,19 @@ def hex_ids(value: Any, path: str = "", given: frozenset = frozenset()) -> list[
     if isinstance(value, list):
         return [p for i, item in enumerate(value) for p in hex_ids(item, f"{path}/{i}", given)]
     return [path] if isinstance(value, str) and HEX_ID.match(value) and value not in given else []
+
+
+async def indexed(bridge, text: str, timeout: float = 180.0) -> None:
+    """Wait until the vector index has `text` (written last: the outbox is indexed in order)."""
+    import anyio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = await bridge.ok("semantic_search", query=text, top_k=3)
+        if any(r.get("content") == text for r in found.get("results", [])):
+            return
+        await anyio.sleep(0.5)
+    raise AssertionError(f"not indexed within {timeout} s: {text!r}")
 
 
 @contextmanager

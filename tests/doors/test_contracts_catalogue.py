@@ -17,7 +17,7 @@ from hermes_cmms.mcp_bridge.tools import ORDER
 from mcp_client import input_schema, run, stdio_bridge
 
 PUBLISHED = Path(__file__).resolve().parents[3] / "shared" / "contracts" / "cmms-0.11"
-COMPARED = ("type", "enum", "default", "minimum", "maximum")
+COMPARED = ("type", "enum", "default", "minimum", "maximum", "minLength", "maxLength")
 ALIASED = sorted((tool, old, new) for family in catalogue_module.FAMILIES
                  for tool, names in family.ALIASES.items() for old, new in names.items())
 

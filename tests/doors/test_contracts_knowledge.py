@@ -4,17 +4,14 @@ contract, every answer validates against the contract's output (our extra keys t
 shows no stored (hex) id, and says what the case asked for."""
 from __future__ import annotations
 
-import time
 import uuid
 
-import anyio
 import pytest
 
-from contract_harness import DOCS, errors, hex_ids, module_home
+from contract_harness import errors, hex_ids, indexed, module_home
 from db import sql
-from mcp_client import input_schema, run, stdio_bridge
+from mcp_client import run, stdio_bridge
 
-TOOLS = ("learn", "graph_search", "route", "audit")
 FACTS = [("Server Alpha", "runs", "Postgres"), ("Server Alpha", "located in", "Lisbon"), ("Lisbon", "is in", "Portugal")]
 NOTE = "The boiler was serviced in March by the plumber."  # learned: kept as an observation, indexed
 PARAPHRASE = "heater maintenance by a plumber"  # cosine about 0.57 to NOTE with MiniLM
@@ -67,16 +64,6 @@ EXTENDED = {  # our extensions beside the contract's inputs
 }
 
 
-async def _indexed(bridge, text: str, timeout: float = 180.0) -> None:
-    """Wait until the vector index has `text`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = await bridge.ok("semantic_search", query=text, top_k=3)
-        if any(r.get("content") == text for r in found.get("results", [])):
-            return
-        await anyio.sleep(0.5)
-    raise AssertionError(f"not indexed within {timeout} s: {text!r}")
-
 
 def _filled(args: dict, entities: dict[str, str]) -> dict:
     """The case's arguments with the entity placeholders filled in."""
@@ -102,7 +89,7 @@ def session(tmp_path_factory):
                 for case, args in LEARN.items():
                     out[case] = (args, await bridge.call("learn", **args))
                 await bridge.ok("learn", text=NOTE)
-                await _indexed(bridge, NOTE)
+                await indexed(bridge, NOTE)
                 entities: dict[str, str] = {}
                 for case, (tool, args) in {**CASES, **EXTENDED}.items():
                     if case == "audit-defaults":  # an orphan for the audits to find
@@ -137,22 +124,6 @@ def _data(session, case: str) -> dict:
     assert not result.error, result.text
     return result.data
 
-
-def test_the_advertised_arguments_are_the_contracts(session):
-    tools = session[1]["tools"]
-    for tool in TOOLS:
-        contract = DOCS[tool]["input"]
-        advertised = input_schema(tools[tool])
-        for name, want in contract["properties"].items():
-            got = advertised["properties"][name]
-            assert got.get("type") == want["type"], (tool, name)
-            for key in ("default", "enum", "minimum", "maximum"):
-                assert got.get(key) == want.get(key), (tool, name, key)
-        assert sorted(advertised.get("required", [])) == sorted(contract.get("required", [])), tool
-    assert "receipts" in input_schema(tools["audit"])["properties"]["audit_type"]["description"]
-
-
-# -- learn ------------------------------------------------------------------------------------
 
 def test_learn_answers_each_bucket_with_receipts_and_no_beliefs_by_default(session):
     mixed = _data(session, "learn-mixed")

@@ -5,15 +5,11 @@ against the contract's output (our extra keys tolerated), shows no stored (hex) 
 what the case asked for."""
 from __future__ import annotations
 
-import time
-
-import anyio
 import pytest
 
-from contract_harness import DOCS, errors, hex_ids, module_home
-from mcp_client import input_schema, run, stdio_bridge
+from contract_harness import errors, hex_ids, indexed, module_home
+from mcp_client import run, stdio_bridge
 
-TOOLS = ("ping", "remember", "search", "get_context", "semantic_search")
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 
 REMEMBER = {  # written first, in this order; their answers are cases too
@@ -70,16 +66,6 @@ REFUSED = {  # outside the contracts' inputs: one sentence each, nothing written
 }
 
 
-async def _indexed(bridge, text: str, timeout: float = 180.0) -> None:
-    """Wait until the vector index has `text` (written last: the outbox is indexed in order)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = await bridge.ok("semantic_search", query=text, top_k=3)
-        if any(r.get("content") == text for r in found.get("results", [])):
-            return
-        await anyio.sleep(0.5)
-    raise AssertionError(f"not indexed within {timeout} s: {text!r}")
-
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
@@ -99,7 +85,7 @@ def session(tmp_path_factory):
                 scope = (await bridge.ok("ping"))["scope"]
                 seeded["note"] = (await bridge.ok("store_memory", content=NOTE, scope=scope))["id"]
                 seeded["learned"] = (await bridge.ok("learn", text=DECISION))["learned"]
-                await _indexed(bridge, seeded["learned"][-1]["text"])
+                await indexed(bridge, seeded["learned"][-1]["text"])
                 calls = {**CASES, **EXTENDED, **{case: (tool, args) for case, (tool, args, _) in REFUSED.items()}}
                 for case, (tool, args) in calls.items():
                     if case not in out:
@@ -280,15 +266,3 @@ def test_arguments_outside_the_contract_are_refused_in_one_sentence(session, cas
 def test_nothing_refused_was_written(session):
     _, seeded = session
     assert seeded["memories"] == len(seeded["facts"]) + 3  # the facts, the note, the learned text and decision
-
-
-@pytest.mark.parametrize("tool", TOOLS)
-def test_the_advertised_arguments_are_the_contracts(session, tool):
-    _, seeded = session
-    advertised, contract = input_schema(seeded["tools"][tool]), DOCS[tool]["input"]
-    assert sorted(advertised.get("required", [])) == sorted(contract.get("required", []))
-    for name, expected in contract["properties"].items():
-        shown = advertised["properties"][name]
-        for key in ("type", "default", "minimum", "maximum", "enum"):
-            assert shown.get(key) == expected.get(key), (name, key)
-
