@@ -58,7 +58,6 @@ def stored_ids(value: Any) -> Any:
     return stored_id(value)
 
 
-
 def given_forms(arguments: Mapping[str, Any]) -> dict[str, str]:
     """{stored form: the form the caller gave} of the id arguments that a door converted."""
     pairs = {}
