@@ -47,6 +47,8 @@ from typing import Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from servers import free_port, server_databases  # noqa: E402 - shared with the tests
 
+from hermes_cmms.common.ids import stored_id  # noqa: E402 - the doors show ids dashed, SQL keeps hex
+
 SCOPES = 4
 WRITERS_PER_DOOR = 4
 READERS_PER_DOOR = 4
@@ -172,7 +174,7 @@ def provider_worker(home: str, seconds: float, out: str, seed: int) -> int:
                 else:
                     result = json.loads(provider.handle_tool_call("cmms_recall", {"query": query, "limit": 8}))
                     error = result.get("error")
-                    ids = [r["id"] for r in result.get("results", [])]
+                    ids = [stored_id(r["id"]) for r in result.get("results", [])]
                     text = "\n".join(r["content"] for r in result.get("results", []))
             except Exception as exc:  # noqa: BLE001
                 error = f"{type(exc).__name__}: {exc}"
@@ -257,7 +259,7 @@ async def mcp_workers(url: str, seconds: float, seed: int, go) -> Log:
             t0 = time.perf_counter()
             data, error = await _call(session, "recall_memory", {"query": question(rng), "scope": scope, "k": 8})
             results = (data or {}).get("results", [])
-            log.read("recall_memory", scope, time.perf_counter() - t0, [r["id"] for r in results],
+            log.read("recall_memory", scope, time.perf_counter() - t0, [stored_id(r["id"]) for r in results],
                      "\n".join(r["content"] for r in results), error)
 
     async def worker(index: int) -> None:
