@@ -111,11 +111,12 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def resolve_conflict(belief_a_id: Annotated[str, Field(description="UUID of the first belief in the conflict.")],
                          belief_b_id: Annotated[str, Field(description="UUID of the second belief in the conflict.")],
                          resolution: Annotated[str, _field(
-                             "keep_a: belief_a stays, belief_b is superseded; keep_b: the reverse; merge: both "
+                             "keep_a: belief_a stays active, belief_b is discarded (archived); keep_b: the "
+                             "reverse; merge: both "
                              "stay active, their conflict settled, and a new merged belief (new_proposition) is "
                              "created from them; discard_both: both are "
                              "archived (shown discarded). Also auto (ours): the higher confidence wins, then more "
-                             "evidence, then the newer.", enum=list(RESOLUTIONS))],
+                             "evidence, then the newer, and the other is superseded.", enum=list(RESOLUTIONS))],
                          new_proposition: _optional(str, "string", "Proposition for a new merged belief (required "
                                                                    "when resolution=merge).",
                                                     minLength=1, maxLength=PROPOSITION_CHARS) = None,

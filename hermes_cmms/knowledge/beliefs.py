@@ -420,7 +420,7 @@ def _show(engine: "Engine", scope: str, ids: Sequence[str]) -> list[dict]:
 def resolve_conflict(engine: "Engine", scope: str, belief_a: str, belief_b: str, strategy: str, *,
                      merged_text: Optional[str] = None, actor: str = "", auto_resolve: bool = False) -> dict:
     """Settle two current beliefs of the scope; every resolution is a 'resolve_conflict' audit
-    event. keep_a / keep_b: the other is superseded by the kept one; merge: both stay as they
+    event. keep_a / keep_b: the other is discarded (archived); merge: both stay as they
     are and a new belief (`merged_text`, required) carrying both one's evidence is created;
     discard_both: both archived (kept, not deleted); auto: the higher confidence wins, within
     0.05 the one with more supporting evidence, still tied the newer (the answer's "rule" says
@@ -477,8 +477,11 @@ def _moves(before: dict[str, str], shown: list[dict], reasons: dict[str, str]) -
     return moves
 
 
-def _settle(engine: "Engine", scope: str, a: Record, b: Record, strategy: str, actor: str) -> tuple[dict, dict]:
-    """keep_a, keep_b, auto or discard_both: (our answer with the resolution applied, reasons)."""
+def _settle(engine: "Engine", scope: str, a: Record, b: Record, strategy: str, actor: str,
+            discard: bool = True) -> tuple[dict, dict]:
+    """keep_a, keep_b, auto or discard_both: (our answer with the resolution applied, reasons).
+    As the contract says, keep_a / keep_b discard (archive) the other; our auto, and the
+    contract's auto_resolve (`discard` false), supersede it by the kept one."""
     store, now = engine.store, time.time()
     with store.writing() as conn:
         a, b = _pair(conn, scope, a.id, b.id)
@@ -486,6 +489,11 @@ def _settle(engine: "Engine", scope: str, a: Record, b: Record, strategy: str, a
             winner, rule, events = None, None, _archive(conn, scope, [a, b], actor, now)
             outcome = {"kept": [], "superseded": [], "archived": [a.id, b.id]}
             reasons = {r.id: "discarded (discard_both)" for r in (a, b)}
+        elif discard and strategy in ("keep_a", "keep_b"):
+            winner, loser, rule = (a, b, None) if strategy == "keep_a" else (b, a, None)
+            events = _archive(conn, scope, [loser], actor, now)
+            outcome = {"kept": [winner.id], "superseded": [], "archived": [loser.id]}
+            reasons = {loser.id: f"discarded ({strategy})"}
         else:
             winner, loser, rule = auto_winner(a, b) if strategy == "auto" else (a, b, None) \
                 if strategy == "keep_a" else (b, a, None)
@@ -506,7 +514,8 @@ def _auto_resolve(engine: "Engine", scope: str, a: Record, b: Record, actor: str
     that does not negate each other by an evidence row against each other naming the other."""
     gap = round(abs(a.confidence - b.confidence), 6)
     if gap > AUTO_RESOLVE_GAP:
-        answer, reasons = _settle(engine, scope, a, b, "keep_a" if a.confidence > b.confidence else "keep_b", actor)
+        answer, reasons = _settle(engine, scope, a, b, "keep_a" if a.confidence > b.confidence else "keep_b", actor,
+                                  discard=False)
         return {**answer, "strategy": strategy, "auto_resolve": True, "rule": "confidence gap"}, reasons
     now, why = time.time(), f"the confidence gap {gap} is not above {AUTO_RESOLVE_GAP}"
     with engine.store.writing() as conn:

@@ -72,6 +72,11 @@ class Indexer:
         work: by `ready`, notify() or drain()."""
         with self._starting:
             if self._thread.ident is None and not self._stop.is_set():
+                # numpy whole before the thread imports the model on top of it: a thread that
+                # touches numpy while another is still importing it can get the module half made
+                # ("partially initialized module 'numpy' has no attribute 'ndarray'")
+                import numpy  # noqa: F401
+
                 self._thread.start()
 
     @property

@@ -231,17 +231,17 @@ def test_get_belief_filters_by_creator_source_id_tags_and_lifecycle_state(sessio
 
 # -- resolve_conflict -------------------------------------------------------------------------
 
-def test_keep_a_leaves_b_superseded_and_keep_b_the_reverse(session):
+def test_keep_a_leaves_b_discarded_and_keep_b_the_reverse(session):
     ids = session[1]["ids"]
     kept = _data(session, "resolve-keep_a")
     assert (kept["resolution"], kept["belief_a"]["lifecycle_state"], kept["belief_b"]["lifecycle_state"]) == \
-        ("keep_a", "active", "superseded")
-    assert kept["belief_b"]["superseded_by"] == ids["set-minimal"] and "created" not in kept
+        ("keep_a", "active", "discarded")
+    assert not kept["belief_b"].get("superseded_by") and "created" not in kept
     assert sorted((e["belief_id"], e["from_state"], e["to_state"]) for e in kept["events"]) == sorted(
-        [(ids["set-minimal"], "contradicted", "active"), (ids["set-negation"], "contradicted", "superseded")])
+        [(ids["set-minimal"], "contradicted", "active"), (ids["set-negation"], "contradicted", "discarded")])
     assert kept["receipt"]["memory_id"] == ids["set-minimal"]
     other = _data(session, "resolve-keep_b")
-    assert (other["belief_a"]["lifecycle_state"], other["belief_b"]["lifecycle_state"]) == ("superseded", "active")
+    assert (other["belief_a"]["lifecycle_state"], other["belief_b"]["lifecycle_state"]) == ("discarded", "active")
 
 
 def test_merge_keeps_both_active_settles_their_conflict_and_creates_the_merged_belief(session):
@@ -280,7 +280,8 @@ def test_reflect_overview_counts_by_the_contracts_lifecycle_states(session):
     overview, default = _data(session, "reflect-overview"), _data(session, "reflect-defaults")
     assert default["mode"] == "overview" and default["total_beliefs"] == overview["total_beliefs"]
     assert sum(overview["by_lifecycle_state"].values()) == overview["total_beliefs"] == overview["analysed"]
-    assert overview["by_lifecycle_state"]["discarded"] == 2 and overview["contradiction_count"] >= 2
+    discarded = overview["by_lifecycle_state"]["discarded"]  # discard_both's two, the losers of keep_a and keep_b
+    assert discarded == 4 and overview["contradiction_count"] >= 2
 
 
 def test_reflect_relations_finds_the_seeded_contradiction(session):

@@ -304,23 +304,25 @@ def _pair(svc, conf_a=0.9, conf_b=0.6, **kwargs):
 
 
 @pytest.mark.parametrize("strategy", ["keep_a", "keep_b"])
-def test_keep_supersedes_the_other_belief_and_is_audited(keyword_service, strategy):
+def test_keep_discards_the_other_belief_and_is_audited(keyword_service, strategy):
     svc = keyword_service
     a, b = _pair(svc)
     kept, lost = (a, b) if strategy == "keep_a" else (b, a)
-    before = _memory(svc, lost)["confidence"]
     answer = resolve_conflict(svc.engine, SCOPE, a, b, strategy, actor="mcp:resolve")
-    assert (answer["winner"], answer["kept"], answer["superseded"], answer["rule"]) == (kept, [kept], [lost], None)
+    assert (answer["winner"], answer["kept"], answer["archived"], answer["superseded"], answer["rule"]) == \
+        (kept, [kept], [lost], [], None)
     assert (answer["resolution"], answer["receipt"]["memory_id"], answer["receipt"]["created_by"]) == \
         (strategy, kept, "mcp:resolve")
     assert sorted((e["belief_id"], e["from_state"], e["to_state"]) for e in answer["events"]) == \
-        sorted([(kept, "contradicted", "active"), (lost, "contradicted", "superseded")])
-    assert _memory(svc, lost)["superseded_by"] == kept and _memory(svc, kept)["superseded_by"] is None
-    assert _memory(svc, lost)["confidence"] == round(before / 2, 4)
+        sorted([(kept, "contradicted", "active"), (lost, "contradicted", "discarded")])  # the contract's words
+    assert _memory(svc, lost)["state"] == "archived" and _memory(svc, lost)["superseded_by"] is None
     [event] = _events(svc, "resolve_conflict")
     assert (event["actor"], event["scope"], event["memory_id"]) == ("mcp:resolve", SCOPE, kept)
-    assert (event["detail"]["strategy"], event["detail"]["superseded"]) == (strategy, [lost])
+    assert (event["detail"]["strategy"], event["detail"]["archived"]) == (strategy, [lost])
     assert get_belief(svc.engine, SCOPE, state="contested")["total"] == 0
+    svc.forget(SCOPE, kept)  # the discarded one stays discarded: nothing comes back
+    assert get_belief(svc.engine, SCOPE, lifecycle_state="active")["beliefs"] == []
+    assert [r["lifecycle_state"] for r in get_belief(svc.engine, SCOPE)["beliefs"]] == ["discarded"]
 
 
 def test_merge_carries_both_evidence_into_a_new_belief_and_keeps_both(keyword_service):

@@ -44,6 +44,19 @@ def test_the_default_embedder_runs_without_torch(tmp_path):
     assert out[:2] == ["onnx:all-MiniLM-L6-v2 float32 384", "False False False"]
 
 
+
+def test_numpy_is_whole_before_the_indexer_thread_imports_the_model(tmp_path):
+    """Another thread touching numpy while the indexer thread still imports it could get the
+    module half made (seen: "partially initialized module 'numpy' has no attribute 'ndarray'")."""
+    code = ("import sys; from hermes_cmms import MemoryService, Settings; "
+            f"s = MemoryService(Settings.load({str(tmp_path)!r})); "
+            "n = sys.modules.get('numpy'); "
+            "print(n is not None and not getattr(n.__spec__, '_initializing', False) and hasattr(n, 'ndarray')); "
+            "s.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "HERMES_HOME": str(tmp_path)})
+    assert out.stdout.split("\n")[0] == "True", out.stderr[-2000:]
+
 TEXTS = ["My sister Ines moved to Porto in March.", "hi", "Chess club is on Thursdays. " * 200,
          "Melanie: I went camping with the kids last weekend! [shares a photo: a tent by a lake]",
          "Zoë: café au lait, naïve résumé — 😀 ünïcode.", ""]
