@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select
 from ..common import lifecycle_rules as lifecycle
 from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
-from ..recall.shape import VERIFICATION, iso
+from ..recall.shape import iso, verification_status
 from ..store.models import Belief, Evidence, Memory
 
 REFLECT_MODES = ("overview", "contradictions", "relations", "decay", "topics", "evidence_audit", "confidence")
@@ -122,7 +122,7 @@ def belief_dict(r: Record, contested_by: list[str]) -> dict:
     return {"id": r.id, "proposition": r.text, "text": r.text, "proposition_key": r.proposition,
             "topic": r.topic, "polarity": r.polarity, "confidence": r.confidence,
             "lifecycle_state": lifecycle_state(r, bool(contested_by)), "state": r.shown_state,
-            "verification_status": "deprecated" if r.superseded_by else VERIFICATION.get(r.state, "unverified"),
+            "verification_status": verification_status(r),
             "superseded_by": r.superseded_by, "contested_by": contested_by, "evidence": shown,
             "evidence_for": r.support, "evidence_against": r.against, "source_ids": r.source_ids,
             "tags": r.tags, "source": r.source, "creator": r.creator or r.source,
@@ -327,7 +327,7 @@ def overview(records: list[Record], now: float) -> dict:
             "contradiction_count": len(pairs),
             "conflicts": {"total": len({(a.id, b.id) for a, b in every_pair} | {(a.id, b.id) for a, b in pairs}),
                           "unresolved": len(pairs),
-                          "auto_resolvable": sum(1 for a, b in pairs if _gap(a, b) > AUTO_RESOLVE_GAP),
+                          "auto_resolvable": sum(1 for a, b in pairs if confidence_gap(a, b) > AUTO_RESOLVE_GAP),
                           "age_hours_max": max((round(max(0.0, now - max(a.created_at, b.created_at)) / 3600, 2)
                                                 for a, b in pairs), default=0.0)},
             "stale_count": sum(1 for r in current if r.state == "stale"),
@@ -344,7 +344,8 @@ def _by_key(records: list[Record]) -> dict[str, list[Record]]:
     return groups
 
 
-def _gap(a: Record, b: Record) -> float:
+def confidence_gap(a: Record, b: Record) -> float:
+    """How far apart the two beliefs' confidences are (the contract's auto_resolve compares it)."""
     return round(abs(a.confidence - b.confidence), 6)
 
 

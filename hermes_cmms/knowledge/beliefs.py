@@ -16,7 +16,7 @@ from . import _reflect
 from ..common import lifecycle_rules as lifecycle
 from ._proposition import read_proposition, worded
 from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, MARKERS, MERGED, REFLECT_MODES, SETTLED,
-                       SOURCE_TYPES, Record, auto_winner, negation)
+                       SOURCE_TYPES, Record, auto_winner, confidence_gap, negation)
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id
@@ -512,7 +512,7 @@ def _auto_resolve(engine: "Engine", scope: str, a: Record, b: Record, actor: str
     """The contract's auto_resolve: a confidence gap above AUTO_RESOLVE_GAP supersedes the lower
     belief (resolution keep_a / keep_b); else both are left current and contradicted, a pair
     that does not negate each other by an evidence row against each other naming the other."""
-    gap = round(abs(a.confidence - b.confidence), 6)
+    gap = confidence_gap(a, b)
     if gap > AUTO_RESOLVE_GAP:
         answer, reasons = _settle(engine, scope, a, b, "keep_a" if a.confidence > b.confidence else "keep_b", actor,
                                   discard=False)

@@ -10,6 +10,7 @@ own stored format (ops/transfer.py).
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -58,7 +59,8 @@ VERIFICATION = {"candidate": "candidate", "validated": "validated", "active": "t
 
 
 def verification_status(memory: Memory) -> str:
-    """The contract's verification_status of a memory: a superseded one is deprecated."""
+    """The contract's verification_status of a memory (or a belief's record: anything with a
+    `state` and a `superseded_by`): a superseded one is deprecated."""
     return "deprecated" if memory.superseded_by else VERIFICATION.get(memory.state, "unverified")
 
 
@@ -75,8 +77,6 @@ def receipt_response(memory: Memory, memory_type: str, created_by: str) -> dict:
     """The contract's `receipt_response` of one write: a fresh id naming this operation (it is not
     stored; the memory's own id and audit trail are), the kind of item, its stored receipt, who
     wrote it (`mcp:<tool>`), when, how sure, and its verification status."""
-    import uuid
-
     return {"id": uuid.uuid4().hex, "memory_type": memory_type, "source": memory.source,
             "created_by": created_by, "timestamp": iso(memory.updated_at), "confidence": memory.confidence,
             "verification_status": verification_status(memory), "memory_id": memory.id}
