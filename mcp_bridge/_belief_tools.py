@@ -16,7 +16,7 @@ from hermes_cmms.common.lifecycle_rules import LIVE_STATES
 from hermes_cmms.knowledge._reflect import LIFECYCLE_STATES, REFLECT_MODES, SOURCE_TYPES
 from hermes_cmms.knowledge.beliefs import MAX_BELIEF_CHARS
 
-from ._args import MAX_RESULTS, receipt
+from ._args import MAX_RESULTS, field, given, receipt
 
 ALIASES: dict[str, dict[str, str]] = {  # tool -> {earlier argument name: the contract's}
     "set_belief": {"text": "proposition", "supersedes": "replace_belief_id"},
@@ -34,32 +34,21 @@ SOURCE_ITEMS = {"type": "object", "required": ["source_type", "source_id"], "pro
 PROPOSITION_CHARS = MAX_BELIEF_CHARS  # the contracts' maxLength, 2048
 
 
-def _field(description: str, **schema):
-    """A Field advertising the contract's schema keywords (minimum, maximum, enum, ...); the
-    tool (the engine) checks them itself, in one sentence."""
-    return Field(description=description, json_schema_extra=schema or None)
-
-
 def _optional(kind: type, json_type: str, description: str, **schema):
     """An argument the contract leaves optional without a default: advertised as the contract's
     plain type (not "or null"); not given, it is None."""
     return Annotated[Optional[kind], WithJsonSchema({"type": json_type, "description": description, **schema})]
 
 
-def _given(value: Optional[str]) -> Optional[str]:
-    """A contract string argument: "" (its default) or blank means not given."""
-    return value if value is not None and value.strip() else None
-
-
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
-    def set_belief(proposition: Annotated[str, _field(
+    def set_belief(proposition: Annotated[str, field(
                        "The belief proposition text, 1-2048 characters, e.g. 'Postgres suits this project'.",
                        minLength=1, maxLength=PROPOSITION_CHARS)],
-                   confidence: Annotated[float, _field("Confidence score 0.0-1.0 (default 0.5).",
+                   confidence: Annotated[float, field("Confidence score 0.0-1.0 (default 0.5).",
                                                        minimum=0, maximum=1)] = 0.5,
-                   sources: Annotated[list[dict[str, Any]], _field(
+                   sources: Annotated[list[dict[str, Any]], field(
                        "Supporting evidence sources: {source_type (fact, decision, observation or user_statement), "
                        "source_id, weight 0-1 (default 0.5)}; a source_id naming a memory of this scope cites it.",
                        items=SOURCE_ITEMS)] = [],  # noqa: B006 - never mutated
@@ -80,7 +69,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def get_belief(proposition: Annotated[str, Field(
                        description="Search proposition text (hybrid keyword + semantic search, best first); "
                                    "'' (default) for any.")] = "",
-                   lifecycle_state: Annotated[str, _field(
+                   lifecycle_state: Annotated[str, field(
                        f"Filter by lifecycle state: {', '.join(LIFECYCLE_STATES)} (default active: current and "
                        "not contradicted; any when state or belief_id is given); '' for any.")] = "active",
                    min_confidence: _optional(float, "number", "Minimum confidence threshold 0.0-1.0.",
@@ -91,7 +80,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                    creator: _optional(str, "string", "Filter by creator identifier: the door that wrote it, e.g. "
                                                      "'mcp' or 'mcp:set_belief'.") = None,
                    source_id: _optional(str, "string", "Filter by source_id in the belief's source_ids list.") = None,
-                   limit: Annotated[int, _field("Maximum number of results (1-100, default 10).",
+                   limit: Annotated[int, field("Maximum number of results (1-100, default 10).",
                                                 minimum=1, maximum=MAX_RESULTS)] = 10,
                    state: Annotated[Optional[str], Field(
                        description=f"Only this fine-grained state: {', '.join(LIVE_STATES)}, superseded or "
@@ -99,10 +88,10 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                    belief_id: Annotated[Optional[str], Field(description="Exactly this belief.")] = None,
                    offset: Annotated[int, Field(description="Beliefs to skip (default 0).")] = 0) -> dict[str, Any]:
         """Search beliefs by proposition, lifecycle state, confidence, tags, source, creator or cited source; answers the beliefs, total (how many are returned), matched (how many match in all, for paging with offset) and the query used."""
-        coarse = _given(lifecycle_state)
+        coarse = given(lifecycle_state)
         if coarse == "active" and (state is not None or belief_id is not None):
             coarse = None  # the default gives way to a finer filter
-        return service.get_belief(default_scope, text=_given(proposition), state=state, lifecycle_state=coarse,
+        return service.get_belief(default_scope, text=given(proposition), state=state, lifecycle_state=coarse,
                                   min_confidence=min_confidence, tags=tags or (), source=source, creator=creator,
                                   source_id=source_id, belief_id=belief_id,
                                   limit=count_in(limit, "limit", MAX_RESULTS),
@@ -110,7 +99,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
 
     def resolve_conflict(belief_a_id: Annotated[str, Field(description="UUID of the first belief in the conflict.")],
                          belief_b_id: Annotated[str, Field(description="UUID of the second belief in the conflict.")],
-                         resolution: Annotated[str, _field(
+                         resolution: Annotated[str, field(
                              "keep_a: belief_a stays active, belief_b is discarded (archived); keep_b: the "
                              "reverse; merge: both "
                              "stay active, their conflict settled, and a new merged belief (new_proposition) is "
@@ -129,14 +118,14 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                                         merged_text=new_proposition, auto_resolve=auto_resolve,
                                         actor="mcp:resolve_conflict")
 
-    def reflect(mode: Annotated[str, _field(
+    def reflect(mode: Annotated[str, field(
                     "Analysis mode: overview, contradictions, relations (contradiction / entailment / neutral "
                     "pairs), decay, topics, evidence_audit or confidence (default overview).",
                     enum=list(REFLECT_MODES))] = "overview",
                 topic: _optional(str, "string", "Optional topic/tag filter: only beliefs with this topic or tag.") = None,
-                min_confidence: Annotated[float, _field("Minimum confidence threshold 0.0-1.0 (default 0).",
+                min_confidence: Annotated[float, field("Minimum confidence threshold 0.0-1.0 (default 0).",
                                                         minimum=0, maximum=1)] = 0.0,
-                limit: Annotated[int, _field("Maximum number of beliefs to analyse, the newest (0 = all, "
+                limit: Annotated[int, field("Maximum number of beliefs to analyse, the newest (0 = all, "
                                              "default 50).", minimum=0)] = 50,
                 context: _optional(str, "string", "Optional context identifier for the relations mode's same_context "
                                                   "gate: beliefs tagged context:<it> share it.") = None,
@@ -144,8 +133,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                     description="If true (default), in the relations mode a pair not in the same context is "
                                 "neutral.")] = True) -> dict[str, Any]:
         """Analyse the belief store: overview, contradictions, relations, decay, topics, evidence_audit or confidence."""
-        return service.reflect(default_scope, mode, topic=_given(topic), min_confidence=min_confidence,
-                               limit=count_in(limit, "limit", 10**9, low=0), context=_given(context),
+        return service.reflect(default_scope, mode, topic=given(topic), min_confidence=min_confidence,
+                               limit=count_in(limit, "limit", 10**9, low=0), context=given(context),
                                strict_same_context=strict_same_context)
 
     return [set_belief, get_belief, resolve_conflict, reflect]

@@ -17,17 +17,11 @@ from hermes_cmms.common.checks import scope_of
 from hermes_cmms.knowledge import graph, learn as learning, route as routing
 from hermes_cmms.ops.audit import CHOICES, CONTRACT_TYPES
 
-from ._args import MAX_RESULTS
+from ._args import MAX_RESULTS, field
 
 ALIASES: dict[str, dict[str, str]] = {"route": {"limit": "top_k"}}  # tool -> {earlier name: the contract's}
 DEFAULT_SOURCE = "user"  # learn's receipt when none is given (the contract's default)
 EXTRA_AUDIT_TYPES = tuple(t for t in CHOICES if t not in CONTRACT_TYPES)
-
-
-def _bounded(description: str, low: float, high: float):
-    """A Field advertising the contract's minimum and maximum; the bound itself is checked by the
-    engine (one sentence), not by the SDK (a validation dump)."""
-    return Field(description=description, json_schema_extra={"minimum": low, "maximum": high})
 
 
 def _entity(description: str):
@@ -43,8 +37,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                                                        "the items learned are stored as 'learn:<source>'.")
                                 ] = DEFAULT_SOURCE,
               extract_beliefs: Annotated[bool, Field(description="Also store the opinions read as beliefs.")] = False,
-              min_belief_confidence: Annotated[float, _bounded(
-                  "Beliefs read with a lower confidence (0.0-1.0) are not stored.", 0.0, 1.0)] = 0.6
+              min_belief_confidence: Annotated[float, field(
+                  "Beliefs read with a lower confidence (0.0-1.0) are not stored.", minimum=0.0, maximum=1.0)] = 0.6
               ) -> dict[str, Any]:
         """Keep a text and learn the facts, decisions, skills, preferences and (with
         extract_beliefs) beliefs in it; answers each bucket with its receipts."""
@@ -71,20 +65,19 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
 
     def route(query: Annotated[str, Field(description="The question, in plain words; '' (default) routes "
                                                       "nowhere (stage 4).")] = "",
-              top_k: Annotated[int, _bounded("Most results (1-100).", 1, 100)] = 10,
-              score_threshold: Annotated[float, _bounded(
+              top_k: Annotated[int, field("Most results (1-100).", minimum=1, maximum=MAX_RESULTS)] = 10,
+              score_threshold: Annotated[float, field(
                   "Semantic matches below this cosine similarity (0.0-1.0) do not count; the semantic stage "
-                  "answers only from 0.45 on.", 0.0, 1.0)] = 0.0) -> dict[str, Any]:
+                  "answers only from 0.45 on.", minimum=0.0, maximum=1.0)] = 0.0) -> dict[str, Any]:
         """Answer a question through the 4-stage router (1 rules, 2 semantic, 3 graph, 4 LLM or
         nothing found); says which stage answered and why."""
         answer = service.route(default_scope, query, count_in(top_k, "top_k", MAX_RESULTS), score_threshold)
         return routing.contract_answer(answer)
 
-    def audit(audit_type: Annotated[str, Field(
-                  description="full (every check, default), consistency (receipts, lifecycle, graph and vector "
-                              "drift), orphans or confidence; our finer types "
-                              f"{', '.join(EXTRA_AUDIT_TYPES)} are accepted too.",
-                  json_schema_extra={"enum": list(CONTRACT_TYPES)})] = "full"
+    def audit(audit_type: Annotated[str, field(
+                  "full (every check, default), consistency (receipts, lifecycle, graph and vector drift), "
+                  f"orphans or confidence; our finer types {', '.join(EXTRA_AUDIT_TYPES)} are accepted too.",
+                  enum=list(CONTRACT_TYPES))] = "full"
               ) -> dict[str, Any]:
         """Health checks on the default scope's stored data: errors, warnings, the confidence
         distribution, and findings and counts per check."""

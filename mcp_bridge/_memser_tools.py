@@ -2,11 +2,10 @@
 consolidate_memories, audit_log)."""
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Callable, Optional
 
 from pydantic import Field
-
-import json
 
 from hermes_cmms.common.bounds import count_in, query_text
 from hermes_cmms.common.checks import TIERS
@@ -16,7 +15,6 @@ from hermes_cmms.recall.rank import Hit
 from hermes_cmms.recall.shape import ITEM_KEYS, hit_dict, iso, memory_dict
 
 from ._args import MAX_PAGE, MAX_RESULTS, Actor, Query, Scope, Source, Tags, receipt
-
 
 ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the contract's}
 

@@ -8,7 +8,7 @@ embedding model is loaded.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable
 
 from pydantic import Field
 
@@ -22,23 +22,12 @@ from hermes_cmms.recall.search import NoVectorIndex
 from hermes_cmms.recall.shape import (ITEM_KEYS, decision_response, fact_response, hit_dict, memory_dict,
                                       receipt_response)
 
-from ._args import MAX_RESULTS, Tags
+from ._args import MAX_RESULTS, Tags, field, given
 
 
 ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the contract's}
 MAX_SEARCH = 1000  # search's most results (the contract's maximum); the hybrid pool bounds the work
 DEFAULT_SOURCE = "user"  # remember's receipt when none is given (the contract's default)
-
-
-def _bounded(description: str, low: float, high: float):
-    """A Field advertising the contract's minimum and maximum; the bound itself is checked by the
-    tool (one sentence), not by the SDK (a validation dump)."""
-    return Field(description=description, json_schema_extra={"minimum": low, "maximum": high})
-
-
-def _given(value: str) -> Optional[str]:
-    """A contract string argument: "" (its default) or blank means not given."""
-    return value if value.strip() else None
 
 
 Text = Annotated[str, Field(description="Free-text keywords, searched across the facts' subject, predicate and "
@@ -70,7 +59,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def remember(subject: Annotated[str, Field(description="The subject of the fact: who or what it is about.")],
                  predicate: Annotated[str, Field(description="The predicate/relation, e.g. 'lives in'.")],
                  object: Annotated[str, Field(description="The object of the fact: the value, e.g. 'Lisbon'.")],
-                 confidence: Annotated[float, _bounded("Confidence score 0.0-1.0 (default 1.0).", 0, 1)] = 1.0,
+                 confidence: Annotated[float, field("Confidence score 0.0-1.0 (default 1.0).",
+                                                    minimum=0, maximum=1)] = 1.0,
                  source: Annotated[str, Field(description="Source identifier, stored as the fact's receipt "
                                                           "(default 'user'), e.g. 'slack'.")] = DEFAULT_SOURCE,
                  tags: Tags = None) -> dict[str, Any]:
@@ -85,15 +75,16 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def search(query: Text = "",
                subject: Annotated[str, Field(description=Part.format("subject"))] = "",
                predicate: Annotated[str, Field(description=Part.format("predicate"))] = "",
-               limit: Annotated[int, _bounded("Maximum number of results (1-1000, default 50).", 1, MAX_SEARCH)] = 50,
+               limit: Annotated[int, field("Maximum number of results (1-1000, default 50).",
+                                           minimum=1, maximum=MAX_SEARCH)] = 50,
                object: Annotated[str, Field(description=Part.format("object"))] = "",
                source: Annotated[str, Field(description="Only memories whose source (receipt) starts so; "
                                                         "'' (default) for any.")] = ""
                ) -> dict[str, Any]:
         """Search facts by keywords (hybrid) and filters, or list the newest; every hit of any kind is under memories."""
-        limit, source = count_in(limit, "limit", MAX_SEARCH), _given(source)
-        fact = {"subject": _given(subject), "predicate": _given(predicate), "object": _given(object)}
-        if _given(query):  # the whole hybrid pool (bounded), cut below: `limit` facts and `limit` hits
+        limit, source = count_in(limit, "limit", MAX_SEARCH), given(source)
+        fact = {"subject": given(subject), "predicate": given(predicate), "object": given(object)}
+        if given(query):  # the whole hybrid pool (bounded), cut below: `limit` facts and `limit` hits
             hits = service.search(default_scope, query_text(query), MAX_SEARCH, source=source, fact=fact)
         else:
             hits = [Hit(m, 0.0) for m in service.newest_facts(default_scope, limit, fact=fact, source=source)]
@@ -103,11 +94,12 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
 
     def get_context(task: Annotated[str, Field(description="The task description or search query.")],
                     subject: Annotated[str, Field(description=Part.format("subject"))] = "",
-                    max_results: Annotated[int, _bounded("Maximum number of facts (and of decisions and memories) "
-                                                         "to return (1-100, default 10).", 1, MAX_RESULTS)] = 10
+                    max_results: Annotated[int, field("Maximum number of facts (and of decisions and memories) "
+                                                      "to return (1-100, default 10).",
+                                                      minimum=1, maximum=MAX_RESULTS)] = 10
                     ) -> dict[str, Any]:
         """Structured context for a task: its facts and decisions, the recall block Hermes would inject, every hit."""
-        limit, subject = count_in(max_results, "max_results", MAX_RESULTS), _given(subject)
+        limit, subject = count_in(max_results, "max_results", MAX_RESULTS), given(subject)
         query = f"{query_text(task, 'task')} {subject}" if subject else query_text(task, "task")
         hits = service.search(default_scope, query, MAX_SEARCH)  # the whole hybrid pool: bounded
         facts, items, _ = answers(hits)
@@ -121,16 +113,16 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
 
     def semantic_search(query: Annotated[str, Field(description="Natural language query text; '' (default): "
                                                                 "no results.")] = "",
-                        top_k: Annotated[int, _bounded("Maximum number of results (1-100, default 10).",
-                                                       1, MAX_RESULTS)] = 10,
-                        score_threshold: Annotated[float, _bounded("Minimum similarity score 0.0-1.0 (cosine; "
-                                                                   "default 0).", 0, 1)] = 0.0
+                        top_k: Annotated[int, field("Maximum number of results (1-100, default 10).",
+                                                    minimum=1, maximum=MAX_RESULTS)] = 10,
+                        score_threshold: Annotated[float, field("Minimum similarity score 0.0-1.0 (cosine; "
+                                                                "default 0).", minimum=0, maximum=1)] = 0.0
                         ) -> dict[str, Any]:
         """Search the default scope by meaning (vector similarity); with no embedding model loaded, an error object."""
         top_k = count_in(top_k, "top_k", MAX_RESULTS)
         if not 0.0 <= score_threshold <= 1.0:
             raise InvalidInput(f"Argument 'score_threshold' must be between 0 and 1, not {score_threshold}.")
-        if not _given(query):
+        if not given(query):
             return {"semantic_results": [], "total": 0, "scope": default_scope, "results": []}
         try:
             found = service.semantic_search(default_scope, query_text(query), top_k, score_threshold)
