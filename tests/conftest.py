@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -54,15 +56,23 @@ def home(tmp_path, monkeypatch) -> Path:
     server backend, CMMS_DATABASE_URL and CMMS_CHROMA_URL name fresh databases for the test."""
     path = tmp_path / "hermes_home"
     path.mkdir()
-    monkeypatch.setenv("HERMES_HOME", str(path))
+    with exported_home(path, monkeypatch):
+        yield path
+
+
+@contextmanager
+def exported_home(path: Path, env: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`path` exported as HERMES_HOME through `env`, none of the user's CMMS_* settings, and on
+    the server backend fresh databases for it (CMMS_DATABASE_URL, CMMS_CHROMA_URL)."""
+    env.setenv("HERMES_HOME", str(path))
     for name in ("CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_RECALL_TOKENS"):
-        monkeypatch.delenv(name, raising=False)
+        env.delenv(name, raising=False)
     if not SERVER:
         yield path
         return
     with server_databases() as (database_url, chroma_url):
-        monkeypatch.setenv("CMMS_DATABASE_URL", database_url)
-        monkeypatch.setenv("CMMS_CHROMA_URL", chroma_url)
+        env.setenv("CMMS_DATABASE_URL", database_url)
+        env.setenv("CMMS_CHROMA_URL", chroma_url)
         yield path
 
 

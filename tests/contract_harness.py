@@ -8,7 +8,6 @@ The `date-time` format is checked too (jsonschema checks it only with rfc3339-va
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -94,26 +94,12 @@ async def indexed(bridge, text: str, timeout: float = 180.0) -> None:
 
 @contextmanager
 def module_home(tmp_path_factory, name: str) -> Iterator[Path]:
-    """An empty HERMES_HOME for one module's bridge session, exported in os.environ while it is
-    used; on CMMS_TEST_BACKEND=server with fresh databases of its own (as conftest.home)."""
-    from conftest import SERVER
-    from servers import server_databases
+    """An empty HERMES_HOME for one module's bridge session, exported while it is used (the
+    environment as it was afterwards); on CMMS_TEST_BACKEND=server with fresh databases of its
+    own (as conftest.home)."""
+    from conftest import exported_home
 
     path = tmp_path_factory.mktemp(name) / "hermes_home"
     path.mkdir()
-    names = ("HERMES_HOME", "CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_RECALL_TOKENS")
-    saved = {key: os.environ.pop(key, None) for key in names}
-    os.environ["HERMES_HOME"] = str(path)
-    try:
-        if not SERVER:
-            yield path
-        else:
-            with server_databases() as (database_url, chroma_url):
-                os.environ["CMMS_DATABASE_URL"], os.environ["CMMS_CHROMA_URL"] = database_url, chroma_url
-                yield path
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env, exported_home(path, env):
+        yield path
