@@ -1,33 +1,139 @@
-"""Shared fixtures: a fresh Hermes home per test, real SQLite, real Chroma, real MiniLM."""
+"""Shared fixtures: a fresh Hermes home per test, real SQLite, real Chroma, real MiniLM.
+
+Two passes run this suite (README, "Two commands"): the embedded default, and
+CMMS_TEST_BACKEND=server, which runs the tests marked `store` (they touch storage, vectors or
+concurrency) on PostgreSQL + a Chroma server. A test that opens a store without that mark fails
+in the embedded pass (`_store_marked` below), so the server pass cannot silently miss it.
+A new store starts from a migrated template (copied, or cloned on PostgreSQL) instead of
+replaying every migration; tests marked `migrates` open theirs from empty.
+"""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from servers import free_port, server_databases  # noqa: F401 - tests import server_databases from here
+from servers import drop_templates, free_port, server_databases  # noqa: F401 - tests import server_databases from here
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
-# The second CI pass: CMMS_TEST_BACKEND=server runs every test on PostgreSQL + a Chroma server
-# (started by .ci/services), each test in a database of its own on both.
+# The second CI pass: CMMS_TEST_BACKEND=server runs the `store` tests on PostgreSQL + a Chroma
+# server (started by .ci/services), each test in databases of its own on both.
 SERVER = os.environ.get("CMMS_TEST_BACKEND") == "server"
-server_only = pytest.mark.skipif(not SERVER, reason="needs CMMS_TEST_BACKEND=server (PostgreSQL + Chroma server)")
-embedded_only = pytest.mark.skipif(SERVER, reason="checks the embedded default's own files")
+server_only = pytest.mark.server_only  # skipped in the embedded pass; a `store` test
+embedded_only = pytest.mark.embedded_only  # checks the embedded default's own files: not in the server pass
+STORE_FIXTURES = {"service", "keyword_service"}  # a test taking one of these opens a store
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark what opens a store through the shared fixtures; on the server backend keep only the
+    `store` tests (and not the embedded-only ones); in the embedded pass skip the server-only."""
+    for item in items:
+        if STORE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("server_only"):
+            item.add_marker(pytest.mark.store)
+    if SERVER:
+        kept = [i for i in items if i.get_closest_marker("store") and not i.get_closest_marker("embedded_only")]
+        dropped = [i for i in items if i not in kept]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+        return
+    skip = pytest.mark.skip(reason="needs CMMS_TEST_BACKEND=server (PostgreSQL + Chroma server)")
+    for item in items:
+        if item.get_closest_marker("server_only"):
+            item.add_marker(skip)
+
+
+# -- stores opened by this test process: the migrated template, and the check of the mark ------
+
+_opened: list[str] = []  # the URL of every store the current test opened, in any thread
+_template: dict = {"on": True, "path": None}
+
+
+def _migrated_template(store_class) -> Path:
+    """A SQLite store with every migration applied, made once per test process."""
+    if _template["path"] is None:
+        where = Path(tempfile.mkdtemp(prefix="cmms-template-")) / "cmms.db"
+        _template["on"] = False
+        try:
+            store_class(f"sqlite:///{where}").close()
+        finally:
+            _template["on"] = True
+        _opened.clear()
+        _template["path"] = where
+    return _template["path"]
+
+
+def _template_off() -> bool:
+    """Whether the current test opens its stores from empty (`migrates`)."""
+    return not _template["on"]
+
+
+def _watch_stores() -> None:
+    """Wrap Store.__init__: record each store opened, and start a new SQLite file as a copy of
+    the migrated template (its migrations then found all applied), unless the test is `migrates`."""
+    from sqlalchemy.engine import make_url
+
+    from hermes_cmms.store.store import Store
+
+    opening = Store.__init__
+
+    def watched(self, url: str, *args, **kwargs):
+        _opened.append(url)
+        if _template["on"] and url.startswith("sqlite:///"):
+            path = make_url(url).database or ""
+            if path and path != ":memory:" and not path.startswith("file:") and not Path(path).exists():
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(_migrated_template(Store), path)
+        opening(self, url, *args, **kwargs)
+
+    Store.__init__ = watched
+
+
+_watch_stores()
+
+
+@pytest.fixture(autouse=True)
+def _store_marked(request):
+    """Fail a test that opens a store (here, or in a process it starts under its tmp_path)
+    without the `store` mark: the server pass would leave it out. `migrates` tests open theirs
+    from empty, without the template."""
+    _opened.clear()
+    _template["on"] = request.node.get_closest_marker("migrates") is None
+    yield
+    _template["on"] = True
+    opened, marked = list(_opened), request.node.get_closest_marker("store") is not None
+    _opened.clear()
+    if SERVER or marked or request.node.get_closest_marker("embedded_only"):
+        return
+    left = []
+    if "tmp_path" in request.fixturenames:
+        left = [str(p) for p in request.getfixturevalue("tmp_path").rglob("cmms.db")]
+    if opened or left:
+        pytest.fail(f"{request.node.nodeid} opens a store ({(opened + left)[0]}) but is not marked "
+                    "`store` (pytest.mark.store), so the server pass would leave it out; or mark it "
+                    "`embedded_only` if it checks the embedded default's own files.", pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def servers():
     """On the server backend, PostgreSQL and a Chroma server on 127.0.0.1: the ones named by
     CMMS_TEST_PG_URL / CMMS_TEST_CHROMA_URL, else started here by .ci/services (and stopped)."""
-    if not SERVER or os.environ.get("CMMS_TEST_PG_URL"):
+    if not SERVER:
         yield
+        return
+    if os.environ.get("CMMS_TEST_PG_URL"):
+        yield
+        drop_templates()
         return
     import shutil
     import subprocess
@@ -45,6 +151,7 @@ def servers():
             name, _, value = line.removeprefix("export ").partition("=")
             os.environ[name] = value.strip("'")
         yield
+        drop_templates()
     finally:
         subprocess.run([str(script), "stop", str(where)], capture_output=True)
         shutil.rmtree(where, ignore_errors=True)
@@ -70,7 +177,7 @@ def exported_home(path: Path, env: pytest.MonkeyPatch) -> Iterator[Path]:
     if not SERVER:
         yield path
         return
-    with server_databases() as (database_url, chroma_url):
+    with server_databases(migrated=not _template_off()) as (database_url, chroma_url):
         env.setenv("CMMS_DATABASE_URL", database_url)
         env.setenv("CMMS_CHROMA_URL", chroma_url)
         yield path

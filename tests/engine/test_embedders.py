@@ -173,7 +173,7 @@ def test_unknown_embedder_dtype_is_rejected(home):
 
 def test_an_unwritable_cache_is_one_sentence_and_auto_falls_back(tmp_path, monkeypatch):
     """Neither the cache nor a temporary directory can be written (with a temporary directory
-    the model is prepared there: test_attack17_embedder.py)."""
+    the model is prepared there: test_embedder_cache.py)."""
     import tempfile
 
     blocked = tmp_path / "file"

@@ -1,5 +1,5 @@
 """Attacks on the files `hermes cmms …` / `hermes-cmms` and `hermes memory setup` write
-(issue 17): a special file or a symlink named as the place to write is written into, never
+a special file or a symlink named as the place to write is written into, never
 replaced by a regular file."""
 from __future__ import annotations
 

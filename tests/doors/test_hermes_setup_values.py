@@ -1,4 +1,4 @@
-"""Attacks on `hermes memory setup` / save_config (issue 17): values a form or a hand-edited
+"""Attacks on `hermes memory setup` / save_config: values a form or a hand-edited
 config.yaml really hands over, through the real `hermes` command and the real YAML files."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The deployment recipe in docs/deploy.md runs the embedder its image installs (issue 17)."""
+"""The deployment recipe in docs/deploy.md runs the embedder its image installs."""
 from __future__ import annotations
 
 import re

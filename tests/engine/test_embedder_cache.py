@@ -1,4 +1,4 @@
-"""Attacks on the torch-free default embedder's cache (issue 17), with the real model file and
+"""Attacks on the torch-free default embedder's cache, with the real model file and
 real ONNX Runtime sessions."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Attacks on recall_status and the recall line (issue 17) through Hermes 0.19's real
+"""Attacks on recall_status and the recall line through Hermes 0.19's real
 MemoryManager: a prefetch that Hermes stopped waiting for injected nothing."""
 from __future__ import annotations
 

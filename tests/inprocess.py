@@ -1,0 +1,113 @@
+"""The doors in this test process: `hermes-cmms` through `main(argv)` and the MCP bridge through
+an in-memory client session against the real server object. The same code a user's command or
+client reaches, without a process launch (imports and the embedding model are loaded once per
+test process). Each door also has a few end-to-end tests that launch it as a user does."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+from contextlib import asynccontextmanager, contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Union
+
+
+@dataclass
+class Ran:
+    """What a command left: its exit code and what it printed (as subprocess.run's result)."""
+    args: list
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextmanager
+def environment(changes: Optional[dict]) -> Iterator[None]:
+    """os.environ with `changes` (a None value removes the name), as it was afterwards."""
+    saved = {name: os.environ.get(name) for name in (changes or {})}
+    try:
+        for name, value in (changes or {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = str(value)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class _Output(io.TextIOWrapper):
+    """A text stream with a bytes `.buffer`, like sys.stdout (export writes bytes there)."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="surrogateescape", write_through=True)
+
+    def text(self) -> str:
+        self.flush()
+        return self.buffer.getvalue().decode("utf-8", errors="replace")
+
+
+def cli(home: Optional[Union[str, Path]], *args: str, stdin: Union[str, bytes, None] = None,
+        env: Optional[dict] = None) -> Ran:
+    """`hermes-cmms ARGS` run in this process with HERMES_HOME=home (and `env`), on `stdin`."""
+    from hermes_cmms.cli import main
+
+    argv = [str(a) for a in args]
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
+    out, err = _Output(), _Output()
+    fake_in = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    changes = {**({"HERMES_HOME": str(home)} if home is not None else {}), **(env or {})}
+    saved_in = sys.stdin
+    with environment(changes), redirect_stdout(out), redirect_stderr(err):
+        sys.stdin = fake_in
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's usage errors and --help
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+            if isinstance(exc.code, str):
+                print(exc.code, file=sys.stderr)
+        finally:
+            sys.stdin = saved_in
+    return Ran(["hermes-cmms", *argv], code, out.text(), err.text())
+
+
+@asynccontextmanager
+async def memory_bridge(home, *extra: str, env: Optional[dict] = None):
+    """A client session of the MCP bridge `hermes-cmms mcp [--scope S]` would serve for `home`,
+    connected in memory to the real server object (mcp 1.x and 2.x alike)."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from hermes_cmms.common.config import Settings, hermes_home
+    from hermes_cmms.mcp_bridge import local_scope
+    from hermes_cmms.mcp_bridge.server import build
+    from hermes_cmms.service import MemoryService
+    from mcp_client import Bridge
+
+    scope = None
+    rest = list(extra)
+    if "--scope" in rest:
+        scope = rest[rest.index("--scope") + 1]
+        del rest[rest.index("--scope"):rest.index("--scope") + 2]
+    assert not rest, f"memory_bridge takes only --scope, not {rest}"
+    with environment({"HERMES_HOME": str(home), **(env or {})}):
+        service = MemoryService(Settings.load(str(home)))
+        try:
+            server = build(service, scope or local_scope(hermes_home(str(home))), confined=scope is not None)
+            lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server  # 2.x, 1.x
+            async with create_client_server_memory_streams() as (client_streams, server_streams):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(lambda: lowlevel.run(*server_streams, lowlevel.create_initialization_options()))
+                    try:
+                        async with ClientSession(*client_streams) as session:
+                            yield Bridge(session, await session.initialize())
+                    finally:
+                        tasks.cancel_scope.cancel()
+        finally:
+            service.close(drain_timeout=2.0)
