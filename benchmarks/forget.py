@@ -113,13 +113,13 @@ def run(count: int, with_vectors: bool, repeats: int) -> dict:
     return result
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, nargs="+", default=[10_000])
     parser.add_argument("--vectors", action="store_true", help="also time the Chroma side (slow past 10k)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write the results here too")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     results = [run(count, args.vectors, args.repeats) for count in args.memories]
     for result in results:
         print(json.dumps(result))

@@ -121,12 +121,12 @@ def _report(name: str, figures: dict) -> dict:
     return figures
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=2000, help="user turns learned from (default 2000)")
     parser.add_argument("--facts", type=int, default=30000, help="facts in the graph part (default 30000)")
     parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result = {}
     home = tempfile.mkdtemp(prefix="cmms-bench-knowledge-")
     try:

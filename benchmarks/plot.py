@@ -48,12 +48,12 @@ def latency_vs_size(paths: list[str], out: str) -> None:
     fig.savefig(out, dpi=120)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=["recall", "latency"])
     parser.add_argument("out")
     parser.add_argument("inputs", nargs="+")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.kind == "recall":
         recall_vs_budget(args.inputs, args.out)
     else:

@@ -124,7 +124,7 @@ def apply(settings: list[str]) -> None:
         setattr(importlib.import_module(module), attr, ast.literal_eval(value))
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=["ingest", "eval"])
     ap.add_argument("--homes", required=True, type=Path)
@@ -132,7 +132,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--budget", type=int)
     ap.add_argument("--json")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.budget:
         os.environ["CMMS_RECALL_TOKENS"] = str(args.budget)
     apply(args.set)

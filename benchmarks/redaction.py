@@ -47,10 +47,10 @@ def measure() -> dict:
             "corpus_entry_us": round(per_call_us(secrets), 1), "corpus_entries": len(secrets)}
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="Also write the figures to this file.")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     figures = measure()
     print(json.dumps(figures, indent=1))
     if args.json:

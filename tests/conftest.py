@@ -4,7 +4,9 @@ Two passes run this suite (README, "Two commands"): the embedded default, and
 CMMS_TEST_BACKEND=server, which runs the tests marked `store` (they touch storage, vectors or
 concurrency) on PostgreSQL + a Chroma server. A test that opens a store without that mark fails
 in the embedded pass (`_store_marked` below), so the server pass cannot silently miss it.
-A new store starts from a migrated template (copied, or cloned on PostgreSQL) instead of
+Tests that open a store for another reason say so: `embedded_only` (the embedded default's own
+files) or `one_backend` (a door's own behaviour over the engine, which the `store` tests cover on
+both backends). A new store starts from a migrated template (copied, or cloned on PostgreSQL) instead of
 replaying every migration; tests marked `migrates` open theirs from empty.
 """
 from __future__ import annotations
@@ -13,7 +15,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -38,6 +39,8 @@ def pytest_collection_modifyitems(config, items):
     """Mark what opens a store through the shared fixtures; on the server backend keep only the
     `store` tests (and not the embedded-only ones); in the embedded pass skip the server-only."""
     for item in items:
+        if item.get_closest_marker("one_backend"):
+            continue
         if STORE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("server_only"):
             item.add_marker(pytest.mark.store)
     if SERVER:
@@ -109,19 +112,21 @@ def _store_marked(request):
     from empty, without the template."""
     _opened.clear()
     _template["on"] = request.node.get_closest_marker("migrates") is None
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
     _template["on"] = True
     opened, marked = list(_opened), request.node.get_closest_marker("store") is not None
     _opened.clear()
-    if SERVER or marked or request.node.get_closest_marker("embedded_only"):
+    if SERVER or marked or any(request.node.get_closest_marker(m) for m in ("embedded_only", "one_backend")):
         return
-    left = []
-    if "tmp_path" in request.fixturenames:
-        left = [str(p) for p in request.getfixturevalue("tmp_path").rglob("cmms.db")]
+    if tmp is not None:  # (a thread a test before this one left running may open its own store)
+        opened = [url for url in opened if str(tmp) in url]
+    left = [str(p) for p in tmp.rglob("cmms.db")] if tmp is not None else []
     if opened or left:
-        pytest.fail(f"{request.node.nodeid} opens a store ({(opened + left)[0]}) but is not marked "
-                    "`store` (pytest.mark.store), so the server pass would leave it out; or mark it "
-                    "`embedded_only` if it checks the embedded default's own files.", pytrace=False)
+        pytest.fail(f"{request.node.nodeid} opens a store ({(opened + left)[0]}) but is not marked: mark it "
+                    "`store` if what it checks can differ by backend (the server pass runs those), "
+                    "`embedded_only` if it checks the embedded default's own files, or `one_backend` "
+                    "if it checks a door's own behaviour over the engine.", pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

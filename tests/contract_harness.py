@@ -1,5 +1,6 @@
 """The CMMS 0.11 tool contracts (docs/contracts/cmms-0.11, a copy of the seed's published files)
-as validators, and what every contract test needs: a home for one bridge session per module.
+as validators, and what every contract test needs: a home for one bridge session per module, and
+the one case per tool that CI runs again on the other MCP SDK line (the `sdk_sample` mark).
 
 Inputs are checked strictly (so a case is proven valid under its contract); answers tolerantly,
 with `additionalProperties: false` dropped, since our richer fields may sit beside the contract's.
@@ -13,7 +14,7 @@ import time
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
@@ -103,3 +104,18 @@ def module_home(tmp_path_factory, name: str) -> Iterator[Path]:
     path.mkdir()
     with pytest.MonkeyPatch.context() as env, exported_home(path, env):
         yield path
+
+
+def first_case_of_each_tool(cases: dict[str, str]) -> dict[str, str]:
+    """{tool: its first case} of {case: tool}: the cases marked `sdk_sample`."""
+    first: dict[str, str] = {}
+    for case, tool in cases.items():
+        first.setdefault(tool, case)
+    return first
+
+
+def sampled(cases: Iterable[str], samples: dict[str, str]) -> list:
+    """`cases` as pytest parameters, those among `samples`' values marked `sdk_sample` (CI runs
+    them again on mcp 1.26)."""
+    chosen = set(samples.values())
+    return [pytest.param(case, marks=pytest.mark.sdk_sample) if case in chosen else case for case in cases]

@@ -10,7 +10,7 @@ import sys
 from contextlib import asynccontextmanager, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Union
+from typing import Iterator, Optional, TextIO, Union
 
 
 @dataclass
@@ -53,8 +53,9 @@ class _Output(io.TextIOWrapper):
 
 
 def cli(home: Optional[Union[str, Path]], *args: str, stdin: Union[str, bytes, None] = None,
-        env: Optional[dict] = None) -> Ran:
-    """`hermes-cmms ARGS` run in this process with HERMES_HOME=home (and `env`), on `stdin`."""
+        env: Optional[dict] = None, stderr: Optional[TextIO] = None) -> Ran:
+    """`hermes-cmms ARGS` run in this process with HERMES_HOME=home (and `env`), on `stdin`;
+    standard error captured, or `stderr` when given (a terminal, say: Ran.stderr is then "")."""
     from hermes_cmms.cli import main
 
     argv = [str(a) for a in args]
@@ -63,7 +64,7 @@ def cli(home: Optional[Union[str, Path]], *args: str, stdin: Union[str, bytes, N
     fake_in = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
     changes = {**({"HERMES_HOME": str(home)} if home is not None else {}), **(env or {})}
     saved_in = sys.stdin
-    with environment(changes), redirect_stdout(out), redirect_stderr(err):
+    with environment(changes), redirect_stdout(out), redirect_stderr(stderr or err):
         sys.stdin = fake_in
         try:
             code = main(argv)

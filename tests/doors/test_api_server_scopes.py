@@ -80,6 +80,7 @@ def _owner(home):
 
 
 @pytest.mark.slow
+@pytest.mark.store
 def test_api_conversations_and_the_owner_see_none_of_each_others_memories(home, tmp_path, llm, monkeypatch):
     configure(home, llm)
     monkeypatch.setenv("CMMS_EMBEDDER", "none")  # keyword recall is enough here, and quick to start
@@ -139,6 +140,7 @@ def _api_provider(home, session_id, **extra):
     return provider
 
 
+@pytest.mark.store
 def test_the_gateway_hook_flushes_a_conversation_named_by_its_session_key(home, monkeypatch):
     monkeypatch.setenv("CMMS_EMBEDDER", "none")
     keyed = _api_provider(home, "api-1", gateway_session_key="client-1")

@@ -12,6 +12,8 @@ from hermes_cmms.common.text import clean_key
 
 from db import sql
 
+pytestmark = pytest.mark.store
+
 SCOPE = "test:bad"
 FTS_SYNTAX = ['"', "*", "NEAR(", "-", "AND", "OR", "(", ":", ")", "^", "+", "{", "}", "NOT", "'", "''"]
 

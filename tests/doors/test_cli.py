@@ -1,4 +1,5 @@
-"""The hermes-cmms command line, run as a real subprocess."""
+"""The hermes-cmms command line: its commands through main(argv) in this process; what a
+fresh process imports, its exit code, and the installed console script end to end."""
 import json
 import subprocess
 import sys
@@ -7,17 +8,17 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms import MemoryService, Settings
+from inprocess import cli
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 
 
 def run(home, *args, **env):
-    import os
-
-    full_env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none", **env)
-    return subprocess.run([CLI, *args], capture_output=True, text=True, env=full_env, timeout=120)
+    """`hermes-cmms ARGS` in this process, keyword-only (CMMS_EMBEDDER=none), with `env`."""
+    return cli(home, *args, env={"CMMS_EMBEDDER": "none", **env})
 
 
+@pytest.mark.store
 def test_doctor_fails_before_install_and_passes_after(home):
     before = run(home, "doctor")
     assert before.returncode == 1
@@ -31,6 +32,7 @@ def test_doctor_fails_before_install_and_passes_after(home):
     assert any(line.startswith("warn embedder: none") for line in lines)  # CMMS_EMBEDDER=none
 
 
+@pytest.mark.store
 def test_status_and_search_read_the_store(home):
     svc = MemoryService(Settings.load(home, embedder="none"))
     svc.retain_turn("local:default", "s1", "The boat is moored at Pier 9.", "Noted.")
@@ -65,6 +67,7 @@ def test_plugins_lists_the_built_ins_and_their_hooks(home):
     assert "hermes_cmms.redact: redact" in out
 
 
+@pytest.mark.store
 def test_a_deeply_nested_import_line_is_one_sentence_naming_the_line(home, tmp_path):
     header = {"type": "header", "format": "hermes-cmms-export", "version": 1, "scope": "local:default",
               "counts": {}}
@@ -94,6 +97,7 @@ sys.exit(main())
 """
 
 
+@pytest.mark.slow
 def test_the_cli_exits_with_its_code_while_an_engine_thread_is_inside_native_code(home):
     pytest.importorskip("torch")
     import os
@@ -143,31 +147,33 @@ def stored_home(home):
     return home
 
 
+@pytest.mark.slow
+@pytest.mark.store
 @pytest.mark.parametrize("args", [("status",), ("status", "--json"), ("audit-log",), ("beliefs", "list")])
 def test_inspection_commands_load_no_model_no_vector_index(stored_home, args):
     assert loaded(stored_home, *args) == {"code": 0, "heavy": [], "sql": True}
 
 
+@pytest.mark.slow
 def test_help_loads_not_even_the_store(home):
     assert loaded(home, "--help") == {"code": 0, "heavy": [], "sql": False}
 
 
+@pytest.mark.store
 def test_status_names_the_embedder_without_loading_it_and_counts_vectors_when_asked(stored_home):
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "CMMS_EMBEDDER"}
-    plain = subprocess.run([CLI, "status"], capture_output=True, text=True, timeout=120,
-                           env=dict(env, HERMES_HOME=str(stored_home))).stdout
+    plain = cli(stored_home, "status", env={"CMMS_EMBEDDER": None}).stdout
     assert "embedder: auto (not loaded by this command)" in plain and "memories: 2" in plain
     assert "None" not in plain and "indexed" not in plain and "index_error" not in plain
-    counted = json.loads(subprocess.run([CLI, "status", "--vectors", "--json"], capture_output=True, text=True,
-                                        timeout=120, env=dict(env, HERMES_HOME=str(stored_home))).stdout)
+    counted = json.loads(cli(stored_home, "status", "--vectors", "--json", env={"CMMS_EMBEDDER": None}).stdout)
     assert (counted["indexed"], counted["index_error"]) == (2, None)
     assert counted["embedder"] not in ("loading", "auto (not loaded by this command)")
 
 
+@pytest.mark.slow
+@pytest.mark.store
 def test_search_ranks_by_vectors_even_though_the_model_loads_after_the_command_starts(stored_home):
-    """A command waits for the vector index it needs (a chat turn would fall back to keywords)."""
+    """A command waits for the vector index it needs (a chat turn would fall back to keywords):
+    the installed console script, a process of its own whose model loads after it starts."""
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "CMMS_EMBEDDER"}

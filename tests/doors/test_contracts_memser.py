@@ -1,15 +1,12 @@
 """The memser tools keep the seed's documented arguments and answer the shapes the README gives,
 checked against local schemas (tests/contracts_memser/, JSON Schema 2020-12: the memser seed
-published none) through one real MCP stdio session; `metrics`' shape; and the other two doors'
-ids: the Hermes tools and `hermes-cmms` show ids dashed and take them in either form, and the
-Hermes tools refuse an argument they do not take."""
+published none) through one MCP client session (in memory, against the real server object);
+`metrics`' shape; and the other two doors' ids: the Hermes tools and `hermes-cmms` show ids
+dashed and take them in either form, and the Hermes tools refuse an argument they do not take."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +14,12 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from contract_harness import FORMATS, hex_ids, module_home
+from contract_harness import FORMATS, first_case_of_each_tool, hex_ids, module_home, sampled
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.ids import stored_id
 from hermes_cmms.provider import CmmsMemoryProvider
-from mcp_client import run, stdio_bridge
+from inprocess import cli, memory_bridge
+from mcp_client import run
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "contracts_memser"
 DOCS = {p.name.removesuffix(".schema.json"): json.loads(p.read_text(encoding="utf-8"))
@@ -33,7 +31,6 @@ EPISODE = ["I walked the dog along the beach this morning.",
            "This morning I took the dog for a walk on the beach.",
            "The dog and I went walking on the beach early today.",
            "Walked my dog on the beach this morning, it was lovely."]
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 
 
 def schema_errors(tool: str, value, part: str = "output") -> list[str]:
@@ -69,7 +66,7 @@ CASES = ("store_memory/minimal", "store_memory/repeat_reinforces", "store_memory
 
 async def _session(home) -> dict:
     cases: dict = {}
-    async with stdio_bridge(home) as bridge:
+    async with memory_bridge(home) as bridge:
         async def case(case_id: str, **args) -> dict:
             result = await bridge.call(case_id.split("/")[0], **args)
             cases[case_id] = (args, result)
@@ -101,6 +98,10 @@ async def _session(home) -> dict:
         cases["metrics"] = ({}, await bridge.call("metrics"))
         cases["seeded"] = {"gate": gate, "boiler": boiler, "permit": permit}
     return cases
+
+
+SDK_SAMPLES = {**first_case_of_each_tool({case: case.split("/")[0] for case in CASES}),
+               "metrics": "test_metrics_answers_the_prometheus_exposition_of_this_bridge"}  # a test of its own
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +230,8 @@ def _data(cases, case_id: str) -> dict:
     return result.data
 
 
-@pytest.mark.parametrize("case_id", CASES)
+@pytest.mark.store
+@pytest.mark.parametrize("case_id", sampled(CASES, SDK_SAMPLES))
 def test_a_memser_tool_answers_its_documented_shape(answers, case_id):
     tool = case_id.split("/")[0]
     args, result = answers[case_id]
@@ -240,6 +242,8 @@ def test_a_memser_tool_answers_its_documented_shape(answers, case_id):
     CHECKS[case_id](result.data, answers)
 
 
+@pytest.mark.store
+@pytest.mark.sdk_sample
 def test_metrics_answers_the_prometheus_exposition_of_this_bridge(answers):
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -265,6 +269,7 @@ def _tool(provider, name: str, **args) -> dict:
     return json.loads(provider.handle_tool_call(name, args))
 
 
+@pytest.mark.store
 def test_the_hermes_tools_show_ids_dashed_and_take_them_in_either_form(home, monkeypatch):
     monkeypatch.setenv("CMMS_EMBEDDER", "none")
     p = _hermes(home)
@@ -287,6 +292,7 @@ def test_the_hermes_tools_show_ids_dashed_and_take_them_in_either_form(home, mon
     assert all(r["session_id"] == "s1" for r in found["results"])  # Hermes' session id, as Hermes gave it
 
 
+@pytest.mark.store
 @pytest.mark.parametrize("tool, args, takes", [
     ("cmms_recall", {"query": "kayak", "x": 1}, "query, limit, route"),
     ("cmms_remember", {"content": "a note", "x": 1}, "content, tags"),
@@ -308,11 +314,11 @@ def test_a_hermes_tool_refuses_an_argument_it_does_not_take(home, monkeypatch, t
 
 # -- the command line -----------------------------------------------------------------------------
 
-def _cli(home, *args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
-    return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=180)
+def _cli(home, *args):
+    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
 
 
+@pytest.mark.store
 def test_hermes_cmms_shows_ids_dashed_and_takes_them_in_either_form(home):
     with MemoryService(Settings.load(home, embedder="none")) as service:
         ids = [service.remember("local:default", f"Pier {n} is where the boat is moored.") for n in (7, 8, 9)]

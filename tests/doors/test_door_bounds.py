@@ -3,23 +3,17 @@ printable; each refused in one sentence, none hanging or ending in a traceback."
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.ops.transfer import MAX_LINE_BYTES
-
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+from inprocess import cli
 
 
 def _cli(home, *args, stdin=None):
-    env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
-    return subprocess.run([CLI, *args], capture_output=True, env=env, timeout=60, stdin=stdin)
+    return cli(home, *args, stdin=stdin, env={"CMMS_EMBEDDER": "none"})
 
 
 @pytest.mark.parametrize("limit, offset", [(10**20, 0), (0, 0), (501, 0), (50, -1), (50, 10**20)])
@@ -39,25 +33,26 @@ def test_the_cli_lists_more_than_a_page_of_the_audit_trail(keyword_service, home
 def test_a_port_out_of_range_is_refused_by_the_parser(tmp_path):
     done = _cli(tmp_path, "mcp", "--transport", "http", "--port", "70000")
     assert done.returncode == 2
-    assert done.stderr.decode().strip().endswith(
+    assert done.stderr.strip().endswith(
         "error: argument --port: must be a whole number from 1 to 65535, not '70000'")
 
 
-def test_a_port_in_use_is_one_sentence(tmp_path):
+@pytest.mark.store
+def test_a_port_in_use_is_one_sentence(home):
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
-        done = _cli(tmp_path, "mcp", "--transport", "http", "--port", str(port))
+        done = _cli(home, "mcp", "--transport", "http", "--port", str(port))
     assert done.returncode == 1
-    assert done.stderr.decode().strip() == f"error: Cannot serve MCP over HTTP on 127.0.0.1:{port}: Address already in use."
+    assert done.stderr.strip() == f"error: Cannot serve MCP over HTTP on 127.0.0.1:{port}: Address already in use."
 
 
-def test_an_import_line_without_end_is_refused_not_read_whole(tmp_path):
+@pytest.mark.store
+def test_an_import_line_without_end_is_refused_not_read_whole(home, tmp_path):
     endless = tmp_path / "zeros.jsonl"
     endless.write_bytes(bytes(MAX_LINE_BYTES + 10))
     expected = "error: Line 1: longer than 16 MiB; nothing was imported."
-    assert _cli(tmp_path, "import", str(endless)).stderr.decode().strip() == expected
-    with endless.open("rb") as stdin:
-        assert _cli(tmp_path, "import", "-", stdin=stdin).stderr.decode().strip() == expected
+    assert _cli(home, "import", str(endless)).stderr.strip() == expected
+    assert _cli(home, "import", "-", stdin=endless.read_bytes()).stderr.strip() == expected
 
 
 def test_a_text_of_nothing_printable_is_not_called_a_secret(keyword_service):

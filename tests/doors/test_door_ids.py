@@ -1,10 +1,15 @@
-"""Ids and numbers at the MCP door as a contract client sends them, through a real session:
+"""Ids and numbers at the MCP door as a contract client sends them, through a client session:
 an error quotes an id as the caller gave it (dashed), and a whole number written 1.0 is one."""
 from __future__ import annotations
 
 import uuid
 
-from mcp_client import run, stdio_bridge
+import pytest
+
+from inprocess import memory_bridge
+from mcp_client import run
+
+pytestmark = pytest.mark.store
 
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 HASH = "0123456789abcdef0123456789abcdef"  # 32 hex digits that are no id
@@ -14,7 +19,7 @@ def test_an_error_quotes_the_id_dashed_as_the_caller_gave_it(home):
     missing = str(uuid.uuid4())
 
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             return (await bridge.call("forget_memory", scope="local:default", memory_id=missing),
                     await bridge.call("get_belief", belief_id=missing.upper()),
                     await bridge.call("reflect", mode=HASH))
@@ -28,7 +33,7 @@ def test_an_error_quotes_the_id_dashed_as_the_caller_gave_it(home):
 
 def test_a_whole_number_written_with_a_decimal_point_is_a_whole_number(home):
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             await bridge.ok("remember", subject="Ana", predicate="lives in", object="Lisbon")
             return (await bridge.call("search", query="Ana Lisbon", limit=1.0),
                     await bridge.call("list_memories", scope="local:default", limit=2.0, offset=0.0),

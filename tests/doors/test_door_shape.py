@@ -1,17 +1,17 @@
 """One shape of a memory at every door (hermes_cmms/recall/shape.py): the Hermes tools, the MCP
 tools and the CLI give every field they share the same name and the same meaning."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+
+import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.scopes import local_scope
 from hermes_cmms.hermes.tools import call_tool
-from mcp_client import run, stdio_bridge
+from inprocess import cli, memory_bridge
+from mcp_client import run
 
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+pytestmark = pytest.mark.store
+
 QUESTION = "when does the ferry leave"
 
 
@@ -24,7 +24,7 @@ def _hermes(home, scope: str) -> tuple[dict, dict, dict]:
 
 def _mcp(home) -> dict:
     async def main():
-        async with stdio_bridge(home, env={"CMMS_EMBEDDER": "none"}) as bridge:
+        async with memory_bridge(home, env={"CMMS_EMBEDDER": "none"}) as bridge:
             return await bridge.ok("search", query=QUESTION)
 
     return run(main())
@@ -34,8 +34,7 @@ def test_every_door_shows_a_memory_with_one_meaning_per_field(home):
     scope = local_scope(home)  # the MCP tools' default scope
     first, again, hermes = _hermes(home, scope)
     mcp = _mcp(home)
-    cli = subprocess.run([CLI, "search", QUESTION, "--scope", scope, "--json"], capture_output=True, text=True,
-                         env=dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none"), timeout=120)
+    shown = cli(home, "search", QUESTION, "--scope", scope, "--json", env={"CMMS_EMBEDDER": "none"})
     assert (first["reinforced"], again["reinforced"], again["id"]) == (False, True, first["id"])  # a write: a bool
     [hit], [item] = hermes["results"], mcp["memories"]  # MCP search: `results` are its fact hits
     assert (item["reinforcements"], "reinforced" in item) == (1, False)  # a memory: how often, by another name
@@ -43,4 +42,4 @@ def test_every_door_shows_a_memory_with_one_meaning_per_field(home):
     assert shared == {"id", "content", "kind", "role", "session_id", "source", "score"}
     assert {key: hit[key] for key in shared} == {key: item[key] for key in shared}
     assert hit["date"] == item["created_at"] and item["tags"] == ["trip"]
-    assert cli.stdout == json.dumps(hermes, indent=2, ensure_ascii=False) + "\n"  # `search --json`: the tool's answer
+    assert shown.stdout == json.dumps(hermes, indent=2, ensure_ascii=False) + "\n"  # `search --json`: the tool's answer

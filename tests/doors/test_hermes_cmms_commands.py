@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 
+import pytest
+
 from conftest import hermes_bin, subprocess_env
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.install import install
@@ -22,6 +24,8 @@ def test_install_puts_the_cli_beside_the_shim(home):
     assert "def register_cli(subparser)" in (home / "plugins" / "cmms" / "cli.py").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.store
 def test_hermes_cmms_status_and_search_are_the_hermes_cmms_commands(home):
     install(home)
     service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
@@ -37,6 +41,7 @@ def test_hermes_cmms_status_and_search_are_the_hermes_cmms_commands(home):
     assert all(name in listed for name in ("status", "search", "doctor", "audit-log", "forget"))
 
 
+@pytest.mark.slow
 def test_a_mistake_is_one_sentence_and_exit_code_1(home):
     install(home)
     result = hermes(home, "cmms", "forget", "--scope", "local:default", code=1)

@@ -18,6 +18,10 @@ from hermes_cmms.provider import CmmsMemoryProvider
 
 FACT = "The deploy key for the staging cluster rotates every Monday."
 
+# What Hermes sees of the provider: its storage is the engine's, covered on both backends by the
+# `store` tests.
+pytestmark = pytest.mark.one_backend
+
 
 def provider_from_entry_point(target) -> MemoryProvider:
     """What Hermes 0.20+ does with what an entry point names: a module with register(ctx) (fed

@@ -26,6 +26,9 @@ from hermes_cmms import MemoryService, Settings
 from hermes_cmms.install import install
 from hermes_cmms.store.store import Store
 
+# Real Hermes processes. The gateway test runs on both backends (a gateway serving many users is
+# what PostgreSQL + a Chroma server are for); the others check the Hermes door over the engine,
+# which the `store` tests cover on both: the embedded pass is enough for them.
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parents[1]
@@ -234,6 +237,7 @@ def assert_not_recalled_in(body: dict, text: str) -> None:
     assert text not in (memory_context(body) or ""), f"{text!r} was recalled: {memory_context(body)}"
 
 
+@pytest.mark.one_backend
 def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, llm):
     first = agent_session(hermes_home, tmp_path, llm, CAT)
     second = agent_session(hermes_home, tmp_path, llm, QUESTION)
@@ -266,6 +270,7 @@ def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, l
         service.close()
 
 
+@pytest.mark.one_backend
 def test_oneshot_cli_recalls_a_fact_from_the_previous_run(hermes_home, llm):
     hermes = hermes_bin()
     for text in (CAT, QUESTION):
@@ -281,6 +286,7 @@ def test_oneshot_cli_recalls_a_fact_from_the_previous_run(hermes_home, llm):
     assert rows[0].scope.startswith("local:"), rows[0].scope
 
 
+@pytest.mark.store
 def test_gateway_keeps_each_users_memory_to_themselves(home, tmp_path, llm):
     configure(home, llm, approvals={"destructive_slash_confirm": False})
     alice, bob = ("111", "alice"), ("222", "bob")
@@ -324,6 +330,7 @@ EPISODE = ["I walked the dog along the beach this morning.",
            "The dog and I went walking on the beach early today."]
 
 
+@pytest.mark.one_backend
 def test_consolidation_summaries_come_from_the_users_model_through_hermes(home, tmp_path, llm):
     configure(home, llm, memory={"cmms": {"consolidation_llm": "hermes"}})
     result = run_driver(home, tmp_path, CONSOLIDATION_DRIVER, {"home": str(home), "turns": EPISODE})
@@ -336,6 +343,7 @@ def test_consolidation_summaries_come_from_the_users_model_through_hermes(home, 
     assert sorted(m.content for m in members) == sorted(EPISODE)
 
 
+@pytest.mark.one_backend
 def test_learning_at_session_end_uses_the_users_model_through_hermes(home, tmp_path, llm_server):
     model = SimpleNamespace(base_url=llm_server.url)  # every reply, the agent's too, is this text
     llm_server.say('FAKE-REPLY: [{"kind": "fact", "subject": "user", "predicate": "drives", '
@@ -364,6 +372,7 @@ print("RESULT " + json.dumps(answer))
 '''
 
 
+@pytest.mark.one_backend
 def test_the_router_asks_hermes_own_model_when_nothing_else_answers(home, tmp_path, llm_server):
     model = SimpleNamespace(base_url=llm_server.url)
     llm_server.say("FAKE-REPLY: keyword")

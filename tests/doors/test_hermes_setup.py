@@ -1,6 +1,7 @@
-"""`hermes memory setup` / `hermes memory status` with cmms, through the real `hermes` command:
-every setting asked with its type, saved typed and checked, read back; status shows what an empty
-setting means."""
+"""`hermes memory setup` / `hermes memory status` with cmms: every setting asked with its type,
+saved typed and checked, read back; status shows what an empty setting means. The wizard runs
+once through the real `hermes` command; the rest calls the same Hermes functions in this process
+(test_install runs `hermes memory status` as the real command)."""
 from __future__ import annotations
 
 import io
@@ -113,9 +114,14 @@ def test_save_config_types_a_forms_strings_and_refuses_bad_values(home):
     assert (home / "config.yaml").read_text() == before
 
 
-def test_hermes_memory_status_says_what_each_empty_setting_means(home):
+def test_hermes_memory_status_says_what_each_empty_setting_means(home, capsys):
+    """Hermes' own cmd_status, which `hermes memory status` runs."""
+    from hermes_cli import memory_setup
+
     install(home)
-    out = hermes(home, "memory", "status")
+    capsys.readouterr()
+    memory_setup.cmd_status(None)
+    out = capsys.readouterr().out
     assert "(embedded)" not in out
     assert "inbox: (none: no folder is watched)  [default]" in out
     assert "llm_model: (not used: llm is not a URL)  [default]" in out

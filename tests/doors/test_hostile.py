@@ -30,6 +30,8 @@ from hermes_cmms.redact import redact_text
 from hermes_cmms.common.text import clean, clean_key
 from db import sql
 
+pytestmark = pytest.mark.store
+
 FAST = dict(deadline=None, derandomize=False, database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                    HealthCheck.filter_too_much, HealthCheck.large_base_example])
@@ -431,6 +433,8 @@ def _schema(tool) -> dict:
 
 HOSTILE_SCOPE = "local:hostile\udcff\u202e"  # a lone surrogate and a bidi override
 
+
+@pytest.mark.slow
 def test_mcp_over_streamable_http_answers_hostile_calls_without_a_500(home, tmp_path):
     import socket
 

@@ -1,11 +1,15 @@
-"""install-hermes-plugin against real Hermes: its memory loader, CLI, plugin manager and gateway hooks."""
+"""install-hermes-plugin against real Hermes: its memory loader, CLI, plugin manager and gateway hooks.
+
+Hermes' plugin manager and gateway hook registry run in this process (fresh instances, as a
+starting Hermes makes them); `hermes memory status` and `hermes plugins list` run as the real
+command, once each."""
 from __future__ import annotations
 
-import json
+import asyncio
+import logging
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ from hermes_cmms import InvalidInput, MemoryService, Settings
 from hermes_cmms.install import install, uninstall
 from hermes_cmms.provider import CmmsMemoryProvider
 
-from conftest import REPO, hermes_bin, python, subprocess_env
+from conftest import REPO, hermes_bin, subprocess_env
 from db import on_postgres, sql
 
 TEMPLATES = REPO / "install" / "templates"
@@ -46,10 +50,6 @@ def run(home: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
                             capture_output=True, text=True, timeout=120, cwd=home)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
-
-
-def run_python(home: Path, code: str) -> subprocess.CompletedProcess:
-    return run(home, python(), "-c", textwrap.dedent(code))
 
 
 def open_session(home: Path, scope: str, session_id: str) -> None:
@@ -103,41 +103,40 @@ def test_hermes_memory_status_reports_cmms_active_and_available(home):
     assert re.search(r"• cmms\s+\(local\) ← active", out), out
 
 
-def test_general_plugin_manager_loads_the_finalize_hook_and_it_flushes(home):
+@pytest.mark.store
+def test_general_plugin_manager_loads_the_finalize_hook_and_it_flushes(home, monkeypatch):
+    from hermes_cli import plugins
+
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
     install(home)
     open_session(home, "local:default", "s1")
-    out = run_python(home, """
-        import json
-        from hermes_cli import plugins
-        plugins.discover_plugins()
-        manager = plugins.get_plugin_manager()
-        info = next(p for p in manager.list_plugins() if p["key"] == "cmms")
-        info["has_hook"] = manager.has_hook("on_session_finalize")
-        plugins.invoke_hook("on_session_finalize", session_id="s1", platform="cli", reason="shutdown")
-        print(json.dumps(info))
-    """).stdout
-    info = json.loads(out.strip().splitlines()[-1])
+    manager = plugins.PluginManager()
+    manager.discover_and_load()
+    info = next(p for p in manager.list_plugins() if p["key"] == "cmms")
     assert (info["kind"], info["source"], info["enabled"], info["error"]) == ("standalone", "user", True, None)
-    assert info["has_hook"] and info["hooks"] == 1
+    assert manager.has_hook("on_session_finalize") and info["hooks"] == 1
+    manager.invoke_hook("on_session_finalize", session_id="s1", platform="cli", reason="shutdown")
     assert unflushed(home, "local:default") == []
     listing = run(home, hermes_bin(), "plugins", "list", "--plain", "--no-bundled").stdout
     assert re.search(r"^enabled\s+user\s+0\.1\.0\s+cmms$", listing, re.M), listing
 
 
-def test_gateway_hook_loads_and_session_end_flushes_that_user(home):
+@pytest.mark.store
+def test_gateway_hook_loads_and_session_end_flushes_that_user(home, monkeypatch, capsys, caplog):
+    from gateway.hooks import HookRegistry
+
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
     install(home)
     open_session(home, "user:telegram:42", "s1")
     open_session(home, "user:telegram:7", "s2")
-    result = run_python(home, """
-        import asyncio
-        from gateway.hooks import HookRegistry
-        registry = HookRegistry()
+    capsys.readouterr()
+    registry = HookRegistry()
+    with caplog.at_level(logging.WARNING):
         registry.discover_and_load()
-        context = {"platform": "telegram", "user_id": "42", "session_key": "k"}
-        asyncio.run(registry.emit("session:end", context))
-    """)
-    assert "[hooks] Loaded hook 'cmms-session-flush' for events: ['session:end', 'session:reset']" in result.stdout
-    assert "Error" not in result.stdout and "flush failed" not in result.stderr, result.stdout + result.stderr
+        asyncio.run(registry.emit("session:end", {"platform": "telegram", "user_id": "42", "session_key": "k"}))
+    out = capsys.readouterr()
+    assert "[hooks] Loaded hook 'cmms-session-flush' for events: ['session:end', 'session:reset']" in out.out
+    assert "Error" not in out.out and "flush failed" not in out.err + caplog.text, out.out + out.err + caplog.text
     assert unflushed(home, "user:telegram:42") == []
     assert unflushed(home, "user:telegram:7") == [("user:telegram:7", "s2")]
 
@@ -198,6 +197,7 @@ def test_dry_runs_write_nothing(home):
     assert f"would delete {home / 'cmms'}" in lines
 
 
+@pytest.mark.store
 def test_uninstall_keeps_memories_unless_purged(home):
     install(home)
     open_session(home, "local:default", "s1")

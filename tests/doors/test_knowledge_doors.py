@@ -1,17 +1,18 @@
 """The knowledge layer through every door: MCP tools, Hermes tools and the command line."""
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
+
+import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.mcp_bridge import local_scope
 from hermes_cmms.provider import CmmsMemoryProvider
 from db import sql
-from mcp_client import run, stdio_bridge
+from inprocess import cli, memory_bridge
+from mcp_client import run
 
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+pytestmark = pytest.mark.store
+
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 
 
@@ -20,15 +21,15 @@ def _sql(home, query, *params):
 
 
 def _cli(home, *args, stdin=None, own_store=False):
-    env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
-    if own_store:  # no server URLs: the home given decides where the store is (its embedded default)
-        env.pop("CMMS_DATABASE_URL", None), env.pop("CMMS_CHROMA_URL", None)
-    return subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=180, input=stdin)
+    """`hermes-cmms ARGS` keyword-only; `own_store`: without the server URLs, so the home given
+    decides where the store is (its embedded default)."""
+    env = dict(KEYWORD_ONLY, **({"CMMS_DATABASE_URL": None, "CMMS_CHROMA_URL": None} if own_store else {}))
+    return cli(home, *args, stdin=stdin, env=env)
 
 
 def test_mcp_knowledge_tools_good_and_bad(home):
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             out = {"learned": await bridge.ok("learn", text="Ana works at Acme. Acme is based in Lisbon. "
                                                             "I think the staging API is stable.",
                                               source="standup", extract_beliefs=True)}
@@ -148,8 +149,6 @@ def _sql_write(home, query):
 def test_settings_for_the_llm_are_checked(home):
     assert Settings.load(home, llm="http://127.0.0.1:9/v1/").llm == "http://127.0.0.1:9/v1"
     assert Settings.load(home, llm="HERMES").llm == "hermes"
-    import pytest
-
     from hermes_cmms.common.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="Unknown llm 'gpt'"):

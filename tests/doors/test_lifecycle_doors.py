@@ -1,16 +1,17 @@
 """The lifecycle through every door: MCP tools, Hermes tools and the command line."""
 import json
-import subprocess
-import sys
-from pathlib import Path
+
+import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.ids import stored_id
 from hermes_cmms.provider import CmmsMemoryProvider
 from db import dump, on_postgres, sql
-from mcp_client import run, stdio_bridge
+from inprocess import cli, memory_bridge
+from mcp_client import run
 
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+pytestmark = pytest.mark.store
+
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 SCOPE = "user:telegram:42"
 EPISODE = ["I walked the dog along the beach this morning.",
@@ -24,15 +25,12 @@ def _sql(home, query, *params):
 
 
 def _cli(home, *args, **env):
-    import os
-
-    full = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none", **env)
-    return subprocess.run([CLI, *args], capture_output=True, text=True, env=full, timeout=180)
+    return cli(home, *args, env={**KEYWORD_ONLY, **env})
 
 
 def test_mcp_store_reinforces_forget_snapshots_and_every_call_is_audited(home):
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             first = await bridge.ok("store_memory", content="The gate code changes on Mondays.", scope=SCOPE,
                                     actor="ops-bot")
             again = await bridge.ok("store_memory", content="the gate code changes on mondays. ", scope=SCOPE)
@@ -68,7 +66,7 @@ def test_mcp_consolidates_what_hermes_retained(home):
         assert service.indexer.drain(120)
 
     async def main():
-        async with stdio_bridge(home) as bridge:
+        async with memory_bridge(home) as bridge:
             report = await bridge.ok("consolidate_memories", scope=SCOPE, session_id="walks", actor="curator")
             semantic = await bridge.ok("list_memories", scope=SCOPE, tier="semantic")
             return report, semantic

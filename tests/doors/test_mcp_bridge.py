@@ -1,4 +1,7 @@
-"""The MCP bridge through real MCP client sessions (stdio and streamable HTTP)."""
+"""The MCP bridge through real MCP client sessions: in memory against the real server object
+(tests/inprocess.py) for what the tools do, and end to end (`hermes-cmms mcp` as a process, over
+stdio and streamable HTTP) for the transports, their bounds and tokens, and several processes
+sharing one store. CI runs this whole module again on mcp 1.26 (the `bridge` mark)."""
 from __future__ import annotations
 
 import json
@@ -19,8 +22,11 @@ from hermes_cmms import MemoryService, Settings, __version__
 from hermes_cmms.common.ids import shown_id
 from hermes_cmms.mcp_bridge import local_scope
 from hermes_cmms.recall.render import HEADER
+from inprocess import memory_bridge
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
 from servers import free_port
+
+pytestmark = [pytest.mark.store, pytest.mark.bridge]
 
 CMMS_TOOLS = {"ping", "remember", "search", "get_context", "semantic_search", "learn", "graph_search", "route",
               "audit", "metrics", "set_belief", "get_belief", "resolve_conflict", "reflect"}
@@ -31,7 +37,7 @@ KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 
 def test_catalogue_has_both_seeds_names_each_described(home):
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             return await bridge.tools()
 
     tools = run(main())
@@ -47,7 +53,7 @@ def test_catalogue_has_both_seeds_names_each_described(home):
 
 def test_the_server_names_itself_with_the_package_version(home):
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             return bridge.server_info
 
     info = run(main())
@@ -56,7 +62,7 @@ def test_the_server_names_itself_with_the_package_version(home):
 
 def test_cmms_tools_work_in_the_default_scope(home):
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             pong = await bridge.ok("ping")
             stored = await bridge.ok("remember", subject="Alice", predicate="lives in", object="Lisbon",
                                      tags=["family"])
@@ -89,16 +95,15 @@ def test_cmms_tools_work_in_the_default_scope(home):
 RECALL_PLUGIN = Path(__file__).parents[1] / "recall_plugin_fixture"
 
 
-def test_get_context_is_the_block_the_recall_hook_builds_as_for_hermes(home):
+def test_get_context_is_the_block_the_recall_hook_builds_as_for_hermes(home, monkeypatch):
     scope = local_scope(home)
     with MemoryService(Settings.load(home, embedder="none")) as service:
         service.store_note(scope, "The stamp album is in the attic.")
         budget = service.settings.recall_tokens
-    paths = [str(RECALL_PLUGIN), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**KEYWORD_ONLY, "PYTHONPATH": os.pathsep.join(paths)}
+    monkeypatch.syspath_prepend(str(RECALL_PLUGIN))  # the plugin's dist-info: its entry point is found
 
     async def main():
-        async with stdio_bridge(home, env=env) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             return (await bridge.ok("get_context", task="where is the stamp album"),
                     await bridge.ok("get_context", task="where is the album", max_results=1))
 
@@ -112,7 +117,7 @@ def test_memser_tools_store_recall_list_and_forget_in_a_named_scope(home):
     scope, other = "user:telegram:42", "user:telegram:43"
 
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             ids = [(await bridge.ok("store_memory", content=text, scope=scope, tags=tags, actor="tester"))["id"]
                    for text, tags in [("The wifi password is in the blue folder", ["home"]),
                                       ("Dentist on Tuesday at nine", ["health", "home"]),
@@ -185,7 +190,7 @@ def test_bad_arguments_get_one_clear_sentence(home):
                   "search takes query, subject, predicate, limit, object, source; 'no_such_argument' is not one of them.")]
 
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             results = [await bridge.call(name, **args) for name, args, _ in calls]
             still = await bridge.ok("ping")
             return results, still
@@ -234,6 +239,7 @@ class RawStdio:
         self.process.wait(30)
 
 
+@pytest.mark.slow
 def test_deep_or_huge_requests_on_stdio_are_answered_with_their_id_and_the_session_goes_on(home):
     raw = RawStdio(home)
     try:
@@ -256,17 +262,32 @@ def test_deep_or_huge_requests_on_stdio_are_answered_with_their_id_and_the_sessi
     assert fine["id"] == 4 and not fine["result"]["isError"]
 
 
-def test_deep_and_huge_arguments_through_a_client_session_get_one_sentence(home):
+@pytest.mark.slow
+def test_a_stdio_session_lists_the_tools_reads_back_and_refuses_deep_or_huge_requests(home):
+    """`hermes-cmms mcp` as a process, through a real client session over stdio: it names itself
+    with the package version and lists the whole catalogue; what store_memory and remember write,
+    recall_memory and search read back; arguments nested too deep or too large are refused in one
+    sentence, and the session goes on."""
     async def main():
         async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+            tools = await bridge.tools()
+            stored = await bridge.ok("store_memory", content="The boat is at pier 7", scope="local:web")
+            recalled = await bridge.ok("recall_memory", query="where is the boat", scope="local:web")
+            fact = await bridge.ok("remember", subject="Alice", predicate="lives in", object="Lisbon")
+            found = await bridge.ok("search", query="does Alice live in Lisbon")
             refused = []
             for args in ({"tags": json.loads(_nested(100))}, {"query": "x" * 5_000_000}):
                 with pytest.raises(Exception) as error:
                     await bridge.call("recall_memory", **{"query": "x", "scope": "s", **args})
                 refused.append(str(error.value))
-            return refused, await bridge.ok("recall_memory", query="x", scope="s", tags=["a"])
+            fine = await bridge.ok("recall_memory", query="x", scope="s", tags=["a"])
+            return bridge.server_info, tools, (stored, recalled, fact, found), refused, fine
 
-    (deep, huge), fine = run(main())
+    info, tools, (stored, recalled, fact, found), (deep, huge), fine = run(main())
+    assert (info.name, info.version) == ("hermes-cmms", __version__)
+    assert set(tools) == CMMS_TOOLS | MEMSER_TOOLS
+    assert recalled["results"][0]["id"] == stored["id"]
+    assert (found["results"][0]["id"], found["results"][0]["object"]) == (fact["id"], "Lisbon")
     assert deep == "The request nests lists or objects deeper than 64 levels; nothing was done."
     assert huge == "The request is larger than 4,194,304 bytes; nothing was done."
     assert fine["results"] == []
@@ -282,11 +303,21 @@ def _post(url: str, body: bytes, headers: dict) -> tuple[int, dict, dict]:
         return refused.code, dict(refused.headers), json.loads(refused.read() or b"{}")
 
 
-def test_http_bounds_requests_and_takes_the_bearer_scheme_in_any_case(home):
+@pytest.mark.slow
+def test_streamable_http_needs_the_bearer_token_in_any_case_of_the_scheme_and_bounds_requests(home):
+    """`hermes-cmms mcp --transport http` as a process (uvicorn): a request without the token, or
+    with a wrong one, is refused (401) before it is read; the scheme's case does not matter; a
+    request nested too deep or too large is answered with its id; a real client session with the
+    token stores and recalls, and is refused deep arguments in one sentence."""
     port, token = free_port(), "s3cret-token"
     process = _start_http(home, port, {"CMMS_MCP_TOKEN": token})
     url = f"http://127.0.0.1:{port}/mcp"
     try:
+        request = urllib.request.Request(url, data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as no_token:
+            urllib.request.urlopen(request, timeout=10)
+        assert no_token.value.code == 401
         initialize = (b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": '
                       b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}')
         for scheme in ("bearer", "BEARER", "Bearer"):
@@ -300,11 +331,13 @@ def test_http_bounds_requests_and_takes_the_bearer_scheme_in_any_case(home):
 
         async def main():
             async with http_bridge(url, token=token) as bridge:
+                stored = await bridge.ok("store_memory", content="The boat is at pier 7", scope="local:web")
+                found = await bridge.ok("recall_memory", query="where is the boat", scope="local:web")
                 with pytest.raises(Exception) as error:
                     await bridge.call("recall_memory", query="x", scope="s", tags=[[["a"]]] * 3 + [_deep(80)])
-                return str(error.value), await bridge.ok("recall_memory", query="x", scope="s")
+                return (stored, found), str(error.value), await bridge.ok("recall_memory", query="x", scope="s")
 
-        refused, fine = run(main())
+        (stored, found), refused, fine = run(main())
     finally:
         process.terminate()
         process.wait(20)
@@ -312,6 +345,7 @@ def test_http_bounds_requests_and_takes_the_bearer_scheme_in_any_case(home):
         assert status == 200 and answer["id"] == request_id and answer["error"]["code"] == -32600
     assert deep[2]["error"]["message"].startswith("The request nests lists or objects deeper than 64 levels")
     assert huge[2]["error"]["message"] == "The request is larger than 4,194,304 bytes; nothing was done."
+    assert found["results"][0]["id"] == stored["id"]
     assert refused == "The request nests lists or objects deeper than 64 levels; nothing was done."
     assert fine["results"] == []
 
@@ -347,7 +381,7 @@ def test_gateway_users_are_reachable_only_by_naming_their_scope(home):
         service.retain_turn(local_scope(home), "s2", "My bike is green", "Nice.")
 
     async def main():
-        async with stdio_bridge(home, env=KEYWORD_ONLY) as bridge:
+        async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:
             return (await bridge.ok("search", query="locker code"),
                     await bridge.ok("get_context", task="locker code"),
                     await bridge.ok("search", query="bike"),
@@ -375,30 +409,7 @@ def _start_http(home, port: int, env: dict) -> subprocess.Popen:
     raise AssertionError("the HTTP bridge did not start listening")
 
 
-def test_streamable_http_with_a_bearer_token(home):
-    port, token = free_port(), "s3cret-token"
-    process = _start_http(home, port, {"CMMS_MCP_TOKEN": token})
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        request = urllib.request.Request(url, data=b"{}", method="POST",
-                                         headers={"Content-Type": "application/json"})
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(request, timeout=10)
-        assert refused.value.code == 401
-
-        async def main():
-            async with http_bridge(url, token=token) as bridge:
-                stored = await bridge.ok("store_memory", content="The boat is at pier 7", scope="local:web")
-                found = await bridge.ok("recall_memory", query="where is the boat", scope="local:web")
-                return stored, found
-
-        stored, found = run(main())
-        assert found["results"][0]["id"] == stored["id"]
-    finally:
-        process.terminate()
-        process.wait(20)
-
-
+@pytest.mark.slow
 def test_http_on_a_non_loopback_host_needs_a_token(home):
     env = {k: v for k, v in os.environ.items() if k != "CMMS_MCP_TOKEN"}
     done = subprocess.run(bridge_command(home, "--transport", "http", "--host", "0.0.0.0"),
@@ -544,6 +555,7 @@ def test_concurrent_writers_in_three_processes_lose_nothing(home):
         provider.shutdown()
 
 
+@pytest.mark.slow
 def test_the_dev_server_module_serves_the_whole_catalogue(home):
     code = ("import asyncio, hermes_cmms.mcp_bridge.dev_server as m; "
             "print(sorted(t.name for t in asyncio.run(m.server.list_tools())))")

@@ -34,6 +34,7 @@ def kw_home(home, monkeypatch):
     return home
 
 
+@pytest.mark.store
 def test_delegation_after_shutdown_is_still_retained(kw_home):
     p = _provider(kw_home)
     p.shutdown()
@@ -43,6 +44,7 @@ def test_delegation_after_shutdown_is_still_retained(kw_home):
     assert "revenue grew 12%" in rows[0]["content"]
 
 
+@pytest.mark.store
 def test_memory_tool_writes_are_mirrored(kw_home):
     p = _provider(kw_home)
     p.on_memory_write("add", "user", "User prefers tea over coffee.", metadata={"write_origin": "assistant_tool"})
@@ -53,6 +55,7 @@ def test_memory_tool_writes_are_mirrored(kw_home):
         ("preference", "User prefers tea over coffee.", "hermes:memory-tool")]
 
 
+@pytest.mark.store
 def test_queued_prefetch_is_used_only_for_the_same_query(kw_home):
     p = _provider(kw_home)
     p.sync_turn("I water the ferns every Sunday.", "Noted.", session_id="s1")
@@ -69,6 +72,7 @@ def test_queued_prefetch_is_used_only_for_the_same_query(kw_home):
     p.shutdown()
 
 
+@pytest.mark.store
 def test_pre_compress_recalls_for_the_latest_user_message(kw_home):
     p = _provider(kw_home, session="old")
     p.sync_turn("Our wifi password rotation happens on the first Monday.", "OK.", session_id="old")
@@ -79,6 +83,7 @@ def test_pre_compress_recalls_for_the_latest_user_message(kw_home):
     assert "first Monday" in text
 
 
+@pytest.mark.store
 def test_session_switch_and_end_flush_idempotently(kw_home):
     p = _provider(kw_home, session="a")
     p.sync_turn("first", "one", session_id="a")
@@ -106,6 +111,7 @@ def test_tool_schemas_do_not_depend_on_initialize_and_avoid_core_names():
     assert not set(names) & set(_HERMES_CORE_TOOLS)
 
 
+@pytest.mark.store
 def test_remember_then_recall_then_forget_through_tools(kw_home):
     p = _provider(kw_home)
     stored = json.loads(p.handle_tool_call("cmms_remember", {"content": "The spare key is under the blue pot."}))
@@ -127,6 +133,7 @@ def test_save_config_writes_memory_cmms_and_settings_read_it(home):
     assert settings.sources["recall_tokens"] == "config.yaml memory.cmms"
 
 
+@pytest.mark.store
 def test_a_memory_is_injected_once_per_session(kw_home):
     writer = _provider(kw_home, session="old")
     writer.sync_turn("The bakery on Elm Street opens at 7.", "Good to know.", session_id="old")
@@ -145,6 +152,7 @@ def test_a_memory_is_injected_once_per_session(kw_home):
     p.shutdown()
 
 
+@pytest.mark.store
 @embedded_only  # (another process holding the index is its lock file here; on a server, a lease in SQL)
 def test_exit_flushes_a_session_once_and_leaves_what_is_not_indexed_to_the_outbox(home, monkeypatch):
     """/exit (on_session_end, then shutdown) flushes once and then does not wait for vectors:

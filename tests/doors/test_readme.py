@@ -25,7 +25,9 @@ def test_ci_runs_the_readme_test_command():
     test_command = command("Test")
     assert test_command.endswith("python -m pytest -q && CMMS_TEST_BACKEND=server python -m pytest -q")
     ci = (REPO / ".ci" / "run").read_text()
-    assert "&& python -m pytest -q)" in ci and "CMMS_TEST_BACKEND=server python -m pytest -q" in ci
+    # (plus --durations=25: each pass prints its slowest steps; the suite is the same)
+    assert "&& python -m pytest -q --durations=25)" in ci
+    assert "CMMS_TEST_BACKEND=server python -m pytest -q --durations=25)" in ci
     # the same installs, torch pinned first: the local-model extra (the torch path) is tested too
     assert ".venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[hermes,local-model,test]'" in test_command
     assert "pip install -q torch==2.13.0" in ci and '"$REPO[hermes,local-model,test]"' in ci

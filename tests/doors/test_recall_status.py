@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from hermes_cmms.provider import CmmsMemoryProvider
+
+pytestmark = pytest.mark.store
 
 FACT = "The deploy key for the staging cluster rotates every Monday."
 SLOW_PLUGIN = '''\

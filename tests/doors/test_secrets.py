@@ -17,8 +17,8 @@ from hermes_cmms.provider import CmmsMemoryProvider
 from hermes_cmms.redact import redact_key, redact_text
 
 from db import dump, on_postgres
-from mcp_client import run, stdio_bridge
-from test_cli import run as cli
+from inprocess import cli, memory_bridge
+from mcp_client import run
 
 CORPUS = json.loads((Path(__file__).parents[1] / "data" / "secrets_corpus.json").read_text())
 SECRETS, NEAR_MISSES = CORPUS["secrets"], CORPUS["near_misses"]
@@ -99,7 +99,7 @@ async def _mcp_doors(home) -> list[str]:
     """store_memory with the pasted secret in the text, actor and source; forget_memory whose
     error echoes it; then everything list_memories and recall_memory return."""
     answers = []
-    async with stdio_bridge(home) as bridge:
+    async with memory_bridge(home) as bridge:
         for entry in SECRETS:
             pasted = entry["text"]
             stored = await bridge.call("store_memory", content=pasted, scope="mcp:dana", actor=pasted, source=pasted)
@@ -159,6 +159,7 @@ def _stored(home) -> str:
         "utf-8", "replace")
 
 
+@pytest.mark.store
 def test_no_door_stores_or_returns_a_secret(home, tmp_path, monkeypatch):
     monkeypatch.setenv("CMMS_EMBEDDER", "none")
     _provider_turns(home)

@@ -36,6 +36,7 @@ def test_an_unreachable_database_is_one_clear_error_without_the_password(home):
     assert time.monotonic() - started < 30  # waited for the server a little, then said so
 
 
+@pytest.mark.store
 def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
     settings = Settings.load(home, chroma_url=f"http://127.0.0.1:{free_port()}")
     with MemoryService(settings, scheduler=False) as svc:
@@ -142,6 +143,7 @@ def test_one_process_of_all_sharing_the_servers_writes_the_vectors(home):
     assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") == [("",)]  # released on close
 
 
+@pytest.mark.store
 def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
     import json
 
@@ -159,6 +161,7 @@ def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
     assert "hunter2-secret" not in detail and status == ("ok" if SERVER else "FAIL"), detail
 
 
+@pytest.mark.store
 def test_the_vector_writer_lease_survives_a_long_batch_unless_another_process_took_it(home):
     from hermes_cmms.vectors.indexer import LeaseLock
 

@@ -1,6 +1,10 @@
 import re
 
+import pytest
+
 from hermes_cmms.provider import CmmsMemoryProvider
+
+pytestmark = pytest.mark.store
 
 
 def test_turn_is_recalled_in_a_later_session(home):

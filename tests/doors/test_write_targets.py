@@ -31,6 +31,7 @@ def _stored(home, text="The boiler was serviced in March."):
         service.remember("local:default", text)
 
 
+@pytest.mark.store
 def test_export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo(home, tmp_path):
     """`--output /dev/stdout` or a named pipe: the export was written beside it and renamed
     over it, so (as root) /dev/stdout or /dev/full became a regular file."""
@@ -54,6 +55,7 @@ def test_export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo(home, tmp_path):
     assert not (tmp_path / "pipe.partial").exists()
 
 
+@pytest.mark.store
 def test_export_through_a_symlink_keeps_the_link(home, tmp_path):
     _stored(home)
     real = tmp_path / "backups" / "2026-12-01.jsonl"
@@ -89,6 +91,7 @@ def _can_bind_mount(tmp_path) -> bool:
                           capture_output=True, timeout=30).returncode == 0
 
 
+@pytest.mark.slow
 def test_settings_saved_into_a_bind_mounted_config_yaml_are_written_in_place(home, tmp_path):
     """`docker run -v ./config.yaml:/root/.hermes/config.yaml`: a mount point cannot be renamed
     over (EBUSY), so save_config failed with an OSError; it writes the file in place."""
@@ -107,6 +110,8 @@ def test_settings_saved_into_a_bind_mounted_config_yaml_are_written_in_place(hom
     assert sorted(p.name for p in home.iterdir()) == ["config.yaml"]  # no temporary file left
 
 
+@pytest.mark.slow
+@pytest.mark.store
 def test_export_to_standard_output_by_its_path_is_the_export_alone(home):
     """`--output /dev/stdout` (here /proc/self/fd/1, which no rename can touch) is `--output -`:
     the JSON summary is not appended to the records, so the stream imports back."""

@@ -1,8 +1,11 @@
-"""`hermes-cmms bench`, run as a real subprocess on tiny fixtures whose figures are known.
+"""`hermes-cmms bench` on tiny fixtures whose figures are known.
 
 The fixtures are built so keyword search (CMMS_EMBEDDER=none) must find some evidence and
 cannot find the rest (no word in common with the question), so every expected figure below
 follows from the scoring rules alone; a scoring mistake changes at least one of them.
+
+Every run ingests into a fresh embedded home of its own (whatever store the environment
+names), so the tests that run one are `store` but not for the server pass.
 """
 from __future__ import annotations
 
@@ -16,19 +19,26 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from conftest import SHARED, embedded_only
 from db import sql
 from hermes_cmms.bench import locomo
+from inprocess import cli
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 DATA = Path(__file__).parents[1] / "data"
 REFERENCE = SHARED / "bench" / "locomo_recall.py"
 
 
+def ingests(test):
+    """A test that runs the bench: it stores, in an embedded home of the run's own."""
+    return embedded_only(pytest.mark.store(test))
+
+
 def bench(tmp_path, *args, embedder="none"):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
-    env.update(HERMES_HOME=str(tmp_path / "unused_home"), **({"CMMS_EMBEDDER": embedder} if embedder else {}))
-    return subprocess.run([CLI, "bench", *args], capture_output=True, text=True, env=env, timeout=240)
+    """`hermes-cmms bench ARGS` without the user's CMMS_* settings (CMMS_EMBEDDER=`embedder`)."""
+    env = {name: None for name in os.environ if name.startswith("CMMS_")}
+    env.update({"CMMS_EMBEDDER": embedder} if embedder else {})
+    return cli(tmp_path / "unused_home", "bench", *args, env=env)
 
 
 def run_json(tmp_path, *args, **kwargs) -> dict:
@@ -57,6 +67,7 @@ EXPECTED_TURN = {"lme_q1": at([1] * 4, [1] * 4), "lme_q2": at([1] * 4, [0, 1, 1,
 EXPECTED_IN_CONTEXT = {"lme_q1": (1, 1), "lme_q2": (2, 2), "lme_q3": (1, 0), "lme_q4": (1, 0)}
 
 
+@ingests
 def test_longmemeval_scores_the_fixture_exactly(tmp_path):
     result = run_json(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"))
 
@@ -82,6 +93,7 @@ def test_longmemeval_scores_the_fixture_exactly(tmp_path):
     assert by_type["single-session-user"]["session"]["recall_any@1"] == pytest.approx(2 / 3)
 
 
+@ingests
 def test_longmemeval_k_and_budget_options(tmp_path):
     result = run_json(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"),
                       "--k", "2,1", "--budget", "30", "--limit", "2")
@@ -92,6 +104,7 @@ def test_longmemeval_k_and_budget_options(tmp_path):
     assert all(r["tokens"] <= 30 for r in result["rows"])
 
 
+@ingests
 def test_longmemeval_with_the_default_embedder(tmp_path):
     started = time.monotonic()
     result = run_json(tmp_path, "longmemeval", str(DATA / "longmemeval_tiny.json"), embedder=None)
@@ -112,6 +125,7 @@ def figures(*values) -> dict:
     return dict(zip(FIGURES, values, strict=True))
 
 
+@ingests
 def test_locomo_scores_the_fixture_exactly(tmp_path):
     result = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))
 
@@ -140,6 +154,7 @@ def test_locomo_scores_the_fixture_exactly(tmp_path):
     assert [r["conv"] for r in result["rows"]] == ["tiny-1"] and 0 < total["tokens"] < 300
 
 
+@ingests
 @pytest.mark.skipif(not REFERENCE.exists(), reason="the shared reference harness is not here")
 def test_locomo_matches_the_reference_harness(tmp_path):
     ours = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))["total"]  # dated by default
@@ -192,6 +207,7 @@ def utc(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc).timestamp()
 
 
+@ingests
 def test_dated_ingest_stores_each_session_at_its_own_date(monkeypatch):
     sessions, now = stored_times(monkeypatch, dated=True)
     starts = {"tiny-1-session_1": "2023-05-08 13:00", "tiny-1-session_2": "2023-06-20 19:30",
@@ -203,6 +219,7 @@ def test_dated_ingest_stores_each_session_at_its_own_date(monkeypatch):
     assert time.time() > utc("2026-01-01 00:00")  # and the real clock is back
 
 
+@ingests
 def test_undated_ingest_stores_every_session_now(monkeypatch):
     started = time.time()
     sessions, now = stored_times(monkeypatch, dated=False)
@@ -210,24 +227,24 @@ def test_undated_ingest_stores_every_session_now(monkeypatch):
     assert all(started <= first <= last <= now <= time.time() for first, last in sessions.values())
 
 
-def test_dated_run_without_time_machine_is_one_sentence(tmp_path):
+@ingests
+def test_dated_run_without_time_machine_is_one_sentence(tmp_path, monkeypatch):
     blocked = tmp_path / "blocked" / "time_machine"
     blocked.mkdir(parents=True)
     (blocked / "__init__.py").write_text('raise ImportError("time_machine is blocked here")\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
-    env.update(HERMES_HOME=str(tmp_path / "home"), CMMS_EMBEDDER="none", PYTHONPATH=str(blocked.parent))
-    done = subprocess.run([CLI, "bench", "locomo", str(DATA / "locomo_tiny.json")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    monkeypatch.syspath_prepend(str(blocked.parent))
+    monkeypatch.delitem(sys.modules, "time_machine", raising=False)
+    done = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))
     assert (done.returncode, done.stderr.strip()) == (
         1, "error: A dated run moves the clock with time-machine, which cannot be imported "
            "(time_machine is blocked here); reinstall hermes-cmms or pass --undated.")
     out = tmp_path / "undated.json"
-    undated = subprocess.run([CLI, "bench", "locomo", str(DATA / "locomo_tiny.json"), "--undated",
-                              "--json", str(out)], capture_output=True, text=True, env=env, timeout=120)
+    undated = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--undated", "--json", str(out))
     assert undated.returncode == 0, undated.stderr[-2000:]
     assert json.loads(out.read_text(encoding="utf-8"))["dated"] is False
 
 
+@ingests
 def test_locomo_prints_a_table_and_picks_conversations(tmp_path):
     done = bench(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--convs", "tiny-1")
     assert done.returncode == 0, done.stderr

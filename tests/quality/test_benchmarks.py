@@ -1,14 +1,32 @@
-"""Smoke run of benchmarks/latency.py at tiny sizes, so the script cannot rot. No speed asserts."""
+"""Smoke runs of the benchmarks at tiny sizes, so the scripts cannot rot. No speed asserts.
+
+Each benchmark's main(argv) runs in this process, as `python benchmarks/<script>` would run it.
+They fill stores of their own on the embedded default (a fresh home each, given no server URL),
+so the tests that store are `store` but not for the server pass."""
 from __future__ import annotations
 
+import importlib
+import io
 import json
-import subprocess
+import os
 import sys
+from contextlib import chdir, contextmanager, redirect_stdout
 from pathlib import Path
+from typing import Iterator
 
+import pytest
+
+from conftest import embedded_only
 from db import sql
+from inprocess import cli
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+
+def stores(test):
+    """A benchmark that fills a store: an embedded one of its own."""
+    return embedded_only(pytest.mark.store(test))
 
 
 def _home_db(tmp_path: Path) -> str:
@@ -16,20 +34,39 @@ def _home_db(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'home' / 'cmms' / 'cmms.db'}"
 
 
-def run_benchmark(tmp_path: Path, script: str, *args: str, timeout: int = 300, cwd: Path = REPO) -> tuple[str, dict]:
+@contextmanager
+def kept_environment() -> Iterator[None]:
+    """os.environ as it was afterwards (a benchmark sets HERMES_HOME and CMMS_* for its run)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def main_of(script: str, *args: str, cwd: Path = REPO) -> str:
+    """benchmarks/<script>'s main(args) run in this process from `cwd`; what it printed."""
+    printed = io.StringIO()
+    with kept_environment(), chdir(cwd), redirect_stdout(printed):
+        code = importlib.import_module(Path(script).stem).main(list(args))
+    assert code in (0, None), printed.getvalue()[-3000:]
+    return printed.getvalue()
+
+
+def run_benchmark(tmp_path: Path, script: str, *args: str, cwd: Path = REPO) -> tuple[str, dict]:
     """Run benchmarks/<script> with `args`; its stdout and the figures it wrote with --json."""
     out = tmp_path / f"{Path(script).stem}.json"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args, "--json", str(out)],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout, json.loads(out.read_text(encoding="utf-8"))
+    printed = main_of(script, *args, "--json", str(out), cwd=cwd)
+    return printed, json.loads(out.read_text(encoding="utf-8"))
 
 
 def run_script(tmp_path: Path) -> tuple[str, dict]:
     return run_benchmark(tmp_path, "latency.py", "--sizes", "40,20", "--turns", "4", "--queries", "5",
-                         "--home", str(tmp_path / "home"), timeout=240)
+                         "--home", str(tmp_path / "home"))
 
 
+@stores
 def test_latency_script_reports_every_figure(tmp_path):
     stdout, result = run_script(tmp_path)
 
@@ -54,10 +91,10 @@ def test_latency_script_reports_every_figure(tmp_path):
     assert sql(db, "SELECT count(*) FROM outbox") == [(0,)]
 
 
+@stores
 def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tmp_path):
     _, result = run_benchmark(tmp_path, "latency.py", "--sizes", "20,300", "--bulk-from", "300", "--bulk-pool",
-                              "16", "--turns", "2", "--queries", "3", "--home", str(tmp_path / "home"),
-                              timeout=240)
+                              "16", "--turns", "2", "--queries", "3", "--home", str(tmp_path / "home"))
     bulk = result["sizes"][1]
     assert bulk["memories"] >= 300 and bulk["fill"]["method"].startswith("bulk")
     assert bulk["prefetch_ms"]["nonempty"] >= 1
@@ -82,12 +119,14 @@ def test_bulk_fill_writes_what_the_real_path_writes_and_vectors_for_every_row(tm
     assert counts["sentences"] > messages + learned  # at least one vector a memory, one a sentence
 
 
+@stores
 def test_bridge_benchmark_times_recall_memory_over_stdio(tmp_path):
     result = run_benchmark(tmp_path, "bridge.py", "--memories", "40", "--calls", "5")[1]["recall_memory_ms"]
     assert result["n"] == 5 and result["nonempty"] >= 1
     assert 0 < result["p50"] <= result["p95"] <= result["max"]
 
 
+@stores
 def test_lifecycle_benchmark_reports_consolidation_decay_and_sync(tmp_path):
     _, result = run_benchmark(tmp_path, "lifecycle.py", "--consolidate", "200", "--decay", "3000", "--turns", "20")
     consolidation, decay = result["consolidation"], result["decay"]
@@ -98,6 +137,7 @@ def test_lifecycle_benchmark_reports_consolidation_decay_and_sync(tmp_path):
         assert result[case]["n"] == 20 and 0 < result[case]["p50"] <= result[case]["p99"] <= result[case]["max"]
 
 
+@stores
 def test_knowledge_benchmark_reports_every_part(tmp_path):
     _, result = run_benchmark(tmp_path, "knowledge.py", "--turns", "20", "--facts", "100", cwd=tmp_path)
     assert result["flush"]["items_learned"] > 0 and result["flush"]["flush_ms_per_10_turns"]["n"] == 2
@@ -107,13 +147,14 @@ def test_knowledge_benchmark_reports_every_part(tmp_path):
 
 
 def test_redaction_benchmark_reports_every_figure(tmp_path):
-    _, figures = run_benchmark(tmp_path, "redaction.py", timeout=120)
+    _, figures = run_benchmark(tmp_path, "redaction.py")
     assert set(figures) == {"turn_500_chars_us", "turn_10kb_us", "short_word_us", "corpus_entry_us", "corpus_entries"}
     assert figures["corpus_entries"] >= 60 and all(v > 0 for v in figures.values())
 
 
+@stores
 def test_forget_script_times_the_sql_and_the_vector_side(tmp_path):
-    _, results = run_benchmark(tmp_path, "forget.py", "--memories", "300", "--vectors", "--repeats", "2", timeout=240)
+    _, results = run_benchmark(tmp_path, "forget.py", "--memories", "300", "--vectors", "--repeats", "2")
 
     (result,) = results
     assert result["memories"] == 300 and result["fts_merge_steps_median"] >= 1
@@ -121,29 +162,24 @@ def test_forget_script_times_the_sql_and_the_vector_side(tmp_path):
     assert result["vector_delete_s_median"] > 0 and result["chroma_vacuum_s_median"] > 0
 
 
-def test_recall_ablation_scores_as_the_bench_command_does(tmp_path):
+@stores
+def test_recall_ablation_scores_as_the_bench_command_does(tmp_path, monkeypatch):
     """benchmarks/recall_ablation.py (one ingest, many evals) gives the figures `hermes-cmms
     bench locomo` (dated) gives on the same fixture, and a changed constant changes them."""
-    import os
-
-    import pytest
     if not (REPO.parent / "shared" / "bench" / "locomo_recall.py").exists():
         pytest.skip("the shared reference harness is not here")
     data = str(REPO / "tests" / "data" / "locomo_tiny.json")
-    env = {**os.environ, "CMMS_EMBEDDER": "none"}
-    script = [sys.executable, str(REPO / "benchmarks" / "recall_ablation.py")]
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
     homes = ["--homes", str(tmp_path / "homes"), "--data", data]
-    subprocess.run([*script, "ingest", *homes], check=True, env=env, timeout=240, capture_output=True)
+    main_of("recall_ablation.py", "ingest", *homes)
 
     def ablation(*extra: str) -> dict:
-        done = subprocess.run([*script, "eval", *homes, *extra], env=env, timeout=240, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return json.loads(done.stdout.splitlines()[-1].split(" ", 1)[1])
+        return json.loads(main_of("recall_ablation.py", "eval", *homes, *extra).splitlines()[-1].split(" ", 1)[1])
 
     ours = ablation()
     out = tmp_path / "bench.json"
-    subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "bench", "locomo", data, "--json", str(out)],
-                   check=True, env=env, timeout=240, capture_output=True)
+    done = cli(None, "bench", "locomo", data, "--json", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
     bench = json.loads(out.read_text(encoding="utf-8"))["total"]
     assert {k: ours[k] for k in ("ev_key", "ev_words", "ev_recall")} == \
         {k: round(bench[k], 3) for k in ("ev_key", "ev_words", "ev_recall")}

@@ -1,15 +1,19 @@
 """Load through both doors at once (benchmarks/load.py, shorter): 8 writers and 8 readers, half
 through the Hermes provider in a worker process, half through real MCP sessions to an HTTP
 bridge subprocess, all on one store; then the store is read in SQL. Runs on whichever backend
-the pass uses (CMMS_LOAD_SECONDS sets the duration, default 15 s)."""
+the pass uses (CMMS_LOAD_SECONDS sets the duration, default 8 s: over a hundred writes and as
+many reads, each operation dozens of times)."""
 from __future__ import annotations
 
 import importlib.util
 import os
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
-SECONDS = float(os.environ.get("CMMS_LOAD_SECONDS", "15"))
+SECONDS = float(os.environ.get("CMMS_LOAD_SECONDS", "8"))
+pytestmark = [pytest.mark.store, pytest.mark.slow]
 
 
 def _harness():
