@@ -809,6 +809,7 @@ def test_reflect_analyses_only_the_beliefs_its_filters_name(keyword_service):
     assert (newest["analysed"], [b["proposition"] for b in newest["beliefs"]]) == (1, ["Postgres is fast"])
 
 
+@pytest.mark.migrates
 def test_migration_0010_gives_old_beliefs_their_receipt_as_creator_and_old_evidence_full_weight(tmp_path):
     from sqlalchemy import create_engine, text as sql_text
 

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 from sqlalchemy import text
 
 from hermes_cmms import MemoryService, Settings
@@ -15,6 +16,8 @@ from hermes_cmms.store.store import Store
 from hermes_cmms.vectors.chroma import VectorIndex
 
 from conftest import subprocess_env
+
+pytestmark = pytest.mark.store
 
 N = 50
 SCOPE = "local:default"

@@ -20,6 +20,8 @@ from hermes_cmms.provider import CmmsMemoryProvider
 
 from db import on_postgres, scalar, sql
 
+pytestmark = pytest.mark.store
+
 FULL = "The memory store's disk is full ("
 BIG = "A long note that needs new pages. " * 3000
 

@@ -45,16 +45,17 @@ def test_the_default_embedder_runs_without_torch(tmp_path):
 
 
 
-def test_numpy_is_whole_before_the_indexer_thread_imports_the_model(tmp_path):
+@pytest.mark.store
+def test_numpy_is_whole_before_the_indexer_thread_imports_the_model(home, tmp_path):
     """Another thread touching numpy while the indexer thread still imports it could get the
     module half made (seen: "partially initialized module 'numpy' has no attribute 'ndarray'")."""
     code = ("import sys; from hermes_cmms import MemoryService, Settings; "
-            f"s = MemoryService(Settings.load({str(tmp_path)!r})); "
+            f"s = MemoryService(Settings.load({str(home)!r})); "
             "n = sys.modules.get('numpy'); "
             "print(n is not None and not getattr(n.__spec__, '_initializing', False) and hasattr(n, 'ndarray')); "
             "s.close()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "HERMES_HOME": str(tmp_path)})
+                         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "HERMES_HOME": str(home)})
     assert out.stdout.split("\n")[0] == "True", out.stderr[-2000:]
 
 TEXTS = ["My sister Ines moved to Porto in March.", "hi", "Chess club is on Thursdays. " * 200,
@@ -147,6 +148,7 @@ def test_auto_dtype_follows_the_cpu(monkeypatch):
     assert embedders._build("sentence-transformers").dtype == "bfloat16"
 
 
+@pytest.mark.store
 def test_unloadable_model_degrades_to_keyword_recall_with_a_reason(home):
     svc = MemoryService(Settings.load(home, embedder="sentence-transformers:/no/such/model"))
     try:
@@ -194,6 +196,7 @@ def test_a_cached_model_cut_short_is_made_anew(tmp_path, monkeypatch):
     assert len(embedder.embed(["hello"])[0]) == 384 and target.stat().st_size == whole
 
 
+@pytest.mark.store
 def test_a_turn_does_not_wait_for_a_slow_model(home, monkeypatch):
     """A model still loading after EMBEDDER_WAIT_S (1 s) leaves the question keyword-only; it
     is not waited for, and the next question, once it has loaded, uses vectors."""

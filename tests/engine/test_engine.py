@@ -68,6 +68,7 @@ def _indexer_threads() -> int:
     return sum(t.name == "cmms-indexer" for t in threading.enumerate())
 
 
+@pytest.mark.store
 def test_a_service_made_not_to_start_its_indexer_starts_it_only_for_vector_work(home):
     from hermes_cmms import MemoryService, Settings
 
@@ -85,6 +86,7 @@ def test_a_service_made_not_to_start_its_indexer_starts_it_only_for_vector_work(
         svc.close()
 
 
+@pytest.mark.store
 def test_a_service_closed_before_any_vector_work_never_starts_its_indexer(home):
     from hermes_cmms import MemoryService, Settings
 
@@ -95,11 +97,12 @@ def test_a_service_closed_before_any_vector_work_never_starts_its_indexer(home):
     assert not svc.indexer.started
 
 
+@pytest.mark.store
 def test_a_recalling_service_loads_the_token_counter_before_the_first_block_asks(home):
     """The first recall of a Hermes session does not spend its time loading tiktoken's tables."""
-    script = ("import sys\nfrom hermes_cmms import MemoryService, Settings\nfrom hermes_cmms.common import tokens\n"
-              "svc = MemoryService(Settings.load(sys.argv[1], embedder='none'), scheduler=False)\n"
-              "svc.close()\nprint('LOADED', tokens.encoding.cache_info().currsize)\n")
-    proc = subprocess.run([sys.executable, "-c", script, str(home)], capture_output=True, text=True,
-                          timeout=120, cwd=str(home))
-    assert proc.stdout.split() == ["LOADED", "1"], proc.stderr[-2000:]
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.common import tokens
+
+    tokens.encoding.cache_clear()  # as in a process that has not counted a token yet
+    MemoryService(Settings.load(home, embedder="none"), scheduler=False).close()
+    assert tokens.encoding.cache_info().currsize == 1

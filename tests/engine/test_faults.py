@@ -429,6 +429,7 @@ def _acks(path: Path) -> list[str]:
     return [line for line in text.split("\n")[:-1] if line]  # a torn last line was never acknowledged
 
 
+@pytest.mark.store
 def test_sigkill_of_a_provider_mid_ingest_loses_no_acknowledged_write(home, tmp_path):
     from hermes_cmms import MemoryService, Settings
     from hermes_cmms.store.store import Store

@@ -15,21 +15,19 @@ words a client put in an MCP actor or source, or in a failing tool call's argume
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SERVER, embedded_only, server_only, subprocess_env
+from conftest import embedded_only, server_only
 from db import sql
-from mcp_client import run, stdio_bridge
+from inprocess import cli, memory_bridge
+from mcp_client import run
 
 SCOPE, OTHER = "local:forensic", "local:bystander"
 GONE = "Zanzibarquux telephoriscent marmaladewombat crystallofidget parliamentquiver"
 KEPT = "Quetzalborrow figmentalune scrimshawdelta oxbowtinsel"
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 DOOR_WORDS = ("Yarrowquibble", "Snickerfrond", "Moltenwhisk")  # an MCP actor, a source, a tool argument
 FILLER = [f"Filler note number {i} about the {('garden', 'kitchen', 'garage')[i % 3]} on day {i}" for i in range(24)]
 
@@ -146,7 +144,7 @@ async def _through_mcp(home: Path) -> None:
     """A memory stored with the client's words as its actor and source, and a failing call
     whose error repeats its argument: all of it on the scope's audit trail."""
     actor, source, argument = DOOR_WORDS
-    async with stdio_bridge(home, "--scope", SCOPE) as bridge:
+    async with memory_bridge(home, "--scope", SCOPE) as bridge:
         await bridge.ok("store_memory", scope=SCOPE, content="A note through the bridge",
                         source=f"clinic {source}", actor=f"Dana {actor}")
         failed = await bridge.call("forget_memory", scope=SCOPE, tier=f"my {argument} diary")
@@ -164,12 +162,11 @@ def test_forget_all_through_the_cli_leaves_no_trace_in_any_file(remembered):
     service, root, (gone, gone_vector), (kept, kept_vector) = remembered
     service.forget(SCOPE, service.remember(SCOPE, "A note forgotten first"))  # Chroma saves its HNSW files
     assert any(path.endswith("data_level0.bin") for path in traces(root, GONE, gone, gone_vector))
-    service.close()  # the CLI's process writes the vector index
+    service.close()  # the CLI's engine writes the vector index
     run(_through_mcp(root.parent))
     assert _door_words(root) == set(DOOR_WORDS)  # the search sees them
 
-    done = subprocess.run([CLI, "forget", "--scope", SCOPE, "--all"], capture_output=True, text=True,
-                          env=subprocess_env(root.parent), timeout=120)
+    done = cli(root.parent, "forget", "--scope", SCOPE, "--all")
 
     assert done.returncode == 0, done.stderr
     assert _all_kinds(traces(root, GONE, gone, gone_vector)) <= {"id"}  # the audit trail searched too
@@ -270,8 +267,7 @@ def test_forget_all_through_the_cli_on_the_server_backend_leaves_no_trace_the_se
     run(_through_mcp(root.parent))
     assert all(word.lower() in _dump(service) for word in DOOR_WORDS)
 
-    done = subprocess.run([CLI, "forget", "--scope", SCOPE, "--all"], capture_output=True, text=True,
-                          env=subprocess_env(root.parent), timeout=120)
+    done = cli(root.parent, "forget", "--scope", SCOPE, "--all")
 
     assert done.returncode == 0, done.stderr
     assert not any(word.lower() in _dump(service) for word in DOOR_WORDS)  # the audit trail too

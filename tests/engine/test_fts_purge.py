@@ -22,7 +22,7 @@ from hermes_cmms.store import store as store_module
 from hermes_cmms.store.models import Memory
 from hermes_cmms.store.store import NewMemory, Store
 
-pytestmark = embedded_only
+pytestmark = [pytest.mark.store, embedded_only]
 
 STEPS_MOST = 60  # the old scrub went on past 1000 steps; a sound one needs a handful here
 GONE = "Zanzibarquux telephoriscent marmaladewombat"

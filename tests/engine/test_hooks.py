@@ -1,19 +1,13 @@
 """Third-party hook implementations change the engine's behaviour, in-process and via entry points."""
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from hermes_cmms import hookimpl
 from hermes_cmms.provider import CmmsMemoryProvider
-
-from conftest import subprocess_env
 
 SCOPE = "test:hooks"
 PLUGIN_DIR = Path(__file__).parents[1] / "plugin_fixture"
@@ -72,6 +66,7 @@ def test_recall_impl_returning_none_defers_to_the_builtin(keyword_service):
     assert DeferringRecall.calls[-1] == (SCOPE, "ferry")
 
 
+@pytest.mark.store
 def test_provider_prefetch_goes_through_the_hook(home, monkeypatch):
     monkeypatch.setenv("CMMS_EMBEDDER", "none")
     provider = CmmsMemoryProvider()
@@ -85,35 +80,32 @@ def test_provider_prefetch_goes_through_the_hook(home, monkeypatch):
         provider.shutdown()
 
 
-# -- entry points, for real: a dist-info on sys.path of a fresh interpreter --------------------
+# -- entry points, for real: a dist-info on sys.path ------------------------------------------
 
-PROBE = textwrap.dedent("""
-    import json, sys
+def _probe(home: Path) -> dict:
+    """The plugins a new plugin manager finds through entry points, and what a service using
+    it stores of a note holding an ACME secret."""
     from hermes_cmms import MemoryService, Settings
     from hermes_cmms.common.plugins import describe, make_plugin_manager
 
     pm = make_plugin_manager()
-    service = MemoryService(Settings.load(sys.argv[1], embedder="none"), pm=pm)
-    memory_id = service.remember("probe", "badge ACME-123456 issued")
-    stored = service.store.get([memory_id], "probe")[memory_id].content
-    service.close()
-    print(json.dumps({"plugins": describe(pm), "stored": stored}))
-""")
-
-
-def _probe(home: Path, **env: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", PROBE, str(home)], capture_output=True, text=True,
-                            timeout=60, env=subprocess_env(home, PYTHONPATH=str(PLUGIN_DIR), **env))
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    service = MemoryService(Settings.load(home, embedder="none"), pm=pm)
+    try:
+        memory_id = service.remember("probe", "badge ACME-123456 issued")
+        stored = service.store.get([memory_id], "probe")[memory_id].content
+    finally:
+        service.close()
+    return {"plugins": describe(pm), "stored": stored}
 
 
 @pytest.fixture
 def clean_env(monkeypatch):
+    """No allow-list, and the plugin's dist-info on sys.path (as an installed plugin's is)."""
     monkeypatch.delenv("CMMS_PLUGINS", raising=False)
-    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
 
 
+@pytest.mark.store
 def test_entry_point_plugin_is_loaded_listed_and_fires(home, clean_env):
     found = _probe(home)
     plugins = {p["name"]: p["hooks"] for p in found["plugins"]}
@@ -123,9 +115,11 @@ def test_entry_point_plugin_is_loaded_listed_and_fires(home, clean_env):
     assert found["stored"] == "badge [REDACTED:acme] issued"
 
 
+@pytest.mark.store
 @pytest.mark.parametrize("allow,loaded", [("acme", True), ("", False), ("other,broken", False)])
-def test_allow_list_decides_which_entry_points_load(home, clean_env, allow, loaded):
-    found = _probe(home, CMMS_PLUGINS=allow)
+def test_allow_list_decides_which_entry_points_load(home, clean_env, monkeypatch, allow, loaded):
+    monkeypatch.setenv("CMMS_PLUGINS", allow)
+    found = _probe(home)
     names = {p["name"] for p in found["plugins"]}
     assert ("acme" in names) is loaded
     assert "hermes_cmms.redact" in names  # built-ins are not subject to the allow-list

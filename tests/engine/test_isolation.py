@@ -11,6 +11,8 @@ from hermes_cmms.provider import CmmsMemoryProvider
 
 from db import sql
 
+pytestmark = pytest.mark.store
+
 A_SECRET_WORDS = "pineapple saxophone lighthouse"
 
 

@@ -9,6 +9,8 @@ from hermes_cmms.knowledge.route import contract_answer, route
 
 from db import sql
 
+pytestmark = pytest.mark.store
+
 SCOPE = "user:telegram:7"
 
 

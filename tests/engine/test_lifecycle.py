@@ -25,6 +25,8 @@ from db import dump, keyword_hits, keyword_rows, on_postgres, plan, row, sql, ur
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from lifecycle import synthetic_observations  # noqa: E402  (the benchmark's data, shared)
 
+pytestmark = pytest.mark.store
+
 SCOPE = "test:lifecycle"
 OTHER = "test:lifecycle-other"
 DAY = 86400.0
@@ -47,11 +49,11 @@ def _row(service, memory_id: str):
 
 @pytest.fixture
 def store_url(tmp_path):
-    """The URL of a new, empty store on the backend under test."""
+    """The URL of a new store on the backend under test, migrated (from the template)."""
     if not SERVER:
         yield f"sqlite:///{tmp_path / 'cmms.db'}"
         return
-    with server_databases() as (url, _):
+    with server_databases(migrated=True) as (url, _):
         yield url
 
 

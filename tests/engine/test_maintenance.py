@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from hermes_cmms.store._batches import MOST_ROWS
 
 from conftest import REPO, python, subprocess_env
@@ -19,6 +21,8 @@ from db import sql
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from maintenance import fill  # noqa: E402  (the benchmark's bulk fill, shared)
+
+pytestmark = pytest.mark.store
 
 SCOPE = "test:maintenance"
 OTHER = "test:maintenance-other"

@@ -1,6 +1,7 @@
 """Metrics and tracing on real services: tool calls through the MCP and Hermes doors, hook
 timings, store gauges read back against SQL, drift after an audit, and OpenTelemetry spans
-with an SDK tracer provider (in a subprocess: the global provider can be set only once)."""
+with an SDK tracer provider (in a subprocess: the global provider can be set only once; this
+process never sets one)."""
 from __future__ import annotations
 
 import json
@@ -14,11 +15,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
 from conftest import python, subprocess_env
+from hermes_cmms.common import tracing
 from hermes_cmms.ops import audit
 from hermes_cmms.mcp_bridge.server import sdk
 from hermes_cmms.mcp_bridge.tools import catalogue, guarded
 from hermes_cmms.ops.metrics import MAX_TOOL_LABELS, exposition
-from mcp_client import run, stdio_bridge
+from inprocess import memory_bridge
+from mcp_client import run
+
+pytestmark = pytest.mark.store
 
 SCOPE = "test:metrics"
 QUIET = {"CMMS_EMBEDDER": "none", "CMMS_SCHEDULER": "off", "CMMS_MIRROR": "off"}
@@ -261,14 +266,31 @@ def test_spans_are_recorded_with_an_sdk_provider_set_after_the_service(home):
     assert recall["attributes"] == {"door": "hermes", "tool": "cmms_recall", "scope": "local:default", "ok": True}
 
 
-def test_without_an_sdk_provider_no_span_is_made_and_calls_still_count(home):
-    out = _spans_run(home, "none")
-    assert out == {"tracer": False, "calls": True}
+def test_without_an_sdk_provider_no_span_is_made_and_calls_still_count(keyword_service, home, monkeypatch):
+    """SPANS' calls made in this process, which sets no provider: no tracer, no span, and
+    the calls are counted all the same."""
+    from hermes_cmms.provider import CmmsMemoryProvider
+
+    for name, value in QUIET.items():
+        monkeypatch.setenv(name, value)
+    svc = keyword_service
+    _, tool_error, _ = sdk()
+    tools = {fn.__name__: guarded(fn, tool_error, metrics=svc.metrics) for fn in catalogue(svc, "test:spans")}
+    tools["store_memory"](content="The garage door code is 4417", scope="test:spans")
+    tools["learn"](text="I live in Porto.")
+    with pytest.raises(tool_error):
+        tools["forget_memory"](scope="test:spans", memory_id="nope")
+    p = CmmsMemoryProvider()
+    p.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary", agent_identity="default")
+    p.handle_tool_call("cmms_recall", {"query": "garage"})
+    p.shutdown()
+    assert tracing.tracer() is None and tracing.Span("cmms.tool probe").span is None
+    assert "cmms_tool_calls_total" in exposition(svc)
 
 
 def test_a_real_mcp_session_reports_its_own_calls(home):
     async def main():
-        async with stdio_bridge(home, env=QUIET) as bridge:
+        async with memory_bridge(home, env=QUIET) as bridge:
             await bridge.ok("remember", subject="Ana", predicate="lives in", object="Lisbon")
             failed = await bridge.call("forget_memory", scope=SCOPE, memory_id="nope")
             return failed, await bridge.ok("metrics")

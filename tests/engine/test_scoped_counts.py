@@ -3,10 +3,15 @@ vectors and index lag in `ping` and `metrics`, whatever other scopes write. The 
 owner's CLI (`hermes-cmms status` / `metrics`) still shows the whole store."""
 from __future__ import annotations
 
+import pytest
+
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.ops.metrics import exposition
-from mcp_client import run, stdio_bridge
+from inprocess import memory_bridge
+from mcp_client import run
 from test_metrics import _samples, _value
+
+pytestmark = pytest.mark.store
 
 MINE, OTHERS = "user:telegram:111", "user:telegram:222"
 QUIET = {"CMMS_EMBEDDER": "none", "CMMS_SCHEDULER": "off", "CMMS_MIRROR": "off"}
@@ -22,7 +27,8 @@ def _store_side(samples: dict) -> dict:
 
 
 def _others_write(home, count: int) -> None:
-    """Another gateway user, through another process's engine, writes `count` memories."""
+    """Another gateway user, through an engine of its own (as another process has), writes
+    `count` memories."""
     service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     try:
         for number in range(count):
@@ -34,7 +40,7 @@ def _others_write(home, count: int) -> None:
 
 def test_ping_and_metrics_of_a_scoped_bridge_do_not_see_other_scopes(home):
     async def main():
-        async with stdio_bridge(home, "--scope", MINE, env=QUIET) as bridge:
+        async with memory_bridge(home, "--scope", MINE, env=QUIET) as bridge:
             await bridge.ok("remember", subject="Ana", predicate="lives in", object="Lisbon")
             before = await bridge.ok("ping"), _samples((await bridge.ok("metrics"))["exposition"])
             _others_write(home, 7)
@@ -84,7 +90,7 @@ def test_a_scoped_bridge_cannot_name_another_scope(home):
         owner.close()
 
     async def main():
-        async with stdio_bridge(home, "--scope", MINE, env=QUIET) as bridge:
+        async with memory_bridge(home, "--scope", MINE, env=QUIET) as bridge:
             refused = [await bridge.call("recall_memory", query="locker code", scope=OTHERS),
                        await bridge.call("list_memories", scope=OTHERS),
                        await bridge.call("store_memory", content="planted", scope=OTHERS),

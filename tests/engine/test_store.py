@@ -27,15 +27,17 @@ PG_EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_pg_fts_memories", "0002_pg_out
 PG_FTS_COLUMNS = {"fts_content", "fts_all"}  # memories' generated tsvector columns on PostgreSQL
 SCOPE = "test:store"
 
+pytestmark = pytest.mark.store
+
 
 @pytest.fixture
-def url(tmp_path) -> str:
-    """The URL of a new, empty store on the backend under test: a SQLite file, or a fresh
-    PostgreSQL database on the server backend."""
+def url(tmp_path, request) -> str:
+    """The URL of a new store on the backend under test: a SQLite file, or a fresh PostgreSQL
+    database on the server backend. Migrated from the template, or empty for a `migrates` test."""
     if not SERVER:
         yield f"sqlite:///{tmp_path / 'cmms.db'}"
         return
-    with server_databases() as (database_url, _):
+    with server_databases(migrated=request.node.get_closest_marker("migrates") is None) as (database_url, _):
         yield database_url
 
 
@@ -70,6 +72,7 @@ def _seq(service, memory_id: str) -> int:
 # -- schema and migrations ------------------------------------------------------------------
 
 
+@pytest.mark.migrates
 def test_blank_database_migrates_to_the_models_schema(url):
     store = Store(url)
     postgres = on_postgres(url)
@@ -104,6 +107,7 @@ def test_blank_database_migrates_to_the_models_schema(url):
         store.close()
 
 
+@pytest.mark.migrates
 def test_migrations_are_recorded_by_name_and_reopening_applies_nothing(url):
     Store(url).close()
     # in the order applied: SQLite's rowid; PostgreSQL has none, so the time each was recorded
@@ -312,6 +316,7 @@ def test_context_never_crosses_sessions_or_scopes(keyword_service):
     assert {m.content: m.context for m in other} == {"Hello there": None, "Hi": "Hello there"}
 
 
+@pytest.mark.migrates
 def test_a_database_from_the_first_release_upgrades_in_place(url):
     from sqlalchemy import create_engine, text
 

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SERVER, server_databases, server_only
+from conftest import SERVER, embedded_only, server_databases, server_only
 from db import sql
+from inprocess import cli
 from hermes_cmms import InvalidInput, MemoryService, Settings
 from hermes_cmms.store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 from hermes_cmms.ops.transfer import export_scope, external_paths, import_file, import_records
 
-CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 HERMES = str(Path(sys.executable).with_name("hermes"))
 SCOPE = "local:default"
 TABLES = {"memories": (Memory, {"seq"}), "facts": (Fact, set()), "beliefs": (Belief, set()),
@@ -118,12 +118,6 @@ def everything(where) -> dict:
               "relations", "outbox"]
     return {t: sorted(sql(where, f"SELECT * FROM {t}" if t != "memories" else "SELECT id, scope, content, "
                                  "superseded_by FROM memories"), key=repr) for t in tables}
-
-
-def cli(home, *args, stdin=None, env=None, stderr=subprocess.PIPE):
-    full = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none", **(env or {}))
-    return subprocess.run([CLI, *args], stdout=subprocess.PIPE, stderr=stderr, env=full, timeout=180,
-                          input=stdin)
 
 
 # -- round trip -----------------------------------------------------------------------------
@@ -334,7 +328,7 @@ def test_a_file_that_cannot_be_read(keyword_service, tmp_path):
 
 @contextmanager
 def second_home(tmp_path, name="fresh"):
-    """A fresh Hermes home for a CLI process, with a database of its own on the server backend."""
+    """A fresh Hermes home for the CLI, with a database of its own on the server backend."""
     home = tmp_path / name
     home.mkdir()
     if not SERVER:
@@ -344,12 +338,13 @@ def second_home(tmp_path, name="fresh"):
         yield home, {"CMMS_DATABASE_URL": url, "CMMS_CHROMA_URL": chroma}
 
 
-def test_cli_export_and_import(keyword_service, home, tmp_path):
+def test_cli_export_and_import(keyword_service, home, tmp_path, monkeypatch):
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
     fill(keyword_service)
     keyword_service.close()
     out = cli(home, "export", "--scope", SCOPE)
     assert out.returncode == 0, out.stderr
-    assert out.stderr == b""  # no progress bar when standard error is not a terminal
+    assert out.stderr == ""  # no progress bar when standard error is not a terminal
     assert json.loads(out.stdout.splitlines()[0])["type"] == "header"
     written = cli(home, "export", "--scope", SCOPE, "--output", str(tmp_path / "x.jsonl"))
     assert written.returncode == 0 and json.loads(written.stdout)["counts"]["memories"] > 0
@@ -358,30 +353,31 @@ def test_cli_export_and_import(keyword_service, home, tmp_path):
     with second_home(tmp_path) as (fresh, env):
         first = cli(fresh, "import", "-", stdin=out.stdout, env=env)
         assert first.returncode == 0, first.stderr
-        assert first.stderr == b""
+        assert first.stderr == ""
         summary = json.loads(first.stdout)
         assert summary["memories"]["added"] == json.loads(written.stdout)["counts"]["memories"]
         second = cli(fresh, "import", str(tmp_path / "x.jsonl"), "--quiet", env=env)
         assert second.returncode == 0 and json.loads(second.stdout)["memories"]["added"] == 0
         found = cli(fresh, "search", "green tea", "--json", env=env)
-        assert "green tea" in found.stdout.decode()
+        assert "green tea" in found.stdout
         bad = tmp_path / "bad.jsonl"
-        bad.write_bytes(b"\n".join(out.stdout.splitlines()[:2] + [b"{oops"]) + b"\n")
+        bad.write_text("\n".join(out.stdout.splitlines()[:2] + ["{oops"]) + "\n", encoding="utf-8")
         failed = cli(fresh, "import", str(bad), env=env)
-        assert failed.returncode == 1 and failed.stdout == b""
-        assert failed.stderr.decode().startswith("error: Line 3: not valid JSON")
-        assert failed.stderr.decode().count("\n") == 1
+        assert failed.returncode == 1 and failed.stdout == ""
+        assert failed.stderr.startswith("error: Line 3: not valid JSON")
+        assert failed.stderr.count("\n") == 1
         missing = cli(fresh, "import", str(tmp_path / "nope.jsonl"), env=env)
-        assert missing.returncode == 1 and b"Cannot read" in missing.stderr
+        assert missing.returncode == 1 and "Cannot read" in missing.stderr
         other = cli(fresh, "import", "-", "--scope", "user:telegram:9", stdin=out.stdout, env=env)
-        assert other.returncode == 1 and b"already belongs to scope 'local:default'" in other.stderr
+        assert other.returncode == 1 and "already belongs to scope 'local:default'" in other.stderr
 
 
-def test_progress_bar_only_on_a_terminal(keyword_service, home, tmp_path):
+def test_progress_bar_only_on_a_terminal(keyword_service, home, tmp_path, monkeypatch):
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
     fill(keyword_service)
     keyword_service.close()
     data = cli(home, "export", "--scope", SCOPE).stdout
-    (tmp_path / "x.jsonl").write_bytes(data)
+    (tmp_path / "x.jsonl").write_text(data, encoding="utf-8")
 
     def on_terminal(*args, env):
         """Run the command with standard error on a terminal; what it showed there."""
@@ -402,7 +398,8 @@ def test_progress_bar_only_on_a_terminal(keyword_service, home, tmp_path):
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         try:
-            done = cli(home_of[0], *args, env=env, stderr=child)
+            with open(child, "w", encoding="utf-8", closefd=False) as terminal:
+                done = cli(home_of[0], *args, env=env, stderr=terminal)
         finally:
             os.close(child)
             reader.join(10)
@@ -430,6 +427,7 @@ def _settings(home, monkeypatch, **env) -> Settings:
     return Settings.load(home)
 
 
+@embedded_only
 def test_backup_paths_cover_what_lives_outside_the_home(home, tmp_path, monkeypatch):
     from hermes_cmms.provider import CmmsMemoryProvider
 
@@ -463,6 +461,7 @@ def test_backup_paths_cover_what_lives_outside_the_home(home, tmp_path, monkeypa
     assert external_paths(settings) == [] and CmmsMemoryProvider().backup_paths() == []
 
 
+@embedded_only
 def test_backup_paths_follow_a_symlinked_data_folder(home, tmp_path, monkeypatch):
     real = tmp_path / "disk" / "cmms"
     (real / "chroma").mkdir(parents=True)
@@ -472,17 +471,20 @@ def test_backup_paths_follow_a_symlinked_data_folder(home, tmp_path, monkeypatch
     assert found == [real / "cmms.db", real / "chroma"]
 
 
+@embedded_only
 def test_hermes_backup_takes_the_database_outside_the_home(tmp_path):
     """Through Hermes' own `hermes backup`: the provider's backup_paths end up in the zip."""
     user_home, hermes_home = tmp_path / "user", tmp_path / "user" / ".hermes"
     hermes_home.mkdir(parents=True)
+    ours = {"HOME": str(user_home), "CMMS_EMBEDDER": "none",
+            "CMMS_DATABASE_URL": f"sqlite:///{user_home / 'data' / 'cmms.db'}"}
+    unset = dict.fromkeys((k for k in os.environ if k.startswith("CMMS_")), None)
+    assert cli(hermes_home, "install-hermes-plugin", env={**unset, **ours}).returncode == 0
+    assert cli(hermes_home, "status", env={**unset, **ours}).returncode == 0  # creates the database
     env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
-    env.update(HOME=str(user_home), HERMES_HOME=str(hermes_home), CMMS_EMBEDDER="none",
-               CMMS_DATABASE_URL=f"sqlite:///{user_home / 'data' / 'cmms.db'}")
-    run = lambda *args: subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)  # noqa: E731
-    assert run(CLI, "install-hermes-plugin").returncode == 0
-    assert run(CLI, "status").returncode == 0  # creates the database
-    done = run(HERMES, "backup", "-o", str(tmp_path / "backup.zip"))
+    env.update(ours, HERMES_HOME=str(hermes_home))
+    done = subprocess.run([HERMES, "backup", "-o", str(tmp_path / "backup.zip")], env=env, capture_output=True,
+                          text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     names = zipfile.ZipFile(tmp_path / "backup.zip").namelist()
     assert "_external/data/cmms.db" in names and "plugins/cmms/__init__.py" in names

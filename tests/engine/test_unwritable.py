@@ -39,6 +39,8 @@ def _permission_bits_bind() -> bool:
     return False
 
 
+pytestmark = pytest.mark.store
+
 PERMISSIONS_BIND = _permission_bits_bind()
 INIT = dict(platform="cli", agent_context="primary", agent_identity="default")
 
