@@ -22,6 +22,7 @@ from ._knowledge import _drop_knowledge, _learned_only_from
 from ._lifecycle import LifecycleRows
 from ._rows import _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
+from ..common.scrub import scrub_freed_memory
 from .keyword import KeywordIndex, keyword_index_for
 from .new_memory import NewMemory
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
@@ -107,6 +108,7 @@ class Store(LifecycleRows, ForgetAll):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
+        scrub_freed_memory()  # before any text passes through this process's heap
         self.url = url
         self.holds = WriteHolds()  # how long write transactions held the writer lock
         try:

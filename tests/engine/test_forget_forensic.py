@@ -275,3 +275,33 @@ def test_forget_all_through_the_cli_on_the_server_backend_leaves_no_trace_the_se
     assert "filler note number 3 " not in dump_without_audit(service).lower()
     assert postgres_tuples(service, KEPT, kept) == {"memories"}
     assert _chroma_shows(service, OTHER, kept, kept_vector)
+
+
+HEAP_PROBE = '''
+import ctypes, sys
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+if sys.argv[1] == "scrub":
+    from hermes_cmms.common.scrub import scrub_freed_memory
+    assert scrub_freed_memory()
+secret = b"Zanzibarquux telephoriscent " * 140
+first = libc.malloc(len(secret))
+ctypes.memmove(first, secret, len(secret))
+libc.free(first)
+again = libc.malloc(len(secret))  # glibc hands the block just freed back out
+print(again == first, secret[64:128] in ctypes.string_at(again, len(secret)))
+'''
+
+
+@pytest.mark.parametrize("mode, stale", [("plain", True), ("scrub", False)])
+def test_a_block_the_heap_hands_out_again_holds_nothing_of_what_was_freed(mode, stale):
+    """Chroma's embedded index writes a buffer malloc gave it whole, unused slots included: with
+    the store open (scrub_freed_memory), what was freed before cannot be in it. Without it, the
+    same probe finds the freed text (so the probe can see)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", HEAP_PROBE, mode], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", str(stale)]

@@ -332,22 +332,19 @@ def _members(service, scope: str) -> dict[str, list[str]]:
     return found
 
 
-def test_consolidation_of_2000_episodic_memories_stays_fast_and_inside_its_scope(service):
-    texts = synthetic_observations()
-    assert len(set(texts)) == 2000
+def test_consolidation_of_episodic_memories_stays_inside_its_scope(service):
+    """Ten topics of twenty paraphrases, the same texts in two scopes. (What consolidating 2,000
+    costs is benchmarks/lifecycle.py's figure.)"""
+    texts = synthetic_observations()[:200]
+    assert len(set(texts)) == 200
     for scope in (SCOPE, OTHER):
         service.store.add([NewMemory(scope=scope, content=t, kind="observation", tier="episodic") for t in texts])
     service.indexer.notify()
     assert service.indexer.drain(300)
 
-    started = time.perf_counter()
     report = service.consolidate(SCOPE)
-    seconds = time.perf_counter() - started
-    print(f"\nconsolidate: {report.examined} memories, {report.clusters} clusters, "
-          f"{report.consolidated} consolidated in {seconds:.2f} s")
-    assert seconds < 20
     episodic = _sql(service, "SELECT count(*) FROM memories WHERE scope = ? AND tier = 'episodic'", SCOPE)[0][0]
-    assert report.examined == episodic > 1900  # (bar any near-exact repeat indexing folded)
+    assert report.examined == episodic > 190  # (bar any near-exact repeat indexing folded)
     assert report.clusters > 0 and len(set(report.summaries)) == report.clusters
     assert report.consolidated >= 3 * report.clusters
 
