@@ -44,7 +44,8 @@ def pytest_collection_modifyitems(config, items):
         if STORE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("server_only"):
             item.add_marker(pytest.mark.store)
     if SERVER:
-        kept = [i for i in items if i.get_closest_marker("store") and not i.get_closest_marker("embedded_only")]
+        kept = [i for i in items if i.get_closest_marker("store")
+                and not (i.get_closest_marker("embedded_only") or i.get_closest_marker("one_backend"))]
         dropped = [i for i in items if i not in kept]
         if dropped:
             config.hook.pytest_deselected(items=dropped)

@@ -33,14 +33,14 @@ def scrub_freed_memory() -> bool:
 
 
 def _perturb() -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
     try:
+        if not sys.platform.startswith("linux"):
+            raise OSError(sys.platform)
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # glibc only: musl has a mallopt without M_PERTURB
         mallopt = libc.mallopt
     except (AttributeError, OSError):
-        log.info("hermes-cmms: not glibc; freed heap memory is not wiped")
+        log.info("hermes-cmms: this C library is not glibc; freed heap memory is not wiped")
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return mallopt(M_PERTURB, FILL) == 1

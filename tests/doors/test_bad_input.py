@@ -12,7 +12,7 @@ from hermes_cmms.common.text import clean_key
 
 from db import sql
 
-pytestmark = pytest.mark.store
+pytestmark = pytest.mark.store  # (but the `one_backend` tests: refused before anything reaches storage)
 
 SCOPE = "test:bad"
 FTS_SYNTAX = ['"', "*", "NEAR(", "-", "AND", "OR", "(", ":", ")", "^", "+", "{", "}", "NOT", "'", "''"]
@@ -179,6 +179,7 @@ BAD_CALLS = [
 
 
 @pytest.mark.parametrize("name,args,message", BAD_CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)])
+@pytest.mark.one_backend
 def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home, name, args, message):
     before = _rows(home)
     assert _error(provider, name, args) == message
@@ -186,6 +187,7 @@ def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home
 
 
 @pytest.mark.parametrize("limit,count", [(1, 1), (50, 50), (None, 8)])
+@pytest.mark.one_backend
 def test_limit_bounds_are_honoured(provider, limit, count):
     for i in range(30):
         provider.sync_turn(f"Biscuit fact {i}", f"Biscuit reply {i}")
@@ -206,6 +208,7 @@ def test_good_tool_calls_round_trip(provider, home):
     assert _error(provider, "cmms_forget", {"memory_id": stored["id"]}).startswith("Unknown memory id")
 
 
+@pytest.mark.one_backend
 def test_uninitialised_provider_answers_with_an_error():
     provider = CmmsMemoryProvider()
     assert json.loads(provider.handle_tool_call("cmms_recall", {"query": "x"})) == {
@@ -220,6 +223,7 @@ def test_uninitialised_provider_answers_with_an_error():
 
 
 @pytest.mark.parametrize("content", [None, "", "  ", "\x00", 5, b"bytes", ["list"]])
+@pytest.mark.one_backend
 def test_remember_rejects_content_that_is_not_text(keyword_service, home, content):
     with pytest.raises(InvalidInput, match="Memory content must be a non-empty string."):
         keyword_service.remember(SCOPE, content)
@@ -227,6 +231,7 @@ def test_remember_rejects_content_that_is_not_text(keyword_service, home, conten
 
 
 @pytest.mark.parametrize("scope", [None, "", " ", 3])
+@pytest.mark.one_backend
 def test_engine_rejects_a_missing_scope(keyword_service, scope):
     with pytest.raises(InvalidInput, match="A scope must be a non-empty string."):
         keyword_service.remember(scope, "text")
@@ -235,12 +240,14 @@ def test_engine_rejects_a_missing_scope(keyword_service, scope):
 
 
 @pytest.mark.parametrize("query", [None, 5, b"cat", ["cat"]])
+@pytest.mark.one_backend
 def test_search_rejects_a_query_that_is_not_text(keyword_service, query):
     with pytest.raises(InvalidInput, match="The query must be a string."):
         keyword_service.search(SCOPE, query)
 
 
 @pytest.mark.parametrize("limit", ["5", 0, -3, True, 2.0, None])
+@pytest.mark.one_backend
 def test_search_rejects_a_bad_limit(keyword_service, limit):
     with pytest.raises(InvalidInput, match="The result limit must be a positive whole number"):
         keyword_service.search(SCOPE, "cat", limit=limit)
