@@ -11,6 +11,7 @@ replaying every migration; tests marked `migrates` open theirs from empty.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -67,12 +68,12 @@ def _migrated_template(store_class) -> Path:
     """A SQLite store with every migration applied, made once per test process."""
     if _template["path"] is None:
         where = Path(tempfile.mkdtemp(prefix="cmms-template-")) / "cmms.db"
-        _template["on"] = False
+        _template["on"], before = False, len(_opened)
         try:
             store_class(f"sqlite:///{where}").close()
         finally:
             _template["on"] = True
-        _opened.clear()
+            del _opened[before:]  # (the template's own open is not the test's)
         _template["path"] = where
     return _template["path"]
 
@@ -96,8 +97,12 @@ def _watch_stores() -> None:
         if _template["on"] and url.startswith("sqlite:///"):
             path = make_url(url).database or ""
             if path and path != ":memory:" and not path.startswith("file:") and not Path(path).exists():
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(_migrated_template(Store), path)
+                try:
+                    Path(path).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(_migrated_template(Store), path)
+                except OSError:  # an unwritable place (a full disk): the store says so, its own way
+                    with contextlib.suppress(OSError):
+                        Path(path).unlink(missing_ok=True)  # (no half copy left for it to open)
         opening(self, url, *args, **kwargs)
 
     Store.__init__ = watched

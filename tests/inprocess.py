@@ -5,8 +5,10 @@ test process). Each door also has a few end-to-end tests that launch it as a use
 from __future__ import annotations
 
 import io
+import logging
 import os
 import sys
+import warnings
 from contextlib import asynccontextmanager, contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +47,34 @@ class _Output(io.TextIOWrapper):
     """A text stream with a bytes `.buffer`, like sys.stdout (export writes bytes there)."""
 
     def __init__(self) -> None:
-        super().__init__(io.BytesIO(), encoding="utf-8", errors="surrogateescape", write_through=True)
+        super().__init__(io.BytesIO(), encoding="utf-8", write_through=True)  # strict, as a UTF-8 terminal
 
     def text(self) -> str:
         self.flush()
-        return self.buffer.getvalue().decode("utf-8", errors="replace")
+        return self.buffer.getvalue().decode("utf-8")
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+@contextmanager
+def _as_its_own_process() -> Iterator[None]:
+    """Log records and warnings reach standard error as in a process of its own, which configures
+    no logging: Python's last-resort handler (WARNING and up) and the default warning filters.
+    pytest's capture of both is set aside meanwhile."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers, root.level = [], logging.WARNING
+    try:
+        with warnings.catch_warnings():
+            warnings.resetwarnings()
+            for quiet in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", quiet)
+            warnings.showwarning = _print_warning
+            yield
+    finally:
+        root.handlers, root.level = handlers, level
 
 
 def cli(home: Optional[Union[str, Path]], *args: str, stdin: Union[str, bytes, None] = None,
@@ -64,13 +89,13 @@ def cli(home: Optional[Union[str, Path]], *args: str, stdin: Union[str, bytes, N
     fake_in = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
     changes = {**({"HERMES_HOME": str(home)} if home is not None else {}), **(env or {})}
     saved_in = sys.stdin
-    with environment(changes), redirect_stdout(out), redirect_stderr(stderr or err):
+    with environment(changes), redirect_stdout(out), redirect_stderr(stderr or err), _as_its_own_process():
         sys.stdin = fake_in
         try:
             code = main(argv)
-        except SystemExit as exc:  # argparse's usage errors and --help
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-            if isinstance(exc.code, str):
+        except SystemExit as exc:  # argparse's usage errors and --help; as the interpreter exits
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
                 print(exc.code, file=sys.stderr)
         finally:
             sys.stdin = saved_in

@@ -12,7 +12,7 @@ from hermes_cmms.common.text import clean_key
 
 from db import sql
 
-pytestmark = pytest.mark.store  # (but the `one_backend` tests: refused before anything reaches storage)
+pytestmark = pytest.mark.store  # (but the `one_backend` tests: a type refused before the engine runs a query)
 
 SCOPE = "test:bad"
 FTS_SYNTAX = ['"', "*", "NEAR(", "-", "AND", "OR", "(", ":", ")", "^", "+", "{", "}", "NOT", "'", "''"]
@@ -179,7 +179,6 @@ BAD_CALLS = [
 
 
 @pytest.mark.parametrize("name,args,message", BAD_CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)])
-@pytest.mark.one_backend
 def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home, name, args, message):
     before = _rows(home)
     assert _error(provider, name, args) == message
@@ -187,7 +186,6 @@ def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home
 
 
 @pytest.mark.parametrize("limit,count", [(1, 1), (50, 50), (None, 8)])
-@pytest.mark.one_backend
 def test_limit_bounds_are_honoured(provider, limit, count):
     for i in range(30):
         provider.sync_turn(f"Biscuit fact {i}", f"Biscuit reply {i}")

@@ -159,12 +159,19 @@ def test_help_loads_not_even_the_store(home):
     assert loaded(home, "--help") == {"code": 0, "heavy": [], "sql": False}
 
 
+@pytest.mark.slow
 @pytest.mark.store
 def test_status_names_the_embedder_without_loading_it_and_counts_vectors_when_asked(stored_home):
+    """`--vectors` in a process of its own: the count is read from the index on disk, not from
+    what this test process already holds."""
+    import os
+
     plain = cli(stored_home, "status", env={"CMMS_EMBEDDER": None}).stdout
     assert "embedder: auto (not loaded by this command)" in plain and "memories: 2" in plain
     assert "None" not in plain and "indexed" not in plain and "index_error" not in plain
-    counted = json.loads(cli(stored_home, "status", "--vectors", "--json", env={"CMMS_EMBEDDER": None}).stdout)
+    env = {k: v for k, v in os.environ.items() if k != "CMMS_EMBEDDER"}
+    counted = json.loads(subprocess.run([CLI, "status", "--vectors", "--json"], capture_output=True, text=True,
+                                        timeout=120, env=dict(env, HERMES_HOME=str(stored_home))).stdout)
     assert (counted["indexed"], counted["index_error"]) == (2, None)
     assert counted["embedder"] not in ("loading", "auto (not loaded by this command)")
 

@@ -18,9 +18,8 @@ from hermes_cmms.provider import CmmsMemoryProvider
 
 FACT = "The deploy key for the staging cluster rotates every Monday."
 
-# What Hermes sees of the provider: its storage is the engine's, covered on both backends by the
-# `store` tests.
-pytestmark = pytest.mark.one_backend
+# What Hermes sees of the provider, on both backends: the counts it shows come from recall.
+pytestmark = pytest.mark.store
 
 
 def provider_from_entry_point(target) -> MemoryProvider:
@@ -207,6 +206,7 @@ def test_a_trivial_prompt_skips_recall_that_a_real_one_gets(kw_home):
 
 
 @pytest.mark.slow
+@pytest.mark.one_backend  # (a real Hermes process; the recall counts above run on both backends)
 def test_a_real_hermes_cli_agent_prints_the_recall_line(home, tmp_path):
     """AIAgent built as the CLI builds it (platform cli: Hermes hands the provider its
     status_callback) prints "🧠 cmms recalled N memories" on the turn that recalled something."""

@@ -123,8 +123,12 @@ def test_general_plugin_manager_loads_the_finalize_hook_and_it_flushes(home, mon
 
 @pytest.mark.store
 def test_gateway_hook_loads_and_session_end_flushes_that_user(home, monkeypatch, capsys, caplog):
+    from gateway import hooks
     from gateway.hooks import HookRegistry
 
+    # gateway.hooks reads HERMES_HOME once, when first imported (in the gateway's process, after
+    # HERMES_HOME is set): the directory it would have read for this home
+    monkeypatch.setattr(hooks, "HOOKS_DIR", home / "hooks")
     monkeypatch.setenv("CMMS_EMBEDDER", "none")
     install(home)
     open_session(home, "user:telegram:42", "s1")

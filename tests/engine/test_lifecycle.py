@@ -18,6 +18,7 @@ from hermes_cmms.common.errors import InvalidInput, UnknownMemory
 from hermes_cmms.vectors.chroma import VIEWS, owner
 from hermes_cmms.lifecycle.scheduler import Scheduler
 from hermes_cmms.store.store import NewMemory, Store
+from hermes_cmms.store._batches import MOST_ROWS
 
 from conftest import SERVER, server_databases
 from db import dump, keyword_hits, keyword_rows, on_postgres, plan, row, sql, url_of
@@ -333,10 +334,11 @@ def _members(service, scope: str) -> dict[str, list[str]]:
 
 
 def test_consolidation_of_episodic_memories_stays_inside_its_scope(service):
-    """Ten topics of twenty paraphrases, the same texts in two scopes. (What consolidating 2,000
-    costs is benchmarks/lifecycle.py's figure.)"""
-    texts = synthetic_observations()[:200]
-    assert len(set(texts)) == 200
+    """Thirty topics (three people, ten activities) of twenty paraphrases, the same texts in two
+    scopes: more than one batch of rows (MOST_ROWS). (What consolidating 2,000 costs, and how
+    that grows, is benchmarks/lifecycle.py's figure.)"""
+    texts = synthetic_observations()[:600]
+    assert len(set(texts)) == 600 > MOST_ROWS
     for scope in (SCOPE, OTHER):
         service.store.add([NewMemory(scope=scope, content=t, kind="observation", tier="episodic") for t in texts])
     service.indexer.notify()
@@ -344,7 +346,7 @@ def test_consolidation_of_episodic_memories_stays_inside_its_scope(service):
 
     report = service.consolidate(SCOPE)
     episodic = _sql(service, "SELECT count(*) FROM memories WHERE scope = ? AND tier = 'episodic'", SCOPE)[0][0]
-    assert report.examined == episodic > 190  # (bar any near-exact repeat indexing folded)
+    assert report.examined == episodic > 570  # (bar any near-exact repeat indexing folded)
     assert report.clusters > 0 and len(set(report.summaries)) == report.clusters
     assert report.consolidated >= 3 * report.clusters
 
