@@ -57,6 +57,17 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confin
     return server
 
 
+def served(service, home: Optional[str], scope: Optional[str] = None, host: str = "127.0.0.1", port: int = 8765):
+    """The server `hermes-cmms mcp` serves for `home`: in the home's local scope, or in `scope`
+    (--scope), to which the memser tools are then confined too."""
+    return build(service, scope or local_scope(hermes_home(home)), host, port, confined=scope is not None)
+
+
+def lowlevel(server):
+    """The SDK's low-level server inside the server object (2.x, 1.x)."""
+    return getattr(server, "_lowlevel_server", None) or server._mcp_server
+
+
 def _admit_arguments(server, tool_error, audit) -> None:
     """Every call passes `checks.admitted` before the SDK sees it: the SDK's argument model drops
     an argument it does not know (and an earlier name) without a word. Both SDK lines route each
@@ -126,13 +137,13 @@ def run_stdio(server) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server  # 2.x, 1.x
+    inner = lowlevel(server)
 
     async def main() -> None:
         with claimed_stdio() as (wire_in, wire_out):
             wire = Wire(wire_out)
             async with stdio_server(anyio.wrap_file(BoundedLines(wire_in, wire)), anyio.wrap_file(wire)) as streams:
-                await lowlevel.run(*streams, lowlevel.create_initialization_options())
+                await inner.run(*streams, inner.create_initialization_options())
 
     anyio.run(main)
 
@@ -181,7 +192,7 @@ def serve(home: Optional[str] = None, transport: str = "stdio", host: str = "127
     settings = Settings.load(home)
     service = MemoryService(settings)
     try:
-        server = build(service, scope or local_scope(hermes_home(home)), host, port, confined=scope is not None)
+        server = served(service, home, scope, host, port)
         if transport == "stdio":
             run_stdio(server)
             return

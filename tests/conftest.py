@@ -78,11 +78,6 @@ def _migrated_template(store_class) -> Path:
     return _template["path"]
 
 
-def _template_off() -> bool:
-    """Whether the current test opens its stores from empty (`migrates`)."""
-    return not _template["on"]
-
-
 def _watch_stores() -> None:
     """Wrap Store.__init__: record each store opened, and start a new SQLite file as a copy of
     the migrated template (its migrations then found all applied), unless the test is `migrates`."""
@@ -188,7 +183,7 @@ def exported_home(path: Path, env: pytest.MonkeyPatch) -> Iterator[Path]:
     if not SERVER:
         yield path
         return
-    with server_databases(migrated=not _template_off()) as (database_url, chroma_url):
+    with server_databases(migrated=_template["on"]) as (database_url, chroma_url):  # (off: `migrates`)
         env.setenv("CMMS_DATABASE_URL", database_url)
         env.setenv("CMMS_CHROMA_URL", chroma_url)
         yield path

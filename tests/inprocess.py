@@ -110,9 +110,8 @@ async def memory_bridge(home, *extra: str, env: Optional[dict] = None):
     from mcp import ClientSession
     from mcp.shared.memory import create_client_server_memory_streams
 
-    from hermes_cmms.common.config import Settings, hermes_home
-    from hermes_cmms.mcp_bridge import local_scope
-    from hermes_cmms.mcp_bridge.server import build
+    from hermes_cmms.common.config import Settings
+    from hermes_cmms.mcp_bridge.server import lowlevel, served
     from hermes_cmms.service import MemoryService
     from mcp_client import Bridge
 
@@ -125,11 +124,10 @@ async def memory_bridge(home, *extra: str, env: Optional[dict] = None):
     with environment({"HERMES_HOME": str(home), **(env or {})}):
         service = MemoryService(Settings.load(str(home)))
         try:
-            server = build(service, scope or local_scope(hermes_home(str(home))), confined=scope is not None)
-            lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server  # 2.x, 1.x
+            inner = lowlevel(served(service, str(home), scope))
             async with create_client_server_memory_streams() as (client_streams, server_streams):
                 async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(lambda: lowlevel.run(*server_streams, lowlevel.create_initialization_options()))
+                    tasks.start_soon(lambda: inner.run(*server_streams, inner.create_initialization_options()))
                     try:
                         async with ClientSession(*client_streams) as session:
                             yield Bridge(session, await session.initialize())
