@@ -59,9 +59,11 @@ def input_schema(tool) -> dict:
 
 
 @asynccontextmanager
-async def stdio_bridge(home, *extra: str, env: Optional[dict] = None):
-    command = bridge_command(home, *extra)
-    params = StdioServerParameters(command=command[0], args=command[1:],
+async def stdio_bridge(home, *extra: str, env: Optional[dict] = None, command: Optional[list] = None,
+                       cwd=None):
+    """A session with `hermes-cmms mcp` for `home`, or with another server `command` in `cwd`."""
+    command = command or bridge_command(home, *extra)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=cwd,
                                    env={**os.environ, **(env or {})})
     async with stdio_client(params) as streams:
         async with ClientSession(streams[0], streams[1]) as session:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import socket
 import subprocess
@@ -33,6 +34,7 @@ CMMS_TOOLS = {"ping", "remember", "search", "get_context", "semantic_search", "l
 MEMSER_TOOLS = {"store_memory", "recall_memory", "forget_memory", "list_memories", "consolidate_memories",
                 "audit_log"}
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
+README = Path(__file__).parents[2] / "README.md"
 
 
 def test_catalogue_has_both_seeds_names_each_described(home):
@@ -556,10 +558,23 @@ def test_concurrent_writers_in_three_processes_lose_nothing(home):
 
 
 @pytest.mark.slow
-def test_the_dev_server_module_serves_the_whole_catalogue(home):
-    code = ("import asyncio, hermes_cmms.mcp_bridge.dev_server as m; "
-            "print(sorted(t.name for t in asyncio.run(m.server.list_tools())))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **KEYWORD_ONLY, "HERMES_HOME": str(home)})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == str(sorted(CMMS_TOOLS | MEMSER_TOOLS))
+@pytest.mark.parametrize("where", ["checkout", "elsewhere"])
+def test_the_readme_dev_server_recipe_runs_under_the_sdks_own_loader(home, tmp_path, where):
+    """The README's `mcp run` / `mcp dev` line: its path command, then the SDK's loader on that file."""
+    recipe = re.search(r'`mcp run "\$\(python -c \'(.+?)\'\)"`', README.read_text()).group(1)
+    cwd = str(Path(__file__).parents[2]) if where == "checkout" else str(tmp_path)
+    env = {**os.environ, **KEYWORD_ONLY, "HERMES_HOME": str(home)}
+    found = subprocess.run([sys.executable, "-c", recipe], cwd=cwd, capture_output=True, text=True,
+                           timeout=60, env=env)
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert not (home / "cmms").exists()  # finding the file opens no store
+    mcp_cli = str(Path(sys.executable).with_name("mcp"))
+
+    async def go():
+        async with stdio_bridge(home, env=env, cwd=cwd, command=[mcp_cli, "run", found.stdout.strip()]) as b:
+            assert set(await b.tools()) == CMMS_TOOLS | MEMSER_TOOLS
+            await b.ok("remember", subject="the dev server", predicate="keeps", object="notes")
+            hits = await b.ok("search", query="what does the dev server keep")
+            assert "notes" in json.dumps(hits)
+
+    run(go())
