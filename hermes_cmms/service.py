@@ -196,10 +196,11 @@ class MemoryService:
                                        action=clean_key(action), limit=limit, offset=offset)
 
     def record_call(self, door: str, tool: str, scope: Optional[str], ok: bool, error: str = "") -> None:
-        """Put a tool call on the audit trail; never fails the call itself."""
+        """Put a tool call on the audit trail; never fails the call itself. A tool name that is
+        not text (any caller can send anything to the Hermes door) is recorded as "unknown"."""
         try:
             self.store.record("tool", clean(door), clean_key(scope) if isinstance(scope, str) else None,
-                              tool=clean(tool), ok=ok, **({"error": _error_text(error)} if error else {}))
+                              tool=clean(tool) if isinstance(tool, str) else "unknown", ok=ok, **({"error": _error_text(error)} if error else {}))
         except Exception as exc:  # noqa: BLE001
             log.warning("hermes-cmms: could not audit the %s call: %s", tool, exc)
 
@@ -249,8 +250,9 @@ class MemoryService:
         self.pm.hook.session_flush(service=self, scope=_scope(scope), session_id=clean_key(session_id))
 
     def flush_open_sessions(self, scope: Optional[str] = None, session_id: Optional[str] = None) -> int:
-        """Flush every unflushed session matching the filters; return how many."""
-        sessions = self.store.unflushed_sessions(scope=scope, session_id=session_id)
+        """Flush every unflushed session matching the filters (a scope and a session id as the
+        store keys them); return how many."""
+        sessions = self.store.unflushed_sessions(scope=clean_key(scope), session_id=clean_key(session_id))
         for session_scope, sid in sessions:
             self.flush_session(Key(session_scope), Key(sid))  # stored keys: not made again
         return len(sessions)

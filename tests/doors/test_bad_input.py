@@ -179,10 +179,14 @@ BAD_CALLS = [
 
 
 @pytest.mark.parametrize("name,args,message", BAD_CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)])
-def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home, name, args, message):
+def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home, caplog, name, args, message):
     before = _rows(home)
-    assert _error(provider, name, args) == message
+    with caplog.at_level("WARNING"):
+        assert _error(provider, name, args) == message
     assert _rows(home) == before
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("hermes_cmms")] == []  # no internal error
+    refused = provider.service.audit_log(action="tool", limit=1)[0]  # the refusal is on the audit trail
+    assert (json.loads(refused.detail)["tool"], json.loads(refused.detail)["ok"]) == (name if isinstance(name, str) else "unknown", False)
 
 
 @pytest.mark.parametrize("limit,count", [(1, 1), (50, 50), (None, 8)])
