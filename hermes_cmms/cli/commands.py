@@ -292,16 +292,30 @@ def build_parser() -> argparse.ArgumentParser:
 SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
 # Exit codes (README, "Command line"): 0 done; 1 an error, said in one sentence (a bug: its
 # traceback), or a failed `doctor` check; 2 a usage error, from argparse; 3 `audit` found
-# something; 130 interrupted.
+# something; 130 interrupted; 141 the output's reader went away (`hermes-cmms doctor | head`).
 ERROR_EXIT = 1
+PIPE_EXIT = 128 + 13  # what a shell reports for a command ended by SIGPIPE
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    code = run(args.func, args)
+    try:
+        args = build_parser().parse_args(argv)
+        code = run(args.func, args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_gone()
     if argv is None and not settled():  # this process is the command
         exit_now(code)
     return code
+
+
+def reader_gone() -> int:
+    """The reader of standard output has gone (`| head`): say nothing more, and no traceback,
+    then or when the interpreter flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return PIPE_EXIT
 
 
 def run(command, args: argparse.Namespace) -> int:
@@ -313,6 +327,8 @@ def run(command, args: argparse.Namespace) -> int:
         return ERROR_EXIT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # not a bug: main() ends quietly
     except Exception:  # noqa: BLE001 - a bug: its traceback, then the same clean exit
         traceback.print_exc()
         return ERROR_EXIT

@@ -110,6 +110,24 @@ def test_the_cli_exits_with_its_code_while_an_engine_thread_is_inside_native_cod
         assert (done.returncode, done.stderr) == (code, stderr)  # not SIGABRT (-6) after the error
 
 
+@pytest.mark.slow
+@pytest.mark.one_backend  # how the command line meets a closed pipe; doctor opens the store
+@pytest.mark.parametrize("args", [["doctor"], ["plugins"]])
+def test_a_reader_that_goes_away_ends_the_command_quietly(home, args):
+    """`hermes-cmms doctor | head`: the pipe's reader gone before the first line is written."""
+    import os
+
+    reader, writer = os.pipe()
+    os.close(reader)  # every write to the pipe now fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "hermes_cmms.cli", *args], stdout=writer,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env=dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none"))
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (141, "")  # no BrokenPipeError traceback, then or at exit
+
+
 # What an inspection command loads: modules it must not import to print a few lines.
 HEAVY = ("chromadb", "onnxruntime", "torch", "sentence_transformers", "numpy", "tiktoken",
          "hermes_cmms.vectors.embedders")
