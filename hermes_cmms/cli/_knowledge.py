@@ -28,6 +28,12 @@ def _print(result, args) -> None:
     print(json.dumps(public_ids(result), indent=2, ensure_ascii=False, default=str))  # ids dashed
 
 
+def _stdin_text() -> str:
+    """Standard input as text, whatever the locale: a byte that is not UTF-8 becomes U+FFFD (as
+    in a --file), never a UnicodeDecodeError."""
+    return sys.stdin.buffer.read().decode("utf-8", "replace")
+
+
 def cmd_learn(args) -> int:
     if (args.text is None) == (args.file is None):
         raise InvalidInput("Give the text to learn from, '-' for standard input, or --file PATH.")
@@ -37,7 +43,7 @@ def cmd_learn(args) -> int:
         except OSError as exc:
             raise InvalidInput(f"Cannot read {args.file!r}: {exc.strerror}.") from None
     else:
-        text = sys.stdin.read() if args.text == "-" else args.text
+        text = _stdin_text() if args.text == "-" else args.text
     args.drain = True
     result = _run(args, lambda s: s.learn(args.scope, text, source=args.source or "cli:learn",
                                           extract_beliefs=not args.no_beliefs))

@@ -21,14 +21,17 @@ hi hello hey ok okay thanks thank yes yeah yep sure please lol haha hmm
 """.split())  # the last line: small talk, which should recall nothing by itself
 
 
+UNDECODABLE = "\ufffd"  # Unicode's replacement character: here a character that could not be decoded
+
+
 def clean(text: str) -> str:
-    """Make text storable anywhere: drop NUL bytes and unpaired surrogates."""
+    """Make text storable anywhere: NUL bytes dropped, a surrogate pair joined into its
+    character, and an unpaired surrogate (a byte that could not be decoded, as Python's
+    surrogateescape keeps it) made UNDECODABLE, never "?", which reads as punctuation."""
     if "\x00" in text:
         text = text.replace("\x00", "")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "replace").decode("utf-8")
+    if not _encodable(text):
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
 
 

@@ -10,7 +10,7 @@ from ..common import lifecycle_rules as lifecycle
 from ..common.checks import scope_of, tags_of
 from ..common.errors import InvalidInput
 from ..common.plugins import run_redactors
-from ..common.text import clean, clean_key, map_strings
+from ..common.text import UNDECODABLE, clean, clean_key, map_strings
 from ..store.store import NewMemory
 from .judge import judge as _judge
 
@@ -104,8 +104,9 @@ def _retain(engine: "Engine", scope: str, session_id: Optional[str], items: list
             raise InvalidInput(_nothing_left(items))
         return []
     items = kept
-    if judge and items[0].tier == "semantic" and not items[0].fact and not items[0].duplicate_of:
-        _judge(engine, items[0])
+    if judge and items[0].tier == "semantic" and not (items[0].fact or items[0].duplicate_of
+                                                      or UNDECODABLE in items[0].content):
+        _judge(engine, items[0])  # (an undecodable note is kept as it is: it folds into and replaces none)
     results = engine.pm.hook.retain(service=engine.service, scope=scope, session_id=session_id,
                                     items=items, turn_of=turn_of)
     engine.indexer.notify()

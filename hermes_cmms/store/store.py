@@ -27,7 +27,7 @@ from .keyword import KeywordIndex, keyword_index_for
 from .new_memory import NewMemory
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
                      Outbox, Relation)
-from ..common.text import bounded_key, content_hash, like_literal, speaker_of
+from ..common.text import UNDECODABLE, bounded_key, content_hash, like_literal, speaker_of
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +203,9 @@ class Store(LifecycleRows, ForgetAll):
         An item whose text is already live in its scope and tier is not inserted: the existing
         memory is reinforced (counter, confidence, receipt) and its id returned. A new fact
         supersedes the scope's live facts with the same subject and predicate and another
-        object; `item.supersedes` names further memories it replaces. With
-        `turn_of=(scope, session_id)` the session's turn counter advances by one and the items
-        are stamped with that turn number.
+        object, unless it holds an UNDECODABLE character; `item.supersedes` names further
+        memories it replaces. With `turn_of=(scope, session_id)` the session's turn counter
+        advances by one and the items are stamped with that turn number.
         """
         now = time.time()
         with self.writing() as conn:
@@ -235,7 +235,7 @@ class Store(LifecycleRows, ForgetAll):
                     events += self.supersede(conn, row["scope"], [i for i in item.supersedes if i != same.id],
                                               same.id, now, conflict=True)
                 continue
-            if item.fact:
+            if item.fact and UNDECODABLE not in "".join(item.fact):  # an undecodable fact replaces none
                 item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
             item.id = row["id"]
             fresh.append((item, row))

@@ -81,7 +81,7 @@ def test_nul_bytes_and_lone_surrogates_are_cleaned_and_stored(provider, home):
     provider.sync_turn("Session ids can be odd too", "yes", session_id="odd\ud800\x00id")
     rows = _rows(home)
     assert ("Nulbyte in the walrus note", "user", 2) in rows
-    assert ("Lone ? surrogate about the narwhal", "assistant", 2) in rows
+    assert ("Lone \ufffd surrogate about the narwhal", "assistant", 2) in rows  # U+FFFD, not "?"
     assert "walrus" in provider.prefetch("walrus")
     assert "narwhal" in provider.prefetch("narwhal\ud800")
     [hit] = _tool(provider, "cmms_recall", {"query": "odd session ids"})["results"][:1]

@@ -5,6 +5,7 @@ import re
 from typing import Optional
 
 from ...common.errors import InvalidInput
+from ...common.text import clean
 from ._decisions import _decision
 from ._facts import _facts
 from ._opinions import _beliefs, _preferences
@@ -24,7 +25,7 @@ def extract(text: str, role: str = "user") -> list[Item]:
         raise InvalidInput(f"Text to extract from must be a string, not {type(text).__name__}.")
     if role not in ROLES:
         raise InvalidInput(f"Unknown role {role!r}; choose user or assistant.")
-    text = _without_code(_plain_quotes(text[:MAX_TEXT_CHARS]))
+    text = _without_code(_plain_quotes(clean(text[:MAX_TEXT_CHARS])))
     items, rest = _skill_blocks(text)
     for sentence in _sentences(rest):
         items.extend(_from_sentence(sentence, role))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from ...common.text import UNDECODABLE
 from ._shapes import Item, _item
 
 _I = re.IGNORECASE
@@ -72,6 +73,7 @@ def _skill(purpose: str, parts: list[str]) -> Optional[Item]:
     purpose = " ".join(re.sub(r"^how\s+to\s+", "", purpose.strip(" .:"), flags=_I).split())
     steps = [step for step in (_step(p) for p in parts) if step]
     if (len(steps) < 2 or len(purpose.split()) > 10 or _NOT_A_PURPOSE.match(purpose)
+            or UNDECODABLE in purpose + "".join(steps)
             or re.search(r"\b(?:it|them|this|that|these|those)$", purpose, _I)
             or any(len(step.split()) > 25 for step in steps)):
         return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ...common.text import UNDECODABLE
+
 _I = re.IGNORECASE
 
 
@@ -93,10 +95,12 @@ _PREAMBLE = re.compile(r"^(?:(?:please\s+)?(?:remember|note|keep\s+in\s+mind|bea
 
 
 def _skipped(sentence: str, role: str) -> bool:
-    """Questions, hypotheticals, wishes, requests, code; for the assistant, anything in the
-    first person. (Doubts, reported words and the past are ruled out clause by clause.)"""
+    """Questions, hypotheticals, wishes, requests, code, text that could not be decoded (a
+    cut-off name or place is no fact); for the assistant, anything in the first person.
+    (Doubts, reported words and the past are ruled out clause by clause.)"""
     return (sentence.endswith("?") or bool(_QUESTION.match(sentence)) or bool(_NOT_KNOWLEDGE.search(sentence))
-            or bool(_CODE.search(sentence)) or (role == "assistant" and bool(_FIRST_PERSON.search(sentence))))
+            or bool(_CODE.search(sentence)) or UNDECODABLE in sentence
+            or (role == "assistant" and bool(_FIRST_PERSON.search(sentence))))
 
 
 # -- clauses -----------------------------------------------------------------------------------
