@@ -2,8 +2,21 @@
 
 The names below are imported when first used (PEP 562), so a door that needs only part of the
 engine (`hermes-cmms --help`, `hermes-cmms audit-log`) does not pay for the rest at start-up.
+
+Importing it turns off the telemetry of the runtimes it loads (TELEMETRY_OFF, docs/privacy.md).
 """
+import os
+
 from .common.version import __version__
+
+# Set over any value the environment held (there is no opt-in), in every process that imports
+# this package (Hermes, the bridge, the CLI) and the processes it starts: each runtime reads its
+# switch once, when imported, and no part of this package imports one before this line has run.
+TELEMETRY_OFF = {
+    "ORT_DISABLE_TELEMETRY": "1",  # ONNX Runtime: a device id under ~/.cache/Microsoft/, uploads
+    "HF_HUB_DISABLE_TELEMETRY": "1",  # Hugging Face Hub, under sentence-transformers
+}
+os.environ.update(TELEMETRY_OFF)
 
 _EXPORTS = {
     "CmmsError": ".common.errors", "InvalidInput": ".common.errors", "StoreUnavailable": ".common.errors",
