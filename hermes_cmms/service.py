@@ -31,7 +31,7 @@ from .vectors.indexer import Indexer
 log = logging.getLogger(__name__)
 
 FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
-FORGET_STALLED_S = 600  # a forget --all with no batch for this long was interrupted: the sweep finishes it
+FORGET_STALLED_S = 60  # a forget --all with no batch for this long was interrupted: the sweep finishes it
 MAX_AUDIT_PAGE, MAX_AUDIT_OFFSET = 500, 10**9  # one audit_log call, at any door
 
 
@@ -148,7 +148,7 @@ class MemoryService:
         forget --all that stopped (its process died) and drop the content of forget snapshots
         older than the `snapshot_days` setting."""
         now = time.time() if now is None else now
-        for scope, actor in self.store.unfinished_forgets(time.time() - FORGET_STALLED_S):
+        for scope, actor in self.store.unfinished_forgets(now - FORGET_STALLED_S):
             self.forget_all(Key(scope), actor or "cmms:sweep")  # a forget --all that was interrupted
         self.store.blank_snapshots(now - self.settings.snapshot_days * 86400)
         gone = sum(len(self.store.delete_where(scope, ids=ids, now=now, action="expire", actor="cmms:sweep"))
@@ -330,11 +330,14 @@ class MemoryService:
         """Where the store is, the embedder, and counts: of the whole store, or of `scope` only.
 
         A service whose indexer has not started (a CLI command that reads SQL only) counts no
-        vectors (`indexed` None) and names the configured embedder without loading it."""
+        vectors (`indexed` None) and names the configured embedder without loading it. A scope
+        being forgotten counts nothing."""
         scope = _scope(scope) if scope is not None else None
         indexer = self.indexer
         indexed, error = (0 if indexer.started else None), indexer.error
-        if indexer.vectors is not None:
+        if indexer.vectors is not None and scope in self.store.forgetting_scopes():
+            indexed = 0
+        elif indexer.vectors is not None:
             try:
                 indexed = indexer.vectors.count(scope)
             except Exception as exc:  # noqa: BLE001 - a Chroma server that is away is a status, not a failure

@@ -113,6 +113,8 @@ def cmd_audit(args) -> int:
             print(f"{'ok  ' if not count else 'FAIL'} {check}: {count}")
             for finding in result["findings"].get(check, [])[:10]:
                 print(f"       {json.dumps(public_ids(finding), ensure_ascii=False, default=str)[:200]}")
+        for scope in result["forgetting"]:
+            print(f"wait forget --all of {scope!r} in progress: its rows are checked once it finishes")
     return 0 if result["ok"] else FOUND_EXIT
 
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable, Optional, Sequence
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, exists, select
 
 from ..common import lifecycle_rules as lifecycle
 from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
 from ..recall.shape import iso, verification_status
-from ..store.models import Belief, Evidence, Memory
+from ..store.models import Belief, Evidence, Forgetting, Memory
 
 REFLECT_MODES = ("overview", "contradictions", "relations", "decay", "topics", "evidence_audit", "confidence")
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")
@@ -180,10 +180,12 @@ def contested_by(records: list[Record]) -> dict[str, list[str]]:
 
 
 def query(scope: str):
-    """Every belief of the scope: its memory columns and its proposition."""
+    """Every belief of the scope (none while it is being forgotten): its memory columns and its
+    proposition."""
     return (select(*Memory.__table__.columns, Belief.proposition_key, Belief.topic, Belief.polarity,
                    Belief.creator)
-            .join(Belief, Belief.memory_id == Memory.id).where(Belief.scope == scope, Memory.scope == scope))
+            .join(Belief, Belief.memory_id == Memory.id).where(Belief.scope == scope, Memory.scope == scope,
+                                                                ~exists().where(Forgetting.scope == scope)))
 
 
 def current(q):

@@ -18,6 +18,7 @@ from ..common.errors import InvalidInput, UnknownEntity
 from ..common.ids import shown_id
 from ..common.text import STOPWORDS, clean, clean_key, like_literal, terms
 from ..store import graph_rows
+from ..store._forget import forgetting
 from ..store.graph_rows import CHUNK as _CHUNK
 from ..store.graph_rows import chunks, entity_key
 from ..store.models import Entity, Memory, Relation
@@ -170,6 +171,8 @@ def contract_view(answer: dict) -> dict:
 def _by_query(conn: Connection, scope: str, query: str, limit: int) -> list[dict]:
     """The entities the query names (longest name first), else those whose name holds one of
     its content words (most words first); ties go to the better connected."""
+    if forgetting(conn, scope):  # being forgotten (forget --all): an empty graph
+        return []
     scores = _named(conn, scope, query) or _mentioned(conn, scope, query)
     degrees = _degrees(conn, scope, list(scores))
     names = _names(conn, scope, scores)
@@ -514,7 +517,9 @@ def _require(conn: Connection, scope: str, value: str, argument: str = "entity_i
     """The id of the entity of `scope` that `value` names: its id, else its name ("Server Alpha"
     finds "server alpha"), else its name without spaces ("serveralpha"); of several entities
     so named, the best connected. A name resolved is added to `resolved`. UnknownEntity if
-    none is in the scope."""
+    none is in the scope (or the scope is being forgotten)."""
+    if forgetting(conn, scope):
+        raise UnknownEntity(f"Unknown entity id {value!r} in this scope (no entity has that id or name).")
     if _names(conn, scope, [value]):
         return value
     keys = {entity_key(value), entity_key(shown_id(value))}  # a name that is a UUID reaches here stored

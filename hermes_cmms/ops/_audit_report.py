@@ -30,6 +30,7 @@ class Report:
     counts: dict = field(default_factory=dict)
     checked: dict = field(default_factory=dict)
     by_check: dict = field(default_factory=dict)  # check name: how many it found
+    skipped: tuple[str, ...] = ()  # scopes being forgotten: not checked (see audit._being_forgotten)
 
     def __post_init__(self):
         self.findings = {t: [] for t in self.types}
@@ -39,6 +40,8 @@ class Report:
         return MAX_FINDINGS - len(self.findings[audit_type])
 
     def add(self, audit_type: str, finding: dict) -> None:
+        if finding["scope"] in self.skipped:
+            return
         self.counts[audit_type] += 1
         self.by_check[finding["check"]] = self.by_check.get(finding["check"], 0) + 1
         if self.room(audit_type) > 0:
@@ -52,8 +55,11 @@ class Report:
                 sentences["errors" if check in ERRORS else "warnings"].append(self._sentence(kind, check))
         if "vector_drift" in self.types and "not checked" in str(self.checked.get("vector_index", "")):
             sentences["warnings"].append(f"The vector index was not checked: {self.checked['vector_index']}.")
+        sentences["warnings"] += [f"A forget --all of scope {name!r} is in progress: its rows are not checked "
+                                  "until it finishes." for name in self.skipped]
         return {"audit_type": audit_type, "scope": scope, "checked": self.checked, "findings": self.findings,
-                "counts": self.counts, "ok": not any(self.counts.values()), **sentences}
+                "counts": self.counts, "ok": not any(self.counts.values()), "forgetting": list(self.skipped),
+                **sentences}
 
     def _sentence(self, audit_type: str, check: str) -> str:
         """One check's findings in one sentence: how many, of which type, the first few."""

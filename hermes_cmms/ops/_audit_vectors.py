@@ -97,7 +97,7 @@ def _vector_drift(engine: "Engine", scope: Optional[str], report: Report) -> Ite
         return
     scopes = _known_scopes(engine, scope)
     report.checked["scopes"] = len(scopes)
-    for name in scopes:
+    for name in (s for s in scopes if s not in report.skipped):
         for view in VIEWS:
             yield from _missing_vectors(engine, vectors, name, view, report)
             yield from _stray_vectors(engine, vectors, name, view, report)
@@ -121,7 +121,8 @@ def _queue_repairs(engine: "Engine", vectors, scope: Optional[str]) -> tuple[int
     memory, whichever views it concerns); return (upserts, deletes)."""
     report = Report(("vector_drift",))
     work: set[tuple[str, str, str]] = set()
-    for name in _known_scopes(engine, scope):
+    skipped = set(engine.store.forgetting_scopes())  # their forget removes their vectors
+    for name in (s for s in _known_scopes(engine, scope) if s not in skipped):
         for view in VIEWS:
             for finding in _chain(_missing_vectors(engine, vectors, name, view, report),
                                   _stray_vectors(engine, vectors, name, view, report)):

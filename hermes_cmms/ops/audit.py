@@ -10,7 +10,7 @@ import json
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, case, delete, exists, func, literal, or_, select, update
 
@@ -54,16 +54,19 @@ class Check:
     detail: tuple = ()
     key_name: str = "id"
 
-    def select(self, scope: Optional[str]):
+    def select(self, scope: Optional[str], skipped: Sequence[str] = ()):
+        """The findings' rows, of `scope` (None: every scope) but those of the `skipped` scopes."""
         query = select(self.key.label("key"), self.model.scope, *self.detail).where(*self.where)
-        return query if scope is None else query.where(self.model.scope == scope)
+        query = query if scope is None else query.where(self.model.scope == scope)
+        return query.where(self.model.scope.not_in(list(skipped))) if skipped else query
 
-    def count(self, conn: Connection, scope: Optional[str]) -> int:
-        return conn.execute(select(func.count()).select_from(self.select(scope).subquery())).scalar_one()
+    def count(self, conn: Connection, scope: Optional[str], skipped: Sequence[str] = ()) -> int:
+        return conn.execute(select(func.count()).select_from(self.select(scope, skipped).subquery())).scalar_one()
 
     def report(self, conn: Connection, scope: Optional[str], report: Report, audit_type: str) -> None:
-        found = self.count(conn, scope)
-        rows = conn.execute(self.select(scope).order_by(self.key).limit(max(0, report.room(audit_type)))).all()
+        found = self.count(conn, scope, report.skipped)
+        rows = conn.execute(self.select(scope, report.skipped).order_by(self.key)
+                            .limit(max(0, report.room(audit_type)))).all()
         for row in rows:
             detail = {k: v for k, v in row._mapping.items() if k not in ("key", "scope")}
             report.findings[audit_type].append(_finding(self.name, self.key_name, row.key, row.scope, **detail))
@@ -323,7 +326,7 @@ def run(engine: "Engine", audit_type: str = "full", scope: Optional[str] = None)
     `warnings` (drift and what a person should judge), and the confidence distribution of
     the memories under `stats`."""
     types, scope = _types(audit_type), _audit_scope(scope)
-    report = Report(types)
+    report = Report(types, skipped=_being_forgotten(engine, scope))
     for name in types:
         with engine.store.read() as conn:
             for check in _sql_checks(engine, name):
@@ -361,12 +364,20 @@ def _confidence_stats(engine: "Engine", scope: Optional[str]) -> dict:
 
 # -- reindex ------------------------------------------------------------------------------
 
+def _being_forgotten(engine: "Engine", scope: Optional[str]) -> tuple[str, ...]:
+    """The scopes (of `scope`, or all) whose forget --all has begun and not finished: an audit
+    says so and leaves their rows alone (what the forget has not reached yet is not an orphan)."""
+    return tuple(s for s in engine.store.forgetting_scopes() if scope is None or s == scope)
+
+
 def _delete_orphans(engine: "Engine", scope: Optional[str]) -> dict[str, int]:
-    """Delete every orphan row (a dangling superseded_by is cleared instead), one transaction."""
-    done = {}
+    """Delete every orphan row (a dangling superseded_by is cleared instead), one transaction;
+    the rows of a scope being forgotten are left to its forget."""
+    done, skipped = {}, list(_being_forgotten(engine, scope))
     with engine.store.writing() as conn:
         for check in ORPHANS:
-            where = (*check.where, *(() if scope is None else (check.model.scope == scope,)))
+            where = (*check.where, *(() if scope is None else (check.model.scope == scope,)),
+                     *((check.model.scope.not_in(skipped),) if skipped else ()))
             if check.model is Memory:
                 statement = update(Memory).where(*where).values(superseded_by=None, updated_at=time.time())
             else:

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from .audit import AUDIT_TYPES
 from ..common.tracing import TRACER_NAME, Span, tracer  # noqa: F401 - TRACER_NAME, tracer: re-exported
+from ..store._forget import forgetting
 from ..store.models import AuditEvent, Memory, Outbox
 from ..common.text import clean_key
 
@@ -160,8 +161,9 @@ class StoreGauges:
 
     def _store(self, parts: Parts):
         with parts.store.read() as conn:
-            by_state = conn.execute(self._in_scope(select(Memory.tier, Memory.state, func.count()), Memory)
-                                    .group_by(Memory.tier, Memory.state)).all()
+            gone = self._scope is not None and forgetting(conn, self._scope)  # reads as empty meanwhile
+            by_state = [] if gone else conn.execute(self._in_scope(
+                select(Memory.tier, Memory.state, func.count()), Memory).group_by(Memory.tier, Memory.state)).all()
             pending, oldest = conn.execute(self._in_scope(
                 select(func.count(), func.min(Outbox.created_at)), Outbox)).one()
         memories = GaugeMetricFamily("cmms_memories", "Memories stored, by tier and lifecycle state.",
@@ -175,7 +177,7 @@ class StoreGauges:
         vectors = parts.indexer.vectors
         if vectors is not None:  # absent while the index loads, or without one (keyword-only)
             yield GaugeMetricFamily("cmms_vectors", "Vectors in the index (content view).",
-                                    value=vectors.count(self._scope))
+                                    value=0 if gone else vectors.count(self._scope))
 
     def _audit(self, parts: Parts):
         """The findings of the last full audit (type all, every scope), by any process: it

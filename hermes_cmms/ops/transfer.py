@@ -25,13 +25,14 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Union
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, tuple_
+from sqlalchemy import Connection, and_, false, func, insert, or_, select, tuple_
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..common.version import __version__
 from ..store import graph_rows
 from ..store._batches import Batches
+from ..store._forget import forgetting
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
     record_of, row_of, stored_id
 from ..common.checks import scope_of as _scope
@@ -60,6 +61,8 @@ def export_scope(engine: "Engine", scope: str, actor: str = "") -> Iterator[dict
     scope = _scope(scope)
     queries = _export_queries(scope)
     with engine.store.snapshot() as conn:
+        if forgetting(conn, scope):  # being forgotten: nothing of it is read out
+            queries = {name: query.where(false()) for name, query in queries.items()}
         counts = {KINDS[name].plural: conn.execute(select(func.count()).select_from(query.subquery())).scalar_one()
                   for name, query in queries.items()}
         yield {"type": "header", "format": FORMAT, "version": VERSION, "hermes_cmms": __version__,

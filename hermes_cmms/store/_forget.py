@@ -35,21 +35,27 @@ class ForgetAll:
         Returns how many memories went (in this run and any interrupted one before it)."""
         self._mark_forgetting(scope, actor)
         events, newest = self._event_rows(scope)
-        batches = in_batches(self, slices(events, _blank_events))
+        batches = in_batches(self, _moving(scope, slices(events, _blank_events)))
         for table, key in ((Belief, Belief.memory_id), (Entity, Entity.id)):  # what the belief and graph doors read
-            in_batches(self, lambda conn, size: _delete_some(conn, table, key, scope, size), batches)
+            in_batches(self, _moving(scope, lambda conn, size: _delete_some(conn, table, key, scope, size)), batches)
         self._forget_memories(scope, actor, batches, progress or (lambda done: None))
-        in_batches(self, lambda conn, size: _delete_some(conn, ConversationSession, ConversationSession.session_id,
-                                                         scope, size), batches)
+        in_batches(self, _moving(scope, lambda conn, size: _delete_some(
+            conn, ConversationSession, ConversationSession.session_id, scope, size)), batches)
         count = self._finish_forget(scope, actor, newest)
         self._checkpoint()  # the keyword index and the files scrubbed, in short steps of their own
         return count
 
     def unfinished_forgets(self, before: float) -> list[tuple[str, str]]:
-        """(scope, actor) of each forget --all that has not moved since `before` (interrupted)."""
+        """(scope, actor) of each forget --all that has not moved since `before` (interrupted:
+        a running one moves its mark with every batch)."""
         with self.read() as conn:
             return [tuple(row) for row in conn.execute(select(Forgetting.scope, Forgetting.actor)
                                                        .where(Forgetting.updated_at < before))]
+
+    def forgetting_scopes(self) -> list[str]:
+        """The scopes whose forget --all has begun and not finished."""
+        with self.read() as conn:
+            return sorted(conn.execute(select(Forgetting.scope)).scalars())
 
     def _mark_forgetting(self, scope: str, actor: str) -> None:
         now = time.time()
@@ -74,7 +80,7 @@ class ForgetAll:
             nonlocal done
             done += self._forget_some(conn, scope, actor, part)
         while ids := self._memory_ids(scope):
-            in_batches(self, slices(ids, forget), batches, after=lambda: progress(done))
+            in_batches(self, _moving(scope, slices(ids, forget)), batches, after=lambda: progress(done))
 
     def _memory_ids(self, scope: str) -> list[str]:
         with self.read() as conn:
@@ -86,7 +92,7 @@ class ForgetAll:
             now = time.time()
             self._delete_rows(conn, scope, rows, "forget_all", actor, now, snapshots=False, scrub_context=False)
             conn.execute(update(Forgetting).where(Forgetting.scope == scope)
-                         .values(memories=Forgetting.memories + len(rows), updated_at=now))
+                         .values(memories=Forgetting.memories + len(rows)))
         return len(rows)
 
     def _finish_forget(self, scope: str, actor: str, newest: int) -> int:
@@ -111,6 +117,14 @@ class ForgetAll:
             return count
 
 
+def _moving(scope: str, step: Callable[[Connection, int], int]) -> Callable[[Connection, int], int]:
+    """An in_batches step that also moves the scope's mark (updated_at) in its transaction, so
+    the sweep tells a running forget --all from one whose process died."""
+    def moved(conn: Connection, size: int) -> int:
+        done = step(conn, size)
+        conn.execute(update(Forgetting).where(Forgetting.scope == scope).values(updated_at=time.time()))
+        return done
+    return moved
 
 
 def _delete_some(conn: Connection, table, key, scope: str, size: int) -> int:

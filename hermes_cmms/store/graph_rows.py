@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 from sqlalchemy import Connection, delete, func, insert, select
 
 from ..common.text import bounded_key
+from ._forget import forgetting
 from .models import Entity, Fact, Memory, Relation
 
 CHUNK = 500  # ids per IN (...) list
@@ -105,10 +106,13 @@ def _graph_scopes(conn: Connection) -> list[str]:
 def _rebuild_scope(store, scope: str) -> int:
     """Replace one scope's graph with the one its facts make, REBUILD_CHUNK facts per
     transaction; return how many relations. Only facts older than the rebuild are re-added: a
-    fact written meanwhile got its relation when it was written."""
+    fact written meanwhile got its relation when it was written. A scope being forgotten is
+    left to its forget."""
     after, last, added = 0, None, 0
     while True:
         with store.writing() as conn:
+            if last is None and forgetting(conn, scope):  # its forget deletes its graph
+                return 0
             if last is None:
                 conn.execute(delete(Relation).where(Relation.scope == scope))
                 conn.execute(delete(Entity).where(Entity.scope == scope))

@@ -747,11 +747,14 @@ class Store(LifecycleRows, ForgetAll):
             return [tuple(row) for row in conn.execute(query)]
 
     def counts(self, scope: Optional[str] = None) -> dict[str, int]:
-        """Rows of the store, or of one scope only (what a door bound to a scope may show)."""
+        """Rows of the store, or of one scope only (what a door bound to a scope may show; none
+        while the scope is being forgotten)."""
         def count(table, *columns):
             query = select(func.count(*columns)).select_from(table)
             return query if scope is None else query.where(table.scope == scope)
         with self.read() as conn:
+            if scope is not None and forgetting(conn, scope):
+                return {"memories": 0, "scopes": 0, "sessions": 0, "outbox": 0}
             return {
                 "memories": conn.execute(count(Memory)).scalar_one(),
                 "scopes": conn.execute(count(Memory, func.distinct(Memory.scope))).scalar_one(),
