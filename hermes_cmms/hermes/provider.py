@@ -17,7 +17,7 @@ from ..common.config import Settings
 from ..common.errors import CmmsError, StoreUnavailable
 from ..common.text import brief, clean_key
 from . import setup as cmms_setup
-from .host import HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt, prefetch_timeout
+from .host import HOST_SAYS_UNAVAILABLE, HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt, prefetch_timeout
 from .tools import TOOL_SCHEMAS, call_tool
 
 log = logging.getLogger(__name__)
@@ -72,16 +72,21 @@ class CmmsMemoryProvider(MemoryProvider):
         self._refused = False  # a write of this provider failed: the end of its session is tried too
         self._recalled: Optional[int] = None  # memories the last prefetch injected (None: none ran)
         self._say = None  # Hermes 0.19 CLI's status line (status_callback), where it has no recall line
+        self._warn = None  # Hermes' warning line for the person at the chat (warning_callback: 0.19's CLI)
+        self._told: set[str] = set()  # what this provider said on it already
 
     # -- setup ----------------------------------------------------------------------------
 
     def is_available(self) -> bool:
-        """Whether the store can be written here (a local check: no network, no key)."""
+        """Whether the store can be written here (a local check: no network, no key). Where it
+        cannot, Hermes 0.20+ shows unavailable_reason(); 0.19 would drop the provider without a
+        word to the person at the chat, so there cmms loads anyway and says itself that memory is
+        off (initialize, system_prompt_block, every tool result)."""
         reason = self.unavailable_reason()
         if reason and reason not in _said:
             _said.add(reason)
             log.warning("cmms memory is unavailable: %s", reason)
-        return not reason
+        return not reason or not HOST_SAYS_UNAVAILABLE
 
     def unavailable_reason(self) -> str:
         """Why cmms cannot work in this Hermes home, in one sentence ('' when it can); Hermes
@@ -96,11 +101,13 @@ class CmmsMemoryProvider(MemoryProvider):
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         self.initialize_for_inspection(session_id, **kwargs)
         self._say = None if HOST_SHOWS_RECALL else kwargs.get("status_callback")
+        self._warn = kwargs.get("warning_callback")
         try:
             self.settings = Settings.load(kwargs.get("hermes_home"))
-            self.service = engine.acquire(self.settings)
+            self.service = engine.acquire(_writable(self.settings))
         except Exception as exc:
             self._failure = brief(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            self._tell(f"cmms memory is off, so nothing of this session will be remembered: {self._failure}")
             raise
         self._failure = ""
         self.service.in_hermes = True
@@ -132,10 +139,25 @@ class CmmsMemoryProvider(MemoryProvider):
         except Exception as exc:  # noqa: BLE001 - memory works without the mirror
             log.warning("cmms: not mirroring the memory files: %s", exc)
 
+    def _tell(self, message: str) -> None:
+        """Say `message` once on Hermes' warning line for the person at the chat, where Hermes
+        gives one (0.19's CLI); the model hears of a store that did not open in the prompt block."""
+        if self._warn is None or message in self._told:
+            return
+        self._told.add(message)
+        try:
+            self._warn(message)
+        except Exception:  # noqa: BLE001 - a warning line never breaks a turn
+            log.debug("cmms: warning_callback failed", exc_info=True)
+
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         return [dict(schema) for schema in TOOL_SCHEMAS]
 
     def system_prompt_block(self) -> str:
+        if self._failure:
+            return (f"Long-term memory (cmms) is OFF in this session: {self._failure} Nothing said here "
+                    "is stored or recalled. Tell the user so in one short sentence at the start of your "
+                    "first reply, and again whenever they ask you to remember something.")
         return ("Long-term memory (cmms) is on: relevant memories from earlier sessions are "
                 "added to user messages inside <memory-context>. Use cmms_recall to search "
                 "memory, cmms_remember to store a fact, cmms_forget to delete one, cmms_belief to "
@@ -227,15 +249,23 @@ class CmmsMemoryProvider(MemoryProvider):
             raise StoreUnavailable(f"cmms did not store {what}: the memory store is not open ({why}).")
         try:
             yield
-        except CmmsError:
+        except CmmsError as exc:
             self._refused = True
-            raise
+            if not isinstance(exc, StoreUnavailable):
+                raise
+            raise self._not_stored(what, str(exc)) from exc
         except Exception as exc:
             self._refused = True
             log.debug("cmms: write failed", exc_info=True)
             cause = getattr(exc, "orig", None) or exc
             first = (str(cause).splitlines() or [type(cause).__name__])[0]
-            raise StoreUnavailable(f"cmms did not store {what}: {brief(first, 300)}.") from exc
+            raise self._not_stored(what, f"{brief(first, 300)}.") from exc
+
+    def _not_stored(self, what: str, why: str) -> StoreUnavailable:
+        """The one sentence a write that the store refused raises, said to the person too."""
+        failure = StoreUnavailable(f"cmms did not store {what}: {why}")
+        self._tell(str(failure))
+        return failure
 
     def on_turn_start(self, turn_number: int = 0, message: str = "", **kwargs: Any) -> None:
         """Turn numbers are assigned by the store, atomically with the write; the 0.20+ kwargs
@@ -361,7 +391,8 @@ class CmmsMemoryProvider(MemoryProvider):
         problem = store_problem(settings)
         local = settings.database_url.startswith("sqlite")
         fine = "writable" if local else "not checked here (a database server: checked when Hermes starts)"
-        return {**status, "store": f"NOT WRITABLE: {problem}" if problem else fine}
+        off = " Memory is off until this is fixed; each chat says so." if problem and not HOST_SAYS_UNAVAILABLE else ""
+        return {**status, "store": f"NOT WRITABLE: {problem}{off}" if problem else fine}
 
     def backup_paths(self) -> List[str]:
         """What hermes-cmms keeps outside $HERMES_HOME, for `hermes backup` (see
@@ -372,6 +403,17 @@ class CmmsMemoryProvider(MemoryProvider):
             return [str(path) for path in external_paths(Settings.load())]
         except CmmsError:
             return []
+
+
+def _writable(settings: Settings) -> Settings:
+    """`settings`, once nothing local stands in the way of writing the store (Hermes 0.19 loads
+    cmms even then: see is_available)."""
+    from ..store.availability import store_problem
+
+    problem = store_problem(settings)
+    if problem:
+        raise StoreUnavailable(problem)
+    return settings
 
 
 def on_session_finalize(session_id: str = "", **kwargs: Any) -> None:

@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from . import _migrations, _postgres, _sqlite, graph_rows
@@ -51,6 +51,13 @@ def safe_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparsable URL is shown as the dialect only
         return url.split(":", 1)[0]
+
+
+def driver_said(exc: BaseException) -> str:
+    """What the database driver said, in one line: SQLAlchemy's wrapper adds the statement and a
+    link to its documentation, which tell a user nothing."""
+    cause = getattr(exc, "orig", None) or exc
+    return ((str(cause).splitlines() or [""])[0] or type(cause).__name__).rstrip(".")
 
 
 def make_engine(url: str) -> Engine:
@@ -117,7 +124,8 @@ class Store(LifecycleRows, ForgetAll):
             with self.write() as conn:
                 _migrations.apply(conn, _migrations.CORE_MIGRATIONS + self.keyword.migrations)
         except Exception as exc:  # noqa: BLE001 - one clear message for any driver failure
-            raise StoreUnavailable(f"Cannot open the memory store at {safe_url(url)}: {exc}") from exc
+            cause = (exc.__cause__ or exc) if isinstance(exc, StoreUnavailable) else exc  # (said once)
+            raise StoreUnavailable(f"Cannot open the memory store at {safe_url(url)}: {driver_said(cause)}.") from exc
         self._write_lock = threading.Lock()  # one writer per process; others wait on busy_timeout
         self.maintaining = 0  # batched maintenance runs in this process (see _batches.in_batches)
         self.maintaining_lock = threading.Lock()
@@ -180,7 +188,12 @@ class Store(LifecycleRows, ForgetAll):
         except PoolTimeout as exc:
             raise StoreUnavailable(f"The memory store is busy: all {self.engine.pool.size()} connections of "
                                    "this process are in use; try again.") from exc
-        except (OperationalError, InterfaceError) as exc:
+        except DBAPIError as exc:
+            if _read_only(exc.orig):
+                raise StoreUnavailable(f"The memory store is read-only ({safe_url(self.url)}): "
+                                       f"{driver_said(exc)}; nothing was written.") from exc
+            if not isinstance(exc, (OperationalError, InterfaceError)):
+                raise
             if _disk_full(exc.orig):
                 raise StoreUnavailable(f"The memory store's disk is full ({safe_url(self.url)}); "
                                        "nothing was written.") from exc
@@ -190,7 +203,7 @@ class Store(LifecycleRows, ForgetAll):
                 raise StoreUnavailable("The memory store is busy: another writer held it for more than "
                                        f"{_postgres.LOCK_TIMEOUT}; nothing was written.") from exc
             raise StoreUnavailable(f"The memory store is not reachable ({safe_url(self.url)}): "
-                                   f"{str(exc.orig or exc).splitlines()[0]}.") from exc
+                                   f"{driver_said(exc)}.") from exc
 
     def close(self) -> None:
         self.engine.dispose()
@@ -769,6 +782,13 @@ class Store(LifecycleRows, ForgetAll):
                 return _sqlite.quick_check(conn)
             conn.execute(text("SELECT 1"))
             return "ok"
+
+
+def _read_only(error) -> bool:
+    """Whether a driver error says the database refuses writes: SQLite's SQLITE_READONLY (8, with
+    its extended codes), PostgreSQL's read_only_sql_transaction (SQLSTATE 25006)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF == 8) or getattr(error, "sqlstate", None) == "25006"
 
 
 def _disk_full(error) -> bool:

@@ -271,6 +271,25 @@ def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, l
 
 
 @pytest.mark.one_backend
+def test_a_chat_whose_store_cannot_be_written_is_told_that_memory_is_off(hermes_home, tmp_path, llm):
+    """Hermes 0.19 leaves out a provider whose is_available() is False without a word: the chat
+    went on, its turns were stored nowhere, and only agent.log said why. Now cmms stays in to say
+    it: on the CLI's warning line, and to the model in the system prompt."""
+    (hermes_home / "cmms").write_text("not a directory\n", encoding="utf-8")  # a file in the way stops root too
+    script = tmp_path / "driver.py"
+    script.write_text(AGENT_DRIVER, encoding="utf-8")
+    agent = {"base_url": llm.base_url, "api_key": "sk-fake", "provider": "custom", "model": "fake-model",
+             "platform": "cli"}
+    proc = run(hermes_home, [sys.executable, str(script), json.dumps({"agent": agent, "messages": [CAT]})])
+    result = json.loads(proc.stdout.split("RESULT ", 1)[1])
+    assert result["providers"] == ["cmms"] and result["replies"][0].startswith("FAKE-REPLY")
+    why = f"The memory store cannot be written at {hermes_home / 'cmms'}: Not a directory."
+    assert f"cmms memory is off, so nothing of this session will be remembered: {why}" in proc.stdout
+    system = "".join(m["content"] for m in llm.turn(CAT)["messages"] if m["role"] == "system")
+    assert f"Long-term memory (cmms) is OFF in this session: {why}" in system
+
+
+@pytest.mark.one_backend
 def test_oneshot_cli_recalls_a_fact_from_the_previous_run(hermes_home, llm):
     hermes = hermes_bin()
     for text in (CAT, QUESTION):
