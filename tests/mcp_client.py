@@ -13,7 +13,9 @@ from mcp.client.stdio import stdio_client
 
 
 def bridge_command(home, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "hermes_cmms.cli", "mcp", "--hermes-home", str(home), *extra]
+    """`hermes-cmms mcp` for `home`, which may start its store there (--create: a test's home is
+    not one Hermes has used)."""
+    return [sys.executable, "-m", "hermes_cmms.cli", "mcp", "--hermes-home", str(home), "--create", *extra]
 
 
 def _get(obj, *names):

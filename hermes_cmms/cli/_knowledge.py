@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..common.errors import InvalidInput
 from ..common.ids import public_ids, shown_id, stored_id
-from ._engine import _service
+from ._engine import _service, may_create
 
 SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
@@ -140,6 +140,7 @@ def register(add: Callable) -> None:
     p.add_argument("--source", help="Where the text came from (its receipt).")
     p.add_argument("--no-beliefs", action="store_true", help="Do not store opinions as beliefs.")
     p.add_argument("--json", action="store_true")
+    may_create(p)
     _add_beliefs(add)
     _add_graph(add)
     p = add("route", cmd_route, "Answer a question through the 4-stage router; shows which stage answered.")
@@ -174,6 +175,7 @@ def _add_beliefs(add: Callable) -> None:
     q.add_argument("--confidence", type=float)
     q.add_argument("--evidence", help="A note on why.")
     q.add_argument("--supersedes", help="The id of a belief it replaces.")
+    may_create(q)
     q = _action(actions, "resolve", "Settle two contradicting beliefs.")
     q.add_argument("belief_a")
     q.add_argument("belief_b")

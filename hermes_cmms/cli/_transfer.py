@@ -144,3 +144,4 @@ def register(add: Callable) -> None:
     p.add_argument("--wait", action="store_true",
                    help="Load the embedding model and wait until the new memories are in the vector index.")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
+    _engine.may_create(p)

@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import public_ids, stored_id, stored_ids
-from ._engine import _service
+from ._engine import _service, may_create, settings_for
 
 
 def cmd_install(args) -> int:
@@ -183,6 +183,7 @@ def _port(text: str) -> int:
 def cmd_mcp(args) -> int:
     from ..mcp_bridge import serve
 
+    settings_for(args)  # a bridge on a typo'd home starts no store there
     serve(args.hermes_home, transport=args.transport, host=args.host, port=args.port, scope=args.scope)
     return 0
 
@@ -256,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=8765, help="HTTP port (default 8765)")
     p.add_argument("--scope", help="Scope of the CMMS-style tools (default: the Hermes CLI user's, "
                                    "local:<profile>)")
+    may_create(p)
     p = add("forget", cmd_forget, "Forget memories of one scope: by id, tier or tag, or all of them.")
     p.add_argument("--scope", required=True, help="The scope, e.g. user:telegram:12345 or local:default.")
     p.add_argument("--id", action="append", help="A memory id (repeatable).")

@@ -55,6 +55,16 @@ def hermes_home(explicit: str | os.PathLike | None = None) -> Path:
     return Path(raw).expanduser()
 
 
+# What Hermes leaves in a home it has used (hermes_cli.config.ensure_hermes_home on every start,
+# its session database, `hermes setup`): a directory with none of them is not a Hermes home.
+HERMES_MARKS = ("config.yaml", "state.db", "SOUL.md", "sessions", "memories")
+
+
+def used_by_hermes(home: Path) -> bool:
+    """Whether Hermes has used `home` (a typo in --hermes-home or $HERMES_HOME names one it has not)."""
+    return any((home / mark).exists() for mark in HERMES_MARKS)
+
+
 def read_config_section(home: Path) -> dict:
     """Return `memory.cmms` from config.yaml, or {} when absent or unreadable."""
     try:

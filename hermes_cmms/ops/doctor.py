@@ -23,7 +23,7 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     yield _embedder(settings)
     yield _tokenizer()
     yield _writable(settings)
-    yield _database(settings)
+    yield _missing(settings) or _database(settings)  # no store: none is made (a typo in the home)
 
 
 def _hermes() -> Check:
@@ -102,6 +102,21 @@ def _tokenizer() -> Check:
         return ("ok", "tokenizer", f"{tokens.encoding().name} ({tokens.count('hello world')} tokens for 'hello world')")
     except Exception as exc:  # noqa: BLE001
         return ("FAIL", "tokenizer", f"tiktoken cl100k_base unavailable offline: {exc}")
+
+
+def _missing(settings: Settings) -> Optional[Check]:
+    """None when the store is there (its SQLite file, or a database server's); else what that
+    means: a Hermes home makes it at its first chat with cmms, any other directory is a typo."""
+    from ..common.config import used_by_hermes
+    from ..store.availability import store_file
+
+    where = store_file(settings)
+    if where is None or where.exists():
+        return None
+    if used_by_hermes(settings.home):
+        return ("warn", "database", f"no cmms store at {where} yet: Hermes makes it at its first chat with cmms")
+    return ("FAIL", "database", f"no cmms store at {where}, and {settings.home} is not a Hermes home; "
+                                "check --hermes-home or $HERMES_HOME")
 
 
 def _writable(settings: Settings) -> Check:

@@ -1,15 +1,29 @@
-"""Can the memory store be written here? A cheap local check, no network: for `is_available`,
-`hermes memory status` and `hermes-cmms doctor`."""
+"""Is the memory store there, and can it be written? Cheap local checks, no network: for
+`is_available`, `hermes memory status`, `hermes-cmms doctor` and the commands that need a store."""
 from __future__ import annotations
 
 import errno
 import os
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 from sqlalchemy.engine import make_url
 
 from ..common.config import Settings
+
+
+def store_file(settings: Settings) -> Optional[Path]:
+    """The SQLite file that is the store; None when the store is a database server (the
+    database named is the store) or in memory, or when the URL cannot be read (the store says
+    so when opened)."""
+    try:
+        url = make_url(settings.database_url)
+    except Exception:  # noqa: BLE001
+        return None
+    if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database.removeprefix("file:")).expanduser()
 
 
 def store_problem(settings: Settings) -> str:
@@ -20,10 +34,11 @@ def store_problem(settings: Settings) -> str:
     except Exception:  # noqa: BLE001 - an unparsable URL: the store says so when opened
         return f"The database URL {settings.database_url.split(':', 1)[0]}:… cannot be read."
     places = []
-    if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
+    database = store_file(settings)
+    if database is not None:
         if url.query.get("mode") == "ro" or url.query.get("immutable") == "1":
             return f"The memory store {url.database} is opened read-only (by its database URL)."
-        places.append(Path(url.database.removeprefix("file:")).expanduser())
+        places.append(database)
     if not settings.chroma_url:  # the embedded vector index and the writer lock live here
         places.append(settings.data_dir / "cmms.db")
     for database in places:
@@ -35,15 +50,18 @@ def store_problem(settings: Settings) -> str:
 
 def _unwritable(database: Path) -> str:
     """'' when the directory of `database` can be made and written, and the file (and its
-    WAL) writable; else the reason. Writing a file in the directory is the test: permission
-    bits alone do not tell whether root, a read-only mount or a file in the way would refuse.
-    The database files themselves are only asked about (access(2) knows root and read-only
-    mounts), never opened: closing any descriptor of a SQLite file drops the locks every
-    connection of this process holds on it, which can corrupt the store."""
+    WAL) writable; else the reason. Writing a file in the directory (or, while it is not made
+    yet, in the nearest one that is: nothing is created) is the test: permission bits alone do
+    not tell whether root, a read-only mount or a file in the way would refuse. The database
+    files themselves are only asked about (access(2) knows root and read-only mounts), never
+    opened: closing any descriptor of a SQLite file drops the locks every connection of this
+    process holds on it, which can corrupt the store."""
     where = database.parent
     try:
-        where.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=where):
+        nearest = next(place for place in (where, *where.parents) if place.exists())
+        if not nearest.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(nearest))
+        with tempfile.TemporaryFile(dir=nearest):
             pass
         for path in (database, database.with_name(database.name + "-wal")):
             if path.exists() and not os.access(path, os.W_OK):

@@ -24,6 +24,7 @@ def test_doctor_fails_before_install_and_passes_after(home):
     assert before.returncode == 1
     assert "FAIL plugin files" in before.stdout and "FAIL config" in before.stdout
     assert run(home, "install-hermes-plugin").returncode == 0
+    MemoryService(Settings.load(home), scheduler=False).close()  # as Hermes' first chat with cmms does
     after = run(home, "doctor")
     assert after.returncode == 0, after.stdout
     lines = after.stdout.splitlines()
@@ -74,7 +75,7 @@ def test_a_deeply_nested_import_line_is_one_sentence_naming_the_line(home, tmp_p
     for depth in (70, 5000):  # past the bound; past what Python's json parser can take
         lines = tmp_path / f"deep-{depth}.jsonl"
         lines.write_text(json.dumps(header) + "\n" + '{"type": "memory", "tags": ' + "[" * depth + "]" * depth + "}\n")
-        result = run(home, "import", str(lines))
+        result = run(home, "import", str(lines), "--create")
         assert result.returncode == 1
         assert result.stderr == ("error: Line 2: it nests lists or objects deeper than 64 levels; "
                                  "nothing was imported.\n")

@@ -41,7 +41,7 @@ def test_a_port_out_of_range_is_refused_by_the_parser(tmp_path):
 def test_a_port_in_use_is_one_sentence(home):
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
-        done = _cli(home, "mcp", "--transport", "http", "--port", str(port))
+        done = _cli(home, "mcp", "--transport", "http", "--port", str(port), "--create")
     assert done.returncode == 1
     assert done.stderr.strip() == f"error: Cannot serve MCP over HTTP on 127.0.0.1:{port}: Address already in use."
 
@@ -51,8 +51,8 @@ def test_an_import_line_without_end_is_refused_not_read_whole(home, tmp_path):
     endless = tmp_path / "zeros.jsonl"
     endless.write_bytes(bytes(MAX_LINE_BYTES + 10))
     expected = "error: Line 1: longer than 16 MiB; nothing was imported."
-    assert _cli(home, "import", str(endless)).stderr.strip() == expected
-    assert _cli(home, "import", "-", stdin=endless.read_bytes()).stderr.strip() == expected
+    assert _cli(home, "import", str(endless), "--create").stderr.strip() == expected
+    assert _cli(home, "import", "-", "--create", stdin=endless.read_bytes()).stderr.strip() == expected
 
 
 def test_a_text_of_nothing_printable_is_not_called_a_secret(keyword_service):

@@ -104,7 +104,7 @@ def test_hermes_belief_and_graph_tools(home):
 
 
 def test_cli_knowledge_commands(home):
-    learned = _cli(home, "learn", "-", "--json", stdin="Ana works at Acme. Acme is based in Lisbon. "
+    learned = _cli(home, "learn", "-", "--json", "--create", stdin="Ana works at Acme. Acme is based in Lisbon. "
                                                       "I prefer tea over coffee.")
     assert learned.returncode == 0, learned.stderr
     assert len(json.loads(learned.stdout)["learned"]) >= 3
@@ -114,8 +114,9 @@ def test_cli_knowledge_commands(home):
     assert "The staging API is stable" in beliefs.stdout and "1 belief(s) match." in beliefs.stdout
     elsewhere = _cli(home, "beliefs", "list", "--hermes-home", str(home / "other"),  # the flag after the action
                      own_store=True)
-    assert elsewhere.returncode == 0 and "0 belief(s) match." in elsewhere.stdout
-    assert (home / "other" / "cmms" / "cmms.db").is_file()  # the store of the home the flag named
+    other = home / "other" / "cmms" / "cmms.db"  # the store of the home the flag named: none, and none made
+    assert elsewhere.returncode == 1 and elsewhere.stderr.startswith(f"error: No cmms store at {other};")
+    assert not (home / "other").exists()
     assert json.loads(_cli(home, "beliefs", "reflect", "overview").stdout)
     found = json.loads(_cli(home, "graph", "search", "Where is Acme based?").stdout)
     ana = next(e for e in found["entities"] if e["name"] == "Acme")["id"]

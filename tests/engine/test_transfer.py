@@ -351,7 +351,7 @@ def test_cli_export_and_import(keyword_service, home, tmp_path, monkeypatch):
     assert records_of((tmp_path / "x.jsonl").read_text().splitlines()) == records_of(out.stdout.splitlines())
     assert not list(tmp_path.glob("*.partial"))
     with second_home(tmp_path) as (fresh, env):
-        first = cli(fresh, "import", "-", stdin=out.stdout, env=env)
+        first = cli(fresh, "import", "-", "--create", stdin=out.stdout, env=env)  # not a Hermes home
         assert first.returncode == 0, first.stderr
         assert first.stderr == ""
         summary = json.loads(first.stdout)
@@ -408,7 +408,7 @@ def test_progress_bar_only_on_a_terminal(keyword_service, home, tmp_path, monkey
 
     with second_home(tmp_path) as (fresh, env):
         home_of = [fresh]
-        done, seen = on_terminal("import", str(tmp_path / "x.jsonl"), "--quiet", env=env)
+        done, seen = on_terminal("import", str(tmp_path / "x.jsonl"), "--quiet", "--create", env=env)
         assert done.returncode == 0 and seen == ""
         done, seen = on_terminal("import", str(tmp_path / "x.jsonl"), env=env)
         assert done.returncode == 0 and "importing" in seen and "records" in seen
@@ -480,7 +480,7 @@ def test_hermes_backup_takes_the_database_outside_the_home(tmp_path):
             "CMMS_DATABASE_URL": f"sqlite:///{user_home / 'data' / 'cmms.db'}"}
     unset = dict.fromkeys((k for k in os.environ if k.startswith("CMMS_")), None)
     assert cli(hermes_home, "install-hermes-plugin", env={**unset, **ours}).returncode == 0
-    assert cli(hermes_home, "status", env={**unset, **ours}).returncode == 0  # creates the database
+    assert cli(hermes_home, "beliefs", "set", "Backups matter.", env={**unset, **ours}).returncode == 0  # makes it
     env = {k: v for k, v in os.environ.items() if not k.startswith("CMMS_")}
     env.update(ours, HERMES_HOME=str(hermes_home))
     done = subprocess.run([HERMES, "backup", "-o", str(tmp_path / "backup.zip")], env=env, capture_output=True,
