@@ -1,11 +1,12 @@
 """Built-in redactor: secrets never reach the store or the logs.
 
 `redact_text` masks every secret shape of the corpus in `_rules.py` (vendor tokens, PEM private
-keys, JWTs, credentials in URLs and HTTP headers, `.env` / YAML / JSON lines whose key names a
-secret whatever its prefix, card numbers that pass Luhn, random-looking values next to a secret
-word) as `[REDACTED:<label>]`, keeping the words around it. `redact_key` does the same for
-identifiers (session ids in an import file) with a digest of the secret in the marker, so two
-different secrets still give two different, stable keys. The store applies `redact_text` at
+keys, JWTs, credentials in URLs and HTTP headers, base64 of `user:password`, `.pgpass` lines,
+`.env` / YAML / JSON lines whose key names a secret whatever its prefix, card numbers that fit a
+network's prefix and length and pass Luhn, random-looking values next to a secret word) as
+`[REDACTED:<label>]`, keeping the words around it. `redact_key` does the same for identifiers
+(session ids in an import file) with a digest of the secret in the marker, so two different
+secrets still give two different, stable keys. The store applies `redact_text` at
 its boundary (memory rows, audit rows) and a filter applies it to every `hermes_cmms` log record.
 
 Why a hand corpus and not a library: Yelp's detect-secrets (1.5.0, last released May 2024), the

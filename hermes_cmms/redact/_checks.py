@@ -18,7 +18,8 @@ KEY_KINDS = frozenset({
     "webhook", "consumer", "subscription", "storage", "sendgrid", "stripe", "mailgun", "hmac",
     "jwt", "ssh", "gpg", "pgp", "sentry", "twilio", "datadog", "dd", "x"})
 TAILS = frozenset({"privatekeyid", "connectionstring", "connstring", "connstr", "webhookurl",
-                   "secretaccesskey", "sharedaccesskey", "accesskeysecret", "clientkeydata", "rediscliauth"})
+                   "secretaccesskey", "sharedaccesskey", "accesskeysecret", "clientkeydata", "rediscliauth",
+                   "identitytoken", "registrytoken", "dockerconfigjson", "dockercfg"})  # Docker's config.json
 # A last part with a secret word fused on (PGPASSWORD, DBPASSWD, SSHPASSPHRASE).
 FUSED = ("password", "passwd", "passphrase")
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -96,33 +97,60 @@ def luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-_CARD_PREFIX = re.compile(r"4|5[1-5]|2[2-7]|3[47]|3[068]|6(?:011|5|4[4-9]|2)|35")
-
-
+# Each card network's number prefixes and the lengths its numbers have (the issuers' tables that
+# DLP scanners use): a bare run of digits is a card only when its prefix and length fit one.
+_NETWORKS = [
+    (r"4", (13, 16, 19)),  # Visa
+    (r"5[1-5]|222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|2720", (16,)),  # Mastercard
+    (r"3[47]", (15,)),  # American Express
+    (r"6011|64[4-9]|65", range(16, 20)),  # Discover
+    (r"35(?:2[89]|[3-8]\d)", range(16, 20)),  # JCB
+    (r"30[0-59]|3[689]", range(14, 20)),  # Diners Club
+    (r"62", range(16, 20)),  # UnionPay
+    (r"220[0-4]", range(16, 20)),  # Mir
+    (r"50(?:18|20|38)|5893|6304|6759|676[1-3]", range(12, 20)),  # Maestro
+]
+_NETWORK_PREFIXES = [(re.compile(prefix), lengths) for prefix, lengths in _NETWORKS]
 _CARD_GROUPS = re.compile(r"\d{4}(?:([ \-])\d{4}\1\d{4}\1\d{4}(?:\1\d{1,3})?|([ \-])\d{6}\2\d{4,5})\Z")
 _CARD_WORDS = re.compile(r"(?i)(?<![a-z])(?:card|cc|visa|master ?card|amex|american express|discover|diners|jcb"
                          r"|credit|debit|pan|karte|carte|tarjeta|cart[aã]o|cvv|cvc|exp)")
+# The words right before a bare number that say it is something else: an id, an amount, a phone
+# ("order id 4111…", "the total was 4012…", "tracking number: 4000…").
+_NOT_CARD = re.compile(r"(?i)(?<![a-z])(?:order|invoice|tracking|ticket|shipment|parcel|booking|ref|reference"
+                       r"|isbn|ean|upc|imei|iccid|phone|tel|fax|total|amount|balance|sum)"
+                       r"(?:[\s#:=.]+(?:id|no|nr|number|num|is|was))*[\s#:=.'\"(]*\Z")
 
 
 def card_number(text: str) -> bool:
-    """A payment card number: 13-19 digits with a card network's prefix and a valid Luhn sum."""
+    """A payment card number: a card network's prefix, a length that network issues, and a
+    valid Luhn sum."""
     digits = re.sub(r"[ -]", "", text)
-    return 13 <= len(digits) <= 19 and bool(_CARD_PREFIX.match(digits)) and luhn(digits)
+    return any(prefix.match(digits) and len(digits) in lengths for prefix, lengths in _NETWORK_PREFIXES) \
+        and luhn(digits)
 
 
 def card_context(text: str, start: int, end: int) -> bool:
-    """A card number written as cards are (4-4-4-4, 4-6-5) or with a card word near it: a bare
-    Luhn-valid run of digits after "order" or in arithmetic is an id or an amount."""
-    if _CARD_GROUPS.match(text[start:end]):
+    """A card number written as cards are (4-4-4-4, 4-6-5), or with a card word near it, or as
+    one bare run of digits unless the words right before it name what else it is; digits split
+    some other way need a card word."""
+    number = text[start:end]
+    if _CARD_GROUPS.match(number) or _CARD_WORDS.search(text, max(0, start - 40), start) or \
+            _CARD_WORDS.search(text, end, end + 24):
         return True
-    return _CARD_WORDS.search(text, max(0, start - 40), start) is not None or \
-        _CARD_WORDS.search(text, end, end + 24) is not None
+    return number.isdigit() and not _NOT_CARD.search(text, max(0, start - 40), start)
 
 
-def basic_credentials(text: str) -> bool:
-    """Whether base64 `text` decodes to printable `user:password`."""
+_USER_PASSWORD = re.compile(r"(?=[^:]*[A-Za-z])[\w.@+\-]{2,64}:(?!//)[!-~]{2,}", re.A)
+
+
+def basic_credentials(text: str, anywhere: bool = False) -> bool:
+    """Whether base64 `text` decodes to printable `user:password`. `anywhere` (a base64 value with
+    no "Basic" before it, as in a Docker `auth` or an npm `_auth`): a user name of 2-64 name
+    characters with a letter, a password of 2+ with no space, and no URL (`http://…`)."""
     try:
         decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True).decode("ascii")
     except (binascii.Error, ValueError):
         return False
+    if anywhere:
+        return _USER_PASSWORD.fullmatch(decoded) is not None
     return ":" in decoded and decoded.isprintable()

@@ -227,6 +227,10 @@ _WEB = [
     _rule("bearer-token", r"[Bb](?i:earer)\s+(?P<secret>[A-Za-z0-9_\-.=~+/]{16,})", ["bearer"], _W),
     _rule("basic-auth", r"[Bb](?i:asic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", ["basic"],
           _all(_W, lambda m: _checks.basic_credentials(m.group("secret")))),
+    # base64 of user:password anywhere (Docker's `auth`, npm's `_auth`); a run that is a plain word (lower
+    # case, Title or CAPITALS: nothing after [A-Z]*[a-z]*) is not decoded
+    _rule("basic-auth", r"(?<![A-Za-z0-9+/])(?=[A-Z]*+[a-z]*+[A-Z0-9+/])[A-Za-z0-9+/]{6,}+={0,2}(?![A-Za-z0-9+/=])",
+          check=lambda m: _checks.basic_credentials(m.group(0), anywhere=True)),
     _rule("auth-header", r"(?:[Pp]roxy-)?[Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?"
                          r"(?:(?i:bearer|basic|token|digest|apikey|key|sso-key|gitlab-token|dsn)\s+)?"
                          r"(?P<secret>[A-Za-z0-9_\-.=~+/:]{8,})", ["authorization"], _W),
@@ -245,6 +249,21 @@ _WEB = [
     _rule("secret", r"[?&;]" + _KEY + r"(?P<sep>=)(?P<secret>[^\s&#\"'<>]+)", check=_keyed),
 ]
 
+
+def _colons(text: str) -> bool:
+    return text.count(":") >= 4
+
+
+def _pgpass_host(match: re.Match) -> bool:
+    """The host before a .pgpass port has a letter, a dot or is `*` (also after "mcp:" or at the end of
+    a longer chain): not a time, a MAC or an IPv6 address, nor the uid:gid of an /etc/passwd line."""
+    text, end = match.string, match.start()
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.*-"):
+        start -= 1
+    return any(c.isalpha() or c in ".*" for c in text[start:end])
+
+
 _LINE = (r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?" + _KEY + r"[\"']?[ \t]*(?P<sep>:=|=>|=|:)(?!=)[ \t]*"
          r"(?P<secret>[^\s\"'`#][^\n]*?)(?=[ \t]+#|[ \t]*(?:\n|\Z))")
 _CONFIG = [  # a key at the start of a line (.env, YAML, INI) owns the rest of the line; elsewhere one value
@@ -259,6 +278,9 @@ _CONFIG = [  # a key at the start of a line (.env, YAML, INI) owns the rest of t
           check=lambda m: not _checks.talk(m.group("secret")),
           anchors=("passwort", "kennwort", "mot de passe", "contrase", "senha", "wachtwoord", "hasło", "haslo",
                    "lösenord", "losenord", "passord", "adgangskode", "salasana", "пароль")),
+    # a .pgpass line, host:port:database:user:password (the port a number or *), found from its port
+    _rule("password", r":(?<=[\w.*\-]:)(?:\d{4,5}|\*):[^\s:'\"\\\[]++:[^\s:'\"\\\[]++:"
+                      r"(?P<secret>(?:[^\s:'\"\\]|\\[:\\])++)(?!:)", check=_pgpass_host, precheck=_colons),
     _rule("secret", r"(?i)\b(?:key|name)\s*=\s*[\"']" + _KEY + r"[\"']\s+value\s*=\s*[\"'](?P<secretq>[^\"'\n]+)",
           ["value"], _keyed),
 ]
@@ -284,7 +306,7 @@ _SAID = [
                     r"|rivate[ _-]?key|uth[ _-]?token|lient[ _-]?secret)(?i:s)?)"
                     r"[ \t]*(?:is|was|:|=|-|,)?[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]{12,}={0,2})",
           check=_said, anchors=("api", "access", "secret", "token", "credential", "private", "auth", "client")),
-    _rule("card-number", r"\d(?<![\w.\-]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
+    _rule("card-number", r"\d(?<![\w.\-+]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
           lambda m: _checks.card_number(m.group(0)) and _checks.card_context(m.string, m.start(), m.end()),
           precheck=_digits),
 ]

@@ -143,10 +143,10 @@ SHORT = 8  # a secret this short (a PIN) also turns up by chance inside ids and 
 
 def _leaks(text: str) -> list[str]:
     """The corpus secrets found in `text`, in any case (the keyword index lower-cases words);
-    a short one only as a word of its own."""
+    a short one only as a word of its own (not a group of a UUID: "-4831-")."""
     lowered = text.lower()
     return [secret for secret in ALL_SECRETS
-            if (re.search(rf"(?<![0-9a-z]){re.escape(secret.lower())}(?![0-9a-z])", lowered)
+            if (re.search(rf"(?<![0-9a-z\-]){re.escape(secret.lower())}(?![0-9a-z\-])", lowered)
                 if len(secret) < SHORT else secret in text or secret.lower() in lowered)]
 
 
