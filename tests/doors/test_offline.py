@@ -1,20 +1,23 @@
 """Nothing leaves the machine (README): the bridge over stdio storing and recalling, and the CLI
 learning and searching, each a real process on the default embedder run as a user runs it, attempt
-no connection off the machine and leave no telemetry file.
+no connection off the machine; they and `hermes -z` with the cmms provider leave no telemetry file.
 
-Each process runs in a network namespace of its own (`unshare -rn`: no interface up, so even a
-regression sends nothing out) under strace, which records every connection and datagram it or a
-thread or child attempts, whatever the library or language. HOME is the test's own, so a file a
-runtime writes there (ONNX Runtime's device id under ~/.cache/Microsoft/) is found. The processes
-get none of the switches hermes-cmms sets (docs/privacy.md): what they do is the package's doing.
+The bridge and the CLI run in a network namespace of their own (`unshare -rn`: no interface up,
+so even a regression sends nothing out) under strace, which records every connection and datagram
+a process or its threads and children attempt, whatever the library. Hermes runs on the network
+(its model is a server on 127.0.0.1, and Hermes 0.19 looks up its model catalogue by itself), so
+for it the file check alone. HOME is the test's own, so a file a runtime writes there (ONNX
+Runtime's device id under ~/.cache/Microsoft/) is found. The processes get none of the switches
+hermes-cmms sets (docs/privacy.md): what they do is the package's doing.
 
 ONNX Runtime writes its telemetry files when imported and first looks up its collector about
-nine seconds later, so the bridge stays open that long after its recall. Embedded only: on the
-server backend the store is a connection away, which is what that backend is for.
+nine seconds later, so the bridge stays open that long after its recall, while the CLI and Hermes
+run. Embedded only: on the server backend the store is a connection away, as it is meant to be.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -22,9 +25,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from conftest import hermes_bin
 from hermes_cmms import TELEMETRY_OFF
+from hermes_cmms.install import install
 from hermes_cmms.vectors.embedders import packaged_int8_minilm, prepared_minilm
+from inprocess import cli
 from mcp_client import bridge_command, run, stdio_bridge
 
 pytestmark = [pytest.mark.slow, pytest.mark.embedded_only]
@@ -34,8 +41,6 @@ UPLOAD_WAIT_S = 11  # ONNX Runtime 1.32 first looked up its collector 8.8 s afte
 SCOPE = "local:default"
 FACT = "The boat is moored at Pier 9."
 QUESTION = "which vessel sits by the dock"
-# What a user's environment would not hold: the switches themselves, and CI's offline settings.
-NOT_INHERITED = (*TELEMETRY_OFF, "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "TORCH_HOME")
 
 
 def traced(log: Path, *command: str) -> list[str]:
@@ -51,9 +56,10 @@ def attempts(log: Path) -> list[str]:
 
 
 def user_env(home: Path) -> dict:
-    """The environment of a user whose home is `home`: caches and config under it, no CMMS_* setting."""
+    """The environment of a user whose home is `home`: caches and config under it, no CMMS_*
+    setting, and none of the switches hermes-cmms sets."""
     env = {k: v for k, v in os.environ.items()
-           if k not in NOT_INHERITED and not k.startswith(("XDG_", "CMMS_"))}
+           if k not in TELEMETRY_OFF and not k.startswith(("XDG_", "CMMS_"))}
     return {**env, "HOME": str(home)}
 
 
@@ -76,63 +82,75 @@ def recorder(tmp_path: Path) -> None:
         pytest.skip(f"needs unshare -rn and strace to record network attempts: {why}")
 
 
-def seeded_home(tmp_path: Path) -> Path:
-    """A user's home holding the prepared model cache, as after a first run (saves preparing it)."""
-    home = tmp_path / "home"
-    cache = home / ".cache" / "hermes-cmms"
-    cache.mkdir(parents=True)
-    prepared = prepared_minilm(packaged_int8_minilm())
-    shutil.copy(prepared, cache / prepared.name)
-    return home
+def door_homes(tmp_path: Path, door: str, model: Path) -> tuple[Path, Path]:
+    """The user's home for `door`, holding the prepared model as after a first run (saves
+    preparing it), and a Hermes home as Hermes leaves it (its config.yaml), where hermes-cmms
+    starts a store."""
+    home, hermes_home = tmp_path / door / "home", tmp_path / door / "hermes"
+    (home / ".cache" / "hermes-cmms").mkdir(parents=True)
+    os.link(model, home / ".cache" / "hermes-cmms" / model.name)
+    hermes_home.mkdir()
+    (hermes_home / "config.yaml").write_text("{}\n", encoding="utf-8")
+    return home, hermes_home
 
 
-def used_hermes_home(path: Path) -> Path:
-    """A Hermes home as Hermes leaves it (its config.yaml), where hermes-cmms starts a store."""
-    path.mkdir()
-    (path / "config.yaml").write_text("{}\n", encoding="utf-8")
-    return path
-
-
-def cli_session(log: Path, hermes_home: Path, env: dict) -> subprocess.Popen:
+def cli_session(log: Path, home: Path, hermes_home: Path) -> subprocess.Popen:
     """`hermes-cmms learn` then `search`, traced, in the background."""
     cli = f"{sys.executable} -m hermes_cmms.cli"
     script = (f'{cli} learn --hermes-home "$1" --scope {SCOPE} "$2" >/dev/null '
               f'&& {cli} search --hermes-home "$1" --scope {SCOPE} "$3"')
     return subprocess.Popen(traced(log, "sh", "-c", script, "sh", str(hermes_home), FACT, QUESTION),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=user_env(home))
 
 
-async def bridge_session(log: Path, hermes_home: Path, env: dict) -> list[str]:
-    """Store and recall through `hermes-cmms mcp` over stdio, then stay open until ONNX Runtime
-    would have looked up its collector."""
+def hermes_oneshot(home: Path, hermes_home: Path, llm_url: str) -> subprocess.Popen:
+    """`hermes -z FACT` with the cmms provider installed, in the background."""
+    model = {"default": "fake-model", "provider": "custom", "base_url": llm_url, "api_key": "sk-fake"}
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"model": model}), encoding="utf-8")
+    install(hermes_home)
+    env = {**user_env(home), "HERMES_HOME": str(hermes_home), "TIRITH_ENABLED": "false"}  # (no download)
+    return subprocess.Popen([hermes_bin(), "-z", FACT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+async def bridge_session(log: Path, home: Path, hermes_home: Path) -> list[str]:
+    """Store and recall through `hermes-cmms mcp` over stdio, traced, then stay open until ONNX
+    Runtime would have looked up its collector."""
     command = traced(log, *bridge_command(hermes_home))
-    async with stdio_bridge(hermes_home, command=command, env=env) as bridge:
+    async with stdio_bridge(hermes_home, command=command, env=user_env(home)) as bridge:
         await bridge.ok("store_memory", content=FACT, scope=SCOPE)
         found = await bridge.ok("recall_memory", query=QUESTION, scope=SCOPE)  # the model is loaded
         await asyncio.sleep(UPLOAD_WAIT_S)
     return [r["content"] for r in found["results"]]
 
 
-def files_under(home: Path) -> list[str]:
-    return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+def left_in(home: Path) -> list[str]:
+    """The files under `home` but the model cache."""
+    files = (str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+    return sorted(f for f in files if not f.startswith(".cache/hermes-cmms/"))
 
 
-def test_the_bridge_and_the_cli_send_nothing_off_the_machine_and_leave_no_telemetry_file(tmp_path):
+def test_no_door_sends_anything_off_the_machine_or_leaves_a_telemetry_file(tmp_path, llm_server):
     recorder(tmp_path)
-    home = seeded_home(tmp_path)
-    env = user_env(home)
-    cli = cli_session(tmp_path / "cli.trace", used_hermes_home(tmp_path / "cli"), env)  # meanwhile
+    model = Path(shutil.copy(prepared_minilm(packaged_int8_minilm()), tmp_path))
+    homes = {door: door_homes(tmp_path, door, model) for door in ("bridge", "cli", "hermes")}
+    started = {"hermes": hermes_oneshot(*homes["hermes"], llm_server.url),  # these two meanwhile
+               "cli": cli_session(tmp_path / "cli.trace", *homes["cli"])}
     try:
-        recalled = run(bridge_session(tmp_path / "bridge.trace", used_hermes_home(tmp_path / "bridge"), env))
-        out, err = cli.communicate(timeout=120)
+        recalled = run(bridge_session(tmp_path / "bridge.trace", *homes["bridge"]))
+        ended = {door: proc.communicate(timeout=120) for door, proc in started.items()}
     finally:
-        cli.kill()  # (nothing once it has ended)
+        for proc in started.values():
+            proc.kill()  # (nothing once it has ended)
 
     assert recalled[:1] == [FACT]
-    assert cli.returncode == 0 and FACT in out, err[-2000:]
-    written = [f for f in files_under(home) if not f.startswith(".cache/hermes-cmms/")]  # but the model
-    assert {"bridge": attempts(tmp_path / "bridge.trace"), "cli": attempts(tmp_path / "cli.trace"),
-            "files": written} == {"bridge": [], "cli": [], "files": []}
+    assert started["cli"].returncode == 0 and FACT in ended["cli"][0], ended["cli"][1][-2000:]
+    assert started["hermes"].returncode == 0, ended["hermes"][1][-2000:]
+    indexed = json.loads(cli(homes["hermes"][1], "status", "--vectors", "--json").stdout)["indexed"]
+    assert indexed >= 1  # the model ran in Hermes' process
+    tried = {door: attempts(tmp_path / f"{door}.trace") for door in ("bridge", "cli")}
+    left = {door: left_in(home) for door, (home, _) in homes.items()}
+    assert (tried, left) == ({"bridge": [], "cli": []}, {"bridge": [], "cli": [], "hermes": []})
 
 
 def test_the_privacy_page_names_every_switch_hermes_cmms_sets():
