@@ -31,6 +31,7 @@ from .vectors.indexer import Indexer
 log = logging.getLogger(__name__)
 
 FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
+# (then `vectors_pending` says how many are still queued: the doors tell the caller)
 FORGET_STALLED_S = 60  # a forget --all with no batch for this long was interrupted: the sweep finishes it
 MAX_AUDIT_PAGE, MAX_AUDIT_OFFSET = 500, 10**9  # one audit_log call, at any door
 
@@ -140,6 +141,16 @@ class MemoryService:
         and scrub them from Chroma's files, then empty the WAL of the outbox rows it deleted."""
         if self.indexer.wait_deleted(scope, FORGET_WAIT_S):
             self.store.scrub(outbox_only=True)
+
+    def vectors_pending(self, scope: str) -> int:
+        """How many forgotten memories of `scope` still have vectors in the vector index: their
+        removal is queued in SQL (the outbox), so it happens even if this process exits now, as
+        soon as a process that writes the index (this one, the gateway, a bridge, the next
+        command that loads the index) gets to it. 0 in a keyword-only process (no vector index)."""
+        indexer = self.indexer
+        if indexer.ready.is_set() and indexer.embedder is None and indexer.error is None:
+            return 0  # keyword-only by choice: there is no index to remove them from
+        return self.store.deletes_queued(_scope(scope))
 
     # -- lifecycle ------------------------------------------------------------------------
 

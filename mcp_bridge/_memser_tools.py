@@ -49,15 +49,16 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                       tier: Annotated[Optional[str], Field(
                           description="Delete every memory of this tier: working, episodic, semantic.")] = None,
                       tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
-        """Delete memories of the named scope from SQL, keyword and vector index (audit snapshot kept)."""
+        """Delete memories of the named scope from SQL, keyword and vector index (audit snapshot kept);
+        vectors_pending: how many forgotten memories' vectors are still queued for removal (0: gone)."""
         if memory_id is not None:
             if tier is not None or tags:
                 raise InvalidInput("Give either memory_id or tier/tags, not both.")
             service.forget(scope, memory_id, actor=receipt("forget_memory", None, actor))
-            return {"forgotten": 1, "ids": [memory_id], "scope": scope}
-        gone = service.forget_where(scope, tier=tier, tags=tags or (),
-                                    actor=receipt("forget_memory", None, actor))
-        return {"forgotten": len(gone), "ids": gone, "scope": scope}
+            gone = [memory_id]
+        else:
+            gone = service.forget_where(scope, tier=tier, tags=tags or (), actor=receipt("forget_memory", None, actor))
+        return {"forgotten": len(gone), "ids": gone, "scope": scope, "vectors_pending": service.vectors_pending(scope)}
 
     def list_memories(scope: Scope,
                       tier: Annotated[Optional[str], Field(description=f"Only this tier: {', '.join(TIERS)}.")] = None,

@@ -67,6 +67,10 @@ def cmd_search(args) -> int:
     return 0
 
 
+FORGET_DRAIN_S = 30.0  # after a forget's own wait, how much longer the command waits for the vector index
+PENDING_EXIT = 4  # forget: done, but vectors of forgotten memories are still queued for removal
+
+
 def cmd_forget(args) -> int:
     chosen = [bool(args.id), bool(args.tier or args.tag), args.all]
     if sum(chosen) != 1:
@@ -82,10 +86,16 @@ def cmd_forget(args) -> int:
             count = len(args.id)
         else:
             count = len(service.forget_where(args.scope, tier=args.tier, tags=args.tag or (), actor=actor))
-        service.indexer.drain(30)
+        service.indexer.drain(FORGET_DRAIN_S)
+        pending = service.vectors_pending(args.scope)
     finally:
-        service.close()
+        service.close(drain_timeout=0)  # (drained above)
     print(f"Forgot {count} memor{'y' if count == 1 else 'ies'} of scope {args.scope!r}.")
+    if pending:
+        print(f"The vectors of {pending} forgotten memor{'y' if pending == 1 else 'ies'} of scope {args.scope!r} are "
+              "still queued for removal from the vector index: the next hermes-cmms process that writes the index "
+              "(the Hermes gateway, an MCP bridge, the next forget) removes them.", file=sys.stderr)
+        return PENDING_EXIT
     return 0
 
 
@@ -294,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
 # Exit codes (README, "Command line"): 0 done; 1 an error, said in one sentence (a bug: its
 # traceback), or a failed `doctor` check; 2 a usage error, from argparse; 3 `audit` found
-# something; 130 interrupted; 141 the output's reader went away (`hermes-cmms doctor | head`).
+# something; 4 `forget` done, but vectors still queued for removal (PENDING_EXIT); 130
+# interrupted; 141 the output's reader went away (`hermes-cmms doctor | head`).
 ERROR_EXIT = 1
 PIPE_EXIT = 128 + 13  # what a shell reports for a command ended by SIGPIPE
 

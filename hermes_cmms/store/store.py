@@ -622,8 +622,10 @@ class Store(LifecycleRows, ForgetAll):
     # -- outbox ---------------------------------------------------------------------------
 
     def pending(self, limit: int) -> list[Outbox]:
+        """The next `limit` outbox rows: vector deletions first (a forget waits for them; an
+        upsert of a memory deleted meanwhile finds nothing to embed), then by age."""
         with self.read() as conn:
-            rows = conn.execute(select(Outbox).order_by(Outbox.id).limit(limit))
+            rows = conn.execute(select(Outbox).order_by(Outbox.op != "delete", Outbox.id).limit(limit))
             return [Outbox.model_validate(row._mapping) for row in rows]
 
     def deletes_pending(self, scope: Optional[str] = None, after: int = 0) -> bool:
@@ -633,6 +635,12 @@ class Store(LifecycleRows, ForgetAll):
             query = query.where(Outbox.scope == scope)
         with self.read() as conn:
             return conn.execute(query.limit(1)).first() is not None
+
+    def deletes_queued(self, scope: str) -> int:
+        """How many vector deletions of `scope` are queued (one per forgotten memory)."""
+        with self.read() as conn:
+            return conn.execute(select(func.count()).select_from(Outbox)
+                                .where(Outbox.op == "delete", Outbox.scope == scope)).scalar_one()
 
     def has_memories(self, scope: str) -> bool:
         """Whether any memory of `scope` is stored (raw: expired and superseded ones count)."""

@@ -203,12 +203,12 @@ class Indexer:
         if not batch:
             return False
         try:
-            deleting = any(row.op == "delete" for row in batch)
-            last = deleting and not self.store.deletes_pending(after=batch[-1].id)
+            deleting, newest = any(row.op == "delete" for row in batch), max(row.id for row in batch)
+            last = deleting and not self.store.deletes_pending(after=newest)  # (deletes come first)
             self._apply(batch)
             if last:  # a forget writes in batches milliseconds apart: save and scrub at its end only
                 self._stop.wait(DELETE_QUIET_S)
-                last = not self.store.deletes_pending(after=batch[-1].id)
+                last = not self.store.deletes_pending(after=newest)
             if last:  # the end of a run of deletes: saved once, and out of Chroma's own files too
                 for scope in sorted(self._unsaved):
                     self.vectors.save(scope)

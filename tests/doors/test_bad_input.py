@@ -206,7 +206,8 @@ def test_good_tool_calls_round_trip(provider, home):
     assert ("Grandpa's birthday is 3 May", None, None) in _rows(home)
     [hit] = _tool(provider, "cmms_recall", {"query": "grandpa birthday", "limit": 1})["results"]
     assert hit["id"] == stored["id"]
-    assert _tool(provider, "cmms_forget", {"memory_id": stored["id"]}) == {"forgotten": True, "id": stored["id"]}
+    assert _tool(provider, "cmms_forget", {"memory_id": stored["id"]}) == {"forgotten": True, "id": stored["id"],
+                                                                           "vectors_pending": 0}
     assert _error(provider, "cmms_forget", {"memory_id": stored["id"]}).startswith("Unknown memory id")
 
 

@@ -286,7 +286,8 @@ def test_the_hermes_tools_show_ids_dashed_and_take_them_in_either_form(home, mon
         p.shutdown()
     assert UUID.match(kayak["id"]) and UUID.match(tent["id"]) and UUID.match(belief["id"])
     assert {r["id"] for r in found["results"]} == {kayak["id"], tent["id"]}
-    assert by_hex == {"forgotten": True, "id": kayak["id"]} and by_dash == {"forgotten": True, "id": tent["id"]}
+    assert by_hex == {"forgotten": True, "id": kayak["id"], "vectors_pending": 0}
+    assert by_dash == {"forgotten": True, "id": tent["id"], "vectors_pending": 0}
     assert [r["id"] for r in again["results"]] == [belief["id"]]  # the belief about the garage is left
     assert hex_ids([kayak, tent, found, belief, graph, by_hex, by_dash]) == []
     assert all(r["session_id"] == "s1" for r in found["results"])  # Hermes' session id, as Hermes gave it
