@@ -12,6 +12,8 @@ import textwrap
 import time
 
 import pytest
+
+from hermes_cmms.hermes.tools import call_tool
 from db import sql
 from inprocess import cli, memory_bridge
 from mcp_client import run
@@ -69,8 +71,8 @@ def _forget_in(home, kills: dict[str, int]) -> list[str]:
     return done.stdout.split("\n")
 
 
-async def _doors(home, scope: str) -> dict:
-    """What each door shows of `scope`."""
+async def _doors(home, service, scope: str) -> dict:
+    """What each door shows of `scope` (`service`: Hermes' provider's)."""
     async with memory_bridge(home, "--scope", scope) as bridge:
         metrics, ping = (await bridge.ok("metrics"))["exposition"], await bridge.ok("ping")
         return {
@@ -82,13 +84,15 @@ async def _doors(home, scope: str) -> dict:
             "get_belief": (await bridge.ok("get_belief"))["total"],
             "graph_search": (await bridge.ok("graph_search", query="Where does Ana Lindqvist work?"))["entities"],
             "metrics": [line for line in metrics.splitlines() if line.startswith("cmms_memories{")],
+            "hermes recall": service.recall(scope, QUERY),
+            "cmms_recall": call_tool(service, scope, "cmms_recall", {"query": QUERY})["results"],
             "cli search": "No memories match" not in cli(home, "search", "--scope", scope, QUERY).stdout,
             "cli export": sum(json.loads(line)["type"] not in ("header", "audit")  # (the trail stays, blanked)
                               for line in cli(home, "export", "--scope", scope).stdout.splitlines()),
         }
 
 
-NOTHING = {"ping": [0, 0], "recall_memory": [], "list_memories": 0, "search": [], "get_context": [], "get_belief": 0,
+NOTHING = {"ping": [0, 0], "hermes recall": "", "cmms_recall": [], "recall_memory": [], "list_memories": 0, "search": [], "get_context": [], "get_belief": 0,
            "graph_search": [], "metrics": [], "cli search": False, "cli export": 0}
 
 
@@ -120,8 +124,8 @@ def test_a_forget_all_killed_at_any_write_hides_the_scope_and_the_scheduler_fini
     assert all(any(scope in w and "in progress" in w for w in audit["warnings"]) for scope in marked)
     assert f"wait forget --all of {marked[0]!r} in progress" in cli(home, "audit").stdout
     for scope in scopes:
-        assert run(_doors(home, scope)) == NOTHING, scope
-    seen = run(_doors(home, OTHER))  # the same reads find a scope that is not being forgotten
+        assert run(_doors(home, service, scope)) == NOTHING, scope
+    seen = run(_doors(home, service, OTHER))  # the same reads find a scope that is not being forgotten
     assert all(seen[door] != nothing for door, nothing in NOTHING.items()), seen
 
     # The scheduler of a process that shares the store (a gateway, a bridge) finishes them all.
@@ -137,4 +141,4 @@ def test_a_forget_all_killed_at_any_write_hides_the_scope_and_the_scheduler_fini
         assert actor == "cli"
     after = _audit(home)
     assert after["forgetting"] == [] and after["counts"]["orphans"] == 0, after
-    assert run(_doors(home, OTHER)) == seen
+    assert run(_doors(home, service, OTHER)) == seen
