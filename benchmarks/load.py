@@ -286,7 +286,7 @@ async def mcp_workers(url: str, seconds: float, seed: int, go) -> Log:
 
 def start_bridge(home: Path, env: dict, port: int) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-m", "hermes_cmms.cli", "mcp", "--hermes-home", str(home),
-                                "--transport", "http", "--port", str(port)],
+                                "--create", "--transport", "http", "--port", str(port)],  # (a fresh home)
                                env=env, stdout=subprocess.DEVNULL, stderr=open(home / "bridge.log", "w"))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
