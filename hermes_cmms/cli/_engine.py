@@ -30,13 +30,15 @@ def settings_for(args, **overrides) -> Settings:
     settings = Settings.load(args.hermes_home, **overrides)
     where = store_file(settings)  # None: a database server's, which is there once named
     create = getattr(args, "create", None)  # None: the command has no --create
-    if where is None or where.exists() or create or (create is not None and used_by_hermes(settings.home)):
+    if where is None or where.exists() or create:
         return settings
     if create is None:
         raise StoreUnavailable(f"No cmms store at {where}; check --hermes-home or $HERMES_HOME "
                                "(nothing was created).")
-    raise StoreUnavailable(f"No cmms store at {where}, and {settings.home} is not a Hermes home; check "
-                           "--hermes-home or $HERMES_HOME, or pass --create to start a new store there.")
+    if not used_by_hermes(settings.home):
+        raise StoreUnavailable(f"No cmms store at {where}, and {settings.home} is not a Hermes home; check "
+                               "--hermes-home or $HERMES_HOME, or pass --create to start a new store there.")
+    return settings
 
 
 def may_create(parser) -> None:

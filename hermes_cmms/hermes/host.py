@@ -16,11 +16,12 @@ except ImportError:  # Hermes 0.19 has no recall line; the provider says it thro
         count: int
         glyph: str = "🧠"
 
-from agent.memory_provider import MemoryProvider as _HostProvider
-
-# Hermes 0.20+ shows a provider's unavailable_reason() when is_available() is False; 0.19 drops
-# such a provider without a word to the person at the chat.
-HOST_SAYS_UNAVAILABLE = hasattr(_HostProvider, "unavailable_reason")
+try:  # Hermes 0.20+ shows a provider's unavailable_reason() when is_available() is False; 0.19
+    # drops such a provider without a word to the person at the chat
+    from agent.memory_provider import MemoryProvider as _HostProvider
+    HOST_SAYS_UNAVAILABLE = hasattr(_HostProvider, "unavailable_reason")
+except ImportError:
+    HOST_SAYS_UNAVAILABLE = False
 
 PREFETCH_TIMEOUT_S = 8.0  # how long Hermes (0.19 and later) waits for a provider's prefetch
 
