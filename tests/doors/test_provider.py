@@ -118,7 +118,7 @@ def test_remember_then_recall_then_forget_through_tools(kw_home):
     found = json.loads(p.handle_tool_call("cmms_recall", {"query": "where is the spare key"}))
     assert [r["id"] for r in found["results"]] == [stored["id"]]
     assert json.loads(p.handle_tool_call("cmms_forget", {"memory_id": stored["id"]})) == {
-        "forgotten": True, "id": stored["id"]}
+        "forgotten": True, "id": stored["id"], "vectors_pending": 0}
     assert json.loads(p.handle_tool_call("cmms_recall", {"query": "spare key"})) == {"results": []}
     p.shutdown()
 

@@ -89,7 +89,7 @@ def test_b_cannot_forget_a_memory(users, home):
     answer = _tool(b, "cmms_forget", memory_id=a_note)
     assert answer == {"error": f"Unknown memory id '{a_note}' in this scope."}
     assert stored_id(a_note) in {row[0] for row in _rows(home, a.scope)}  # the doors show ids dashed
-    assert _tool(a, "cmms_forget", memory_id=a_note) == {"forgotten": True, "id": a_note}
+    assert _tool(a, "cmms_forget", memory_id=a_note) == {"forgotten": True, "id": a_note, "vectors_pending": 0}
     assert stored_id(a_note) not in {row[0] for row in _rows(home, a.scope)}
 
 
