@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
-import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +22,17 @@ SPACE = {"hnsw:space": "cosine"}
 # (BLANK_ID:n) makes it save and drop the log now; its last record, which it keeps, is one of them.
 BLANK_ID = "cmms:scrub"
 SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration does not say
+
+# chroma.sqlite3 is held open by the SQLite built into Chroma's Rust core. Python's sqlite3 is a
+# second SQLite, and file locks belong to the process, so in one process neither sees the other's
+# locks: a VACUUM through it ran while Chroma read the file on another thread, Chroma took the
+# VACUUM's journal for a crashed writer's and played it back into the file ("database disk image
+# is malformed", at times for good). So this process never opens that file itself: each statement
+# on it runs in a child process, whose locks Chroma's SQLite waits for as for any other process.
+CHROMA_SQL = ("import json, sqlite3, sys\n"
+              "database = sqlite3.connect(sys.argv[1], timeout=15)\n"
+              "print(json.dumps(database.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))\n"
+              "database.close()\n")
 
 
 # What was embedded: the text; it in context; its sentences (`<memory id>:<n>` each, the
@@ -223,15 +236,12 @@ class VectorIndex:
         self._retrying(drop, write=True)
 
     def scrub(self) -> None:
-        """Embedded: rewrite chroma.sqlite3 (VACUUM), whose deleted log, embedding and metadata
-        rows otherwise stay readable in its free pages (Chroma does not zero them). A Chroma
-        server's files are the server's to vacuum (`chroma vacuum --path DIR` while it is stopped)."""
+        """Embedded: rewrite chroma.sqlite3 (VACUUM, in a child process: see CHROMA_SQL), whose
+        deleted log, embedding and metadata rows otherwise stay readable in its free pages (Chroma
+        does not zero them). A Chroma server's files are the server's to vacuum (`chroma vacuum
+        --path DIR` while it is stopped)."""
         if self.embedded:
-            database = sqlite3.connect(self._settings.chroma_path / "chroma.sqlite3", timeout=15)
-            try:
-                database.execute("VACUUM")
-            finally:
-                database.close()
+            chroma_sql(self._settings.chroma_path, "VACUUM")
 
     def query(self, scope: str, vector: Sequence[float], limit: int,
               view: str = "content") -> list[tuple[str, float]]:
@@ -306,13 +316,21 @@ def _sync_threshold(collection) -> int:
 
 def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
     """The directories of a collection's vector segments under an embedded Chroma's path."""
-    database = sqlite3.connect(chroma_path / "chroma.sqlite3", timeout=15)
-    try:
-        rows = database.execute("SELECT s.id FROM segments AS s JOIN collections AS c ON c.id = s.collection "
-                                "WHERE c.name = ? AND s.scope = 'VECTOR'", (name,)).fetchall()
-    finally:
-        database.close()
+    rows = chroma_sql(chroma_path, "SELECT s.id FROM segments AS s JOIN collections AS c ON c.id = s.collection "
+                                   "WHERE c.name = ? AND s.scope = 'VECTOR'", name)
     return [chroma_path / segment for (segment,) in rows if (chroma_path / segment).is_dir()]
+
+
+def chroma_sql(chroma_path: Path, statement: str, *params) -> list[list]:
+    """The rows of one statement on an embedded Chroma's chroma.sqlite3, run in a child process
+    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error."""
+    path = chroma_path / "chroma.sqlite3"
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, str(path), statement, json.dumps(params)],
+                          capture_output=True, text=True, errors="replace")
+    if done.returncode:
+        said = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
+        raise RuntimeError(f"{statement.split()[0]} on {path} failed: {said[-1]}")
+    return json.loads(done.stdout)
 
 
 def _server_address(url: str) -> dict:
