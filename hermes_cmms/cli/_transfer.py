@@ -32,12 +32,7 @@ def cmd_export(args) -> int:
     service = _service(args)
     try:
         if args.output in (None, "-") or _is_stdout(args.output):  # (/dev/stdout: no summary in it)
-            try:
-                _export(args, service, sys.stdout.buffer)
-                sys.stdout.flush()
-            except BrokenPipeError:  # `| head`: the reader has gone; no traceback
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                return 1
+            _export(args, service, sys.stdout.buffer)  # (`| head`: main() ends quietly, exit 141)
             return 0
         target = Path(args.output)
         try:
