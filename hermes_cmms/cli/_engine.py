@@ -32,10 +32,14 @@ def settings_for(args, **overrides) -> Settings:
     create = getattr(args, "create", None)  # None: the command has no --create
     if where is None or where.exists() or create:
         return settings
+    hermes_ran = used_by_hermes(settings.home)
+    if create is None and hermes_ran:  # the right home, before its first chat (as doctor says)
+        raise StoreUnavailable(f"No cmms store at {where} yet: Hermes makes it at its first chat with cmms "
+                               "(nothing was created).")
     if create is None:
         raise StoreUnavailable(f"No cmms store at {where}; check --hermes-home or $HERMES_HOME "
                                "(nothing was created).")
-    if not used_by_hermes(settings.home):
+    if not hermes_ran:
         raise StoreUnavailable(f"No cmms store at {where}, and {settings.home} is not a Hermes home; check "
                                "--hermes-home or $HERMES_HOME, or pass --create to start a new store there.")
     return settings

@@ -81,6 +81,20 @@ def test_doctor_in_a_hermes_home_before_its_first_chat_warns_and_creates_nothing
     assert sorted(p.name for p in fresh.iterdir()) == ["config.yaml"]
 
 
+def test_a_command_that_reads_a_hermes_home_before_its_first_chat_says_so(tmp_path, monkeypatch):
+    """Right after install-hermes-plugin: the home is right, so no 'check --hermes-home'."""
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "config.yaml").write_text("memory:\n  provider: cmms\n")
+    monkeypatch.delenv("CMMS_DATABASE_URL", raising=False)  # the embedded default of that home
+    for command in (("status",), ("search", "spare key")):
+        done = cli(fresh, *command)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == (f"error: No cmms store at {fresh / 'cmms' / 'cmms.db'} yet: Hermes makes it at its "
+                               "first chat with cmms (nothing was created).\n")
+    assert sorted(p.name for p in fresh.iterdir()) == ["config.yaml"]
+
+
 @pytest.mark.parametrize("command", ADDING, ids=lambda c: c[0])
 def test_a_command_that_adds_memories_starts_no_store_where_hermes_never_ran(hermes_home, command):
     typo = _typo(hermes_home)
