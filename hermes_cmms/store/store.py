@@ -25,8 +25,8 @@ from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
 from .keyword import KeywordIndex, keyword_index_for
 from .new_memory import NewMemory
-from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, IndexState, Link, Memory,
-                     Outbox, Relation)
+from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState, Link,
+                     Memory, Outbox, Relation)
 from ..common.text import UNDECODABLE, bounded_key, content_hash, like_literal, speaker_of
 
 log = logging.getLogger(__name__)
@@ -525,8 +525,11 @@ class Store(LifecycleRows, ForgetAll):
 
     def audit_events(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
                      action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
-        """Audit events, newest first, optionally of one scope, memory or action."""
-        query = select(AuditEvent)
+        """Audit events, newest first, optionally of one scope, memory or action. A scope being
+        forgotten has none meanwhile (its forget blanks their snapshots and details first, and a
+        killed one may not have)."""
+        query = select(AuditEvent).where(or_(AuditEvent.scope.is_(None),
+                                             AuditEvent.scope.not_in(select(Forgetting.scope))))
         for column, value in ((AuditEvent.scope, scope), (AuditEvent.memory_id, memory_id),
                               (AuditEvent.action, action)):
             if value is not None:

@@ -135,6 +135,25 @@ def test_an_interrupted_forget_all_hides_the_scope_and_running_it_again_finishes
     assert service.page(OTHER)[1] == 2
 
 
+def test_a_forget_all_interrupted_before_it_blanked_the_trail_shows_none_of_it(keyword_service, home, monkeypatch):
+    """Killed right after its mark: the trail still holds the snapshot of a memory forgotten
+    before, which audit-log --snapshots (and MCP audit_log) showed until the sweep ran."""
+    from inprocess import cli
+
+    service = keyword_service
+    service.forget(SCOPE, service.remember(SCOPE, "The old code of the gate was 4711"))
+    service.retain_turn(OTHER, "s1", "The other scope's lamp is green", "ok")
+
+    def crash(*args):
+        raise Crash(0)
+    monkeypatch.setattr(type(service.store), "_event_rows", crash)  # the mark has landed, nothing else
+    with pytest.raises(Crash):
+        service.forget_all(SCOPE, "test")
+    assert service.audit_log(SCOPE) == [] and all(e.scope != SCOPE for e in service.audit_log())
+    shown = cli(home, "audit-log", "--snapshots", "--json", env={"CMMS_EMBEDDER": "none"})
+    assert shown.returncode == 0 and "4711" not in shown.stdout and OTHER in shown.stdout, shown
+
+
 def test_the_sweep_finishes_a_forget_all_whose_process_was_killed(home):
     """A real crash: the forgetting process is SIGKILLed once its first batch has committed."""
     script = f"""
