@@ -61,8 +61,11 @@ def _unwritable(database: Path) -> str:
         nearest = next(place for place in (where, *where.parents) if place.exists())
         if not nearest.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(nearest))
-        with tempfile.TemporaryFile(dir=nearest):
-            pass
+        try:
+            with tempfile.TemporaryFile(dir=nearest):
+                pass
+        except OSError as exc:  # name the directory, not the probe file that could not be made
+            raise OSError(exc.errno, exc.strerror, str(nearest)) from exc
         for path in (database, database.with_name(database.name + "-wal")):
             if path.exists() and not os.access(path, os.W_OK):
                 raise PermissionError(errno.EACCES, "permission denied", str(path))

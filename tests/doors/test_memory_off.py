@@ -122,6 +122,11 @@ def test_status_and_search_on_a_read_only_home_answer_in_one_sentence(kw_home):
             _one_line(done.stderr)
             assert done.stderr == (f"error: Cannot open the memory store at sqlite:///{kw_home / 'cmms' / 'cmms.db'}: "
                                    "attempt to write a readonly database.\n")
+        doctor = subprocess.run([*as_user, sys.executable, "-m", "hermes_cmms.cli", "doctor"], capture_output=True,
+                                text=True, timeout=120, env={**os.environ, "HERMES_HOME": str(kw_home)})
+        writable = [line for line in doctor.stdout.splitlines() if "writable" in line]
+        assert writable == [f"FAIL writable: The memory store cannot be written at {kw_home / 'cmms'}: "
+                            "Permission denied. Hermes will not use cmms until this is fixed."], doctor.stdout  # the directory, not the probe file in it
     finally:
         for path in (kw_home, kw_home / "cmms", kw_home / "cmms" / "cmms.db"):
             path.chmod(0o644 if path.is_file() else 0o755)
