@@ -146,11 +146,18 @@ class MemoryService:
         """How many forgotten memories of `scope` still have vectors in the vector index: their
         removal is queued in SQL (the outbox), so it happens even if this process exits now, as
         soon as a process that writes the index (this one, the gateway, a bridge, the next
-        command that loads the index) gets to it. 0 in a keyword-only process (no vector index)."""
+        command that loads the index) gets to it. 0 in a keyword-only process where there is
+        no vector index (one made before the embedder was turned off still holds them)."""
         indexer = self.indexer
-        if indexer.ready.is_set() and indexer.embedder is None and indexer.error is None:
-            return 0  # keyword-only by choice: there is no index to remove them from
+        if indexer.ready.is_set() and indexer.embedder is None and indexer.error is None and not self._has_index():
+            return 0  # keyword-only by choice, and no index to remove them from
         return self.store.deletes_queued(_scope(scope))
+
+    def _has_index(self) -> bool:
+        """Whether a vector index may hold this store's vectors: a Chroma server is configured,
+        or the embedded index's directory holds anything."""
+        path = self.settings.chroma_path
+        return bool(self.settings.chroma_url) or (path.is_dir() and any(path.iterdir()))
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -94,7 +94,7 @@ def cmd_forget(args) -> int:
     if pending:
         print(f"The vectors of {pending} forgotten memor{'y' if pending == 1 else 'ies'} of scope {args.scope!r} are "
               "still queued for removal from the vector index: the next hermes-cmms process that writes the index "
-              "(the Hermes gateway, an MCP bridge, the next forget) removes them.", file=sys.stderr)
+              "(the Hermes gateway, an MCP bridge, the next forget, with the embedder on) removes them.", file=sys.stderr)
         return PENDING_EXIT
     return 0
 

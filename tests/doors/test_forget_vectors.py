@@ -65,7 +65,7 @@ def test_a_forget_says_when_its_vectors_are_still_queued_and_the_next_index_writ
         assert (ran.returncode, ran.stdout) == (4, f"Forgot 1 memory of scope {SCOPE!r}.\n"), ran
         assert ran.stderr == (f"The vectors of 1 forgotten memory of scope {SCOPE!r} are still queued for removal "
                               "from the vector index: the next hermes-cmms process that writes the index (the Hermes "
-                              "gateway, an MCP bridge, the next forget) removes them.\n")
+                              "gateway, an MCP bridge, the next forget, with the embedder on) removes them.\n")
         answer = run(_forget_over_mcp(home, ids[1]))
         assert (answer["forgotten"], answer["vectors_pending"]) == (1, 2)  # the scope's: this one and the CLI's
         hermes_side = MemoryService(settings, scheduler=False)
@@ -86,4 +86,28 @@ def test_vector_deletions_go_before_the_upserts_queued_earlier(keyword_service):
     keyword_service.forget(SCOPE, ids[0])
     assert [(row.op, row.memory_id) for row in keyword_service.store.pending(2)] == [
         ("delete", ids[0]), ("upsert", ids[0])]
-    assert keyword_service.vectors_pending(SCOPE) == 0  # no vector index here: nothing to remove from
+    # no embedded index here: nothing to remove from; a configured Chroma server may hold vectors
+    assert keyword_service.vectors_pending(SCOPE) == (1 if keyword_service.settings.chroma_url else 0)
+
+
+def test_a_keyword_only_forget_of_memories_that_have_vectors_says_the_vectors_remain(home, monkeypatch):
+    """The embedder turned off (CMMS_EMBEDDER=none) after memories were embedded: the forget
+    cannot reach the index, and says so instead of exiting 0."""
+    settings = Settings.load(home)
+    with MemoryService(settings, scheduler=False) as service:
+        ids = [service.remember(SCOPE, note) for note in NOTES]
+        assert service.indexer.drain(120) and _indexed(service, ids) == set(ids)
+    ran = cli(home, "forget", "--scope", SCOPE, "--id", ids[0], env={"CMMS_EMBEDDER": "none"})
+    assert ran.returncode == 4 and "1 forgotten memory" in ran.stderr, ran
+    with MemoryService(settings, scheduler=False) as service:  # a process with its embedder on
+        assert service.indexer.drain(60)
+        assert service.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == set(ids[1:])
+
+
+def test_a_keyword_only_store_without_an_index_has_no_vectors_pending(home):
+    if Settings.load(home).chroma_url:
+        pytest.skip("a configured Chroma server is an index this process cannot see into without its embedder")
+    ran = cli(home, "learn", "--create", "The shed key is under the mat.", env={"CMMS_EMBEDDER": "none"})
+    assert ran.returncode == 0, ran
+    ran = cli(home, "forget", "--scope", "local:default", "--all", env={"CMMS_EMBEDDER": "none"})
+    assert (ran.returncode, ran.stderr) == (0, ""), ran
