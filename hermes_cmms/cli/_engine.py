@@ -1,8 +1,7 @@
 """The engine a `hermes-cmms` command works on, opened from its --hermes-home."""
 from __future__ import annotations
 
-from ..common.config import Settings, used_by_hermes
-from ..common.errors import StoreUnavailable
+from ..common.config import Settings
 
 VECTORS_WAIT_S = 30.0  # a command that searches waits this long for the embedder and the index
 
@@ -21,28 +20,11 @@ def _service(args, vectors: bool = False, **overrides):
 
 
 def settings_for(args, **overrides) -> Settings:
-    """The command's settings, once it may open the store: a command that reads (or changes what
-    is stored) needs one there; a command that adds to it (one with a --create option) may start
-    it in a home Hermes has used, or anywhere with --create. A typo in --hermes-home or
-    $HERMES_HOME then creates nothing."""
-    from ..store.availability import store_file
+    """The command's settings, once it may open the store (store.availability.door_settings):
+    a command with a --create option may start a store, the others need one there."""
+    from ..store.availability import door_settings
 
-    settings = Settings.load(args.hermes_home, **overrides)
-    where = store_file(settings)  # None: a database server's, which is there once named
-    create = getattr(args, "create", None)  # None: the command has no --create
-    if where is None or where.exists() or create:
-        return settings
-    hermes_ran = used_by_hermes(settings.home)
-    if create is None and hermes_ran:  # the right home, before its first chat (as doctor says)
-        raise StoreUnavailable(f"No cmms store at {where} yet: Hermes makes it at its first chat with cmms "
-                               "(nothing was created).")
-    if create is None:
-        raise StoreUnavailable(f"No cmms store at {where}; check --hermes-home or $HERMES_HOME "
-                               "(nothing was created).")
-    if not hermes_ran:
-        raise StoreUnavailable(f"No cmms store at {where}, and {settings.home} is not a Hermes home; check "
-                               "--hermes-home or $HERMES_HOME, or pass --create to start a new store there.")
-    return settings
+    return door_settings(args.hermes_home, getattr(args, "create", None), **overrides)
 
 
 def may_create(parser) -> None:

@@ -10,7 +10,8 @@ from typing import Optional
 
 from sqlalchemy.engine import make_url
 
-from ..common.config import Settings
+from ..common.config import Settings, used_by_hermes
+from ..common.errors import StoreUnavailable
 
 
 def store_file(settings: Settings) -> Optional[Path]:
@@ -72,3 +73,25 @@ def _unwritable(database: Path) -> str:
     except OSError as exc:
         return f"The memory store cannot be written at {exc.filename or where}: {exc.strerror or exc}."
     return ""
+
+
+def door_settings(home, create: Optional[bool], **overrides) -> Settings:
+    """A door's settings for `home`, once it may open the store there. A door that only reads
+    (or changes what is stored) has `create` None and needs a store there; one that adds to it
+    may start one in a home Hermes has used (`create` False), or anywhere (`create` True). A
+    typo in --hermes-home or $HERMES_HOME then creates nothing; StoreUnavailable says why."""
+    settings = Settings.load(home, **overrides)
+    where = store_file(settings)  # None: a database server's, which is there once named
+    if where is None or where.exists() or create:
+        return settings
+    hermes_ran = used_by_hermes(settings.home)
+    if create is None and hermes_ran:  # the right home, before its first chat (as doctor says)
+        raise StoreUnavailable(f"No cmms store at {where} yet: Hermes makes it at its first chat with cmms "
+                               "(nothing was created).")
+    if create is None:
+        raise StoreUnavailable(f"No cmms store at {where}; check --hermes-home or $HERMES_HOME "
+                               "(nothing was created).")
+    if not hermes_ran:
+        raise StoreUnavailable(f"No cmms store at {where}, and {settings.home} is not a Hermes home; check "
+                               "--hermes-home or $HERMES_HOME, or pass --create to start a new store there.")
+    return settings

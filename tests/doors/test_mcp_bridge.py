@@ -569,6 +569,12 @@ def test_the_readme_dev_server_recipe_runs_under_the_sdks_own_loader(home, tmp_p
     assert found.returncode == 0, found.stderr[-2000:]
     assert not (home / "cmms").exists()  # finding the file opens no store
     mcp_cli = str(Path(sys.executable).with_name("mcp"))
+    typo = tmp_path / "hermes-hoem"
+    refused = subprocess.run([mcp_cli, "run", found.stdout.strip()], cwd=cwd, capture_output=True, text=True,
+                             timeout=60, env={**env, "HERMES_HOME": str(typo)}, stdin=subprocess.DEVNULL)
+    assert refused.returncode == 1 and not typo.exists(), refused  # a typo'd home: nothing created
+    assert refused.stderr.strip().splitlines()[-1].startswith(f"error: No cmms store at {typo / 'cmms'}"), refused
+    (home / "config.yaml").touch()  # a home Hermes has used: the dev server may start its store
 
     async def go():
         async with stdio_bridge(home, env=env, cwd=cwd, command=[mcp_cli, "run", found.stdout.strip()]) as b:
