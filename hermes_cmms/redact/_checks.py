@@ -6,6 +6,7 @@ import binascii
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 
 # The last part of a key name that says its value is a secret (DB_PASSWORD, twilioAuthToken, ...).
 SECRET_WORDS = frozenset({
@@ -30,8 +31,12 @@ NOT_SECRETS = frozenset({
     "reset", "expired", "invalid", "missing", "hidden", "redacted", "same", "please", "ask",
     "use", "check", "never", "only", "must", "should", "will", "can", "it", "this", "that", "my",
     "your", "our", "their", "its", "in", "on", "at", "for", "from", "to", "of", "and", "or"})
+# A value this long is never a dotted name of code nor (however it is padded) a word of talk: so
+# the generic key-value rule decides on a value's first LONG characters and reads no further.
+LONG = 200
 
 
+@lru_cache(maxsize=4096)  # a text repeats its keys; the generic rule asks about each one
 def secret_key(name: str) -> bool:
     """Whether a key name (any case style, any prefix) names a secret value."""
     parts = [p.lower() for p in _PARTS.findall(name)]
@@ -44,8 +49,8 @@ def secret_key(name: str) -> bool:
 
 def talk(value: str) -> bool:
     """Whether a value after "key:" starts like a sentence about the key rather than a secret."""
-    first = value.split(None, 1)[0].strip(".,;:!?)(").lower() if value.strip() else ""
-    return first in NOT_SECRETS
+    first = value.split(None, 1)[0] if value.strip() else ""
+    return bare_word(first)
 
 
 # Values that are code or a placeholder, not a secret: `secret = None`, `def f(password: str)`.
@@ -67,12 +72,12 @@ def code(text: str, start: int, end: int) -> bool:
     if found is None:
         return False
     after = found.end()
-    return (after >= end and "." in found.group()) or (after < len(text) and text[after] in "([")
+    return (end <= after < start + LONG and "." in found.group()) or (after < len(text) and text[after] in "([")
 
 
 def bare_word(value: str) -> bool:
     """A whole value that is one word of talk (`?token=expired`, `secret=none`)."""
-    return value.strip(".,;:!?)(").lower() in NOT_SECRETS
+    return len(value) < LONG and value.strip(".,;:!?)(").lower() in NOT_SECRETS
 
 
 def entropy(text: str) -> float:

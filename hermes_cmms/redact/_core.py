@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from typing import Optional
 
 from ._rules import RULES, Rule, key_of
 
 MARKER = "[REDACTED:"
+_LONGEST_MARKER = len(MARKER) + max(len(rule.label) for rule in RULES) + 14  # ":" + 12-digit digest + "]"
 _SHORT = 64  # clean strings up to this length are remembered, so audit words cost one lookup
 _clean: set[str] = set()
 
@@ -30,7 +32,7 @@ def _redacted(text: str, keyed: bool) -> str:
     lowered, out = text.lower(), text
     for rule in RULES:
         if (not rule.keywords and rule.precheck is None) or rule.wanted(text, lowered):
-            out = _scan(rule, out, keyed, _starts(rule, out)) if rule.overlapping or rule.anchors \
+            out = _scan(rule, out, keyed, _starts(rule, out)) if rule.overlapping or rule.anchors or rule.starts \
                 else rule.pattern.sub(lambda m, rule=rule: _masked(m, rule, keyed) or m.group(0), out)
     if out == text and len(text) <= _SHORT:
         if len(_clean) > 4096:
@@ -49,6 +51,9 @@ def _scan(rule: Rule, text: str, keyed: bool, starts: Optional[list[int]]) -> st
         if masked is None:
             pos = match.start() + 1
             continue
+        if rule.whole is not None:  # the value was read up to a cap: the mask covers all of it
+            match = rule.whole.match(text, match.start())
+            masked = _masked(match, rule, keyed)
         pieces += [text[last:match.start()], masked]
         last = pos = match.end()
     return "".join(pieces) + text[last:] if pieces else text
@@ -57,15 +62,18 @@ def _scan(rule: Rule, text: str, keyed: bool, starts: Optional[list[int]]) -> st
 def _next(rule: Rule, text: str, pos: int, starts: Optional[list[int]]) -> Optional[re.Match]:
     if starts is None:
         return rule.pattern.search(text, pos)
-    for start in starts:
-        if start >= pos and (match := rule.pattern.match(text, start)) is not None:
+    for at in range(bisect_left(starts, pos), len(starts)):
+        if (match := rule.pattern.match(text, starts[at])) is not None:
             return match
     return None
 
 
 def _starts(rule: Rule, text: str) -> Optional[list[int]]:
-    """Where the rule's anchor words start in `text` (None: try everywhere). A text whose
-    lower-case form has another length (a few non-ASCII letters) is searched everywhere."""
+    """Where the rule is tried in `text`: its `starts`, or where its anchor words start (None: try
+    everywhere). A text whose lower-case form has another length (a few non-ASCII letters) is
+    searched everywhere for anchor words."""
+    if rule.starts is not None:
+        return rule.starts(text)
     if not rule.anchors:
         return None
     lowered = text.lower()
@@ -97,8 +105,8 @@ def _in_marker(match: re.Match) -> bool:
     """Whether the match starts inside a marker already made (`[REDACTED:github-token:e74d…]` is
     no `token: <value>` pair), so that redacting the output again changes nothing."""
     text, start = match.string, match.start()
-    opened = text.rfind(MARKER, 0, start)
-    return opened >= 0 and text.find("]", opened) >= start
+    opened = text.rfind(MARKER, max(0, start - _LONGEST_MARKER), start)
+    return opened >= 0 and text.find("]", opened, opened + _LONGEST_MARKER) >= start
 
 
 def _label(rule: Rule, match: re.Match) -> str:

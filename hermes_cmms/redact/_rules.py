@@ -25,6 +25,8 @@ class Rule:
     precheck: Optional[Callable[[str], bool]] = None  # a cheap look at the original text first
     overlapping: bool = False  # a refused match is tried again one character on (see redact._core._scan)
     anchors: tuple[str, ...] = ()  # lower-case words: the pattern is tried only where one starts
+    starts: Optional[Callable[[str], list[int]]] = None  # else the only positions the pattern is tried at
+    whole: Optional[re.Pattern] = None  # `pattern` with its value uncapped: what a match accepted is masked by
 
     def wanted(self, text: str, lowered: str) -> bool:
         """Whether the text may hold a match: one of the keywords is in it and the precheck passes."""
@@ -34,9 +36,9 @@ class Rule:
 
 
 def _rule(label: str, pattern: str, keywords=(), check=None, flags=0, precheck=None, overlapping=False,
-          anchors=()) -> Rule:
+          anchors=(), starts=None, whole=None) -> Rule:
     return Rule(label, re.compile(pattern, flags), tuple(keywords or anchors), check, precheck, overlapping,
-                tuple(anchors))
+                tuple(anchors), starts, whole and re.compile(whole, flags))
 
 
 def _secret(match: re.Match) -> str:
@@ -53,11 +55,15 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 
 
 def key_of(match: re.Match) -> Optional[str]:
-    """The key of a key-value match: its `key` group, or the name just before the separator
-    (past spaces and a closing quote), at most 80 characters, starting with a letter or "_"."""
+    """The key of a key-value match: its `key` group, or the name just before the separator."""
     if "key" in match.re.groupindex:
         return match.group("key")
-    text, end = match.string, match.start()
+    return key_before(match.string, match.start())
+
+
+def key_before(text: str, end: int) -> Optional[str]:
+    """The name just before text[end] (past spaces and a closing quote), at most 80 characters,
+    starting with a letter or "_"."""
     while end > 0 and text[end - 1] in " \t":
         end -= 1
     if end > 0 and text[end - 1] in "\"'":
@@ -88,8 +94,21 @@ def _keyed(match: re.Match) -> bool:
 
 def _compared(match: re.Match) -> bool:
     """`token == expected`, `password != other`, `n <= limit`: a comparison, not a value."""
-    at = match.start("sep") if "sep" in match.re.groupindex else match.start()
-    return at > 0 and match.string[at - 1] in "=!<>"
+    return _compared_at(match.string, match.start("sep") if "sep" in match.re.groupindex else match.start())
+
+
+def _compared_at(text: str, at: int) -> bool:
+    return at > 0 and text[at - 1] in "=!<>"
+
+
+_SEPS = re.compile(r"[:=]")
+
+
+def _keyed_seps(text: str) -> list[int]:
+    """Where a separator follows a key that names a secret: the only places where the generic
+    key-value rule's match can pass `_keyed`, found without reading any value."""
+    return [at for at in (m.start() for m in _SEPS.finditer(text))
+            if not _compared_at(text, at) and _checks.secret_key(key_before(text, at) or "")]
 
 
 _PIN = re.compile(r"\d{4,12}(?!\S)")
@@ -110,9 +129,11 @@ _SAID_WORDS = re.compile(r"(?:api[ _-]?key|access[ _-]?key|secret(?:[ _-]?key)?|
 
 
 def _said(match: re.Match) -> bool:
-    """A random-looking value right after a secret word ("the api key is 7Hq2...")."""
+    """A random-looking value right after a secret word ("the api key is 7Hq2..."); one of LONG
+    characters or more is taken for one whatever it looks like."""
+    secret = match.group("secret")
     return (_word_start(match) and bool(_SAID_WORDS.fullmatch(match.group("word").lower()))
-            and _checks.random_looking(match.group("secret")))
+            and (len(secret) >= _checks.LONG or _checks.random_looking(secret)))
 
 
 def _digits(text: str) -> bool:
@@ -211,16 +232,25 @@ _VENDOR = [
           ["dapi", "lin_api_", "ntn_", "secret_", "pmak-", "glc_", "glsa_", "r8_", "gsk_", "xai-", "pplx-", "sq0",
            "hrku-", "dp."], check=_T),
     _rule("api-token", r"(?<![0-9a-zA-Z])[0-9a-f]{32}-us\d{1,2}" + _E, ["-us"]),
-    _rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", check=_T),
+    # a header with no payload after it is taken and refused, so the run is not read again from each "eyJ" in it
+    _rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}+(?P<payload>\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*)?",
+          check=lambda m: bool(m.group("payload")) and _T(m)),
 ]
 
 _VALUE = r"(?:(?P<q>[\"'])(?P<secretq>[^\"'\n]+)(?P=q)|(?P<secret>[^\s\"']+))"
 
 
 def _slashed(match: re.Match) -> bool:
-    """A URL password with a slash in it, unless it is a port and a path (host:8080/a@b)."""
+    """A URL password with a slash in it, before @host, unless it is a port and a path (host:8080/a@b)."""
     secret = match.group("secret")
-    return not secret.split("/", 1)[0].isdigit() and _checks.random_looking(secret)
+    return bool(match.group("host")) and not secret.split("/", 1)[0].isdigit() and _checks.random_looking(secret)
+
+
+def _command(names: str) -> str:
+    """One of the commands `names`, then its -p flag later on the line. The text between stops
+    where one of them starts again, which is tried in its turn (so a long line of them is read
+    once, not once per command), and finds the same -p."""
+    return rf"(?:{names})(?:(?!{names})[^\n])*?[ \t]-p"
 
 
 _WEB = [
@@ -234,15 +264,17 @@ _WEB = [
     _rule("auth-header", r"(?:[Pp]roxy-)?[Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?"
                          r"(?:(?i:bearer|basic|token|digest|apikey|key|sso-key|gitlab-token|dsn)\s+)?"
                          r"(?P<secret>[A-Za-z0-9_\-.=~+/:]{8,})", ["authorization"], _W),
-    _rule("cli-password", r"-(?:u|-user|-proxy-user|a|-auth)[\s=]+[\"']?[^\s:\"']*:(?P<secret>[^\s\"']+)", check=_flag),
+    # a flag is tried only where one can start (not again from each "-u" in a run of them)
+    _rule("cli-password", r"-(?<!\S-)(?:u|-user|-proxy-user|a|-auth)[\s=]+[\"']?[^\s:\"']*:(?P<secret>[^\s\"']+)"),
     _rule("cli-password", r"--(?:password|passwd|pass|token|secret|api-key)[\s=]+[\"']?(?P<secret>[^\s\"']+)",
           check=_flag),
     _rule("url-password", r"://(?<=[A-Za-z0-9+.\-]://)[^\s/:@]*:(?P<secret>[^\s/@]+(?:@[^\s/@]+)*)@"),
-    _rule("url-password", r"://(?<=[A-Za-z0-9+.\-]://)[^\s/:@]*:(?P<secret>[^\s/:@]*/[^\s@]*?)@[\w.\-]+(?=[:/?#\s]|\Z)",
-          check=_slashed),
-    _rule("cli-password", r"(?:sshpass|docker[ \t]+login|podman[ \t]+login|helm[ \t]+registry[ \t]+login)"
-                          r"[^\n]*?[ \t]-p[ \t]*" + _VALUE, ["sshpass", "docker", "podman", "helm"]),
-    _rule("cli-password", r"(?:mysql|mariadb|mysqldump|mysqladmin)[^\n]*?[ \t]-p" + _VALUE, ["mysql", "mariadb"]),
+    # (one with no @host after it is taken and refused, so the run is not read again from each "://" in it)
+    _rule("url-password", r"://(?<=[A-Za-z0-9+.\-]://)[^\s/:@]*:(?P<secret>[^\s/:@]*/[^\s@]*+)"
+                          r"(?P<host>@[\w.\-]+(?=[:/?#\s]|\Z))?", check=_slashed),
+    _rule("cli-password", _command(r"sshpass|docker[ \t]+login|podman[ \t]+login|helm[ \t]+registry[ \t]+login")
+          + r"[ \t]*" + _VALUE, ["sshpass", "docker", "podman", "helm"]),
+    _rule("cli-password", _command(r"mysql|mariadb") + _VALUE, ["mysql", "mariadb"]),
     _rule("password", r"machine[ \t\n]+\S+[ \t\n]+(?:(?:login|account)[ \t\n]+\S+[ \t\n]+)*password[ \t\n]+"
                       r"(?P<secret>\S+)", ["machine"]),
     _rule("url-token", r"://(?<=[A-Za-z0-9+.\-]://)(?P<secret>[A-Za-z0-9_\-.~%]{16,})@", check=_random),
@@ -265,14 +297,18 @@ def _pgpass_host(match: re.Match) -> bool:
 
 
 _LINE = (r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?" + _KEY + r"[\"']?[ \t]*(?P<sep>:=|=>|=|:)(?!=)[ \t]*"
-         r"(?P<secret>[^\s\"'`#][^\n]*?)(?=[ \t]+#|[ \t]*(?:\n|\Z))")
+         r"(?P<secret>[^\s\"'`#](?:[^ \t\n]|[ \t]++(?=[^ \t\n#]))*+)")  # up to " #" or spaces ending the line
+# a key-value pair anywhere; its value is read (and checked) up to LONG characters, then masked whole
+_INLINE = (r"(?P<sep>:=|=>|=|:)(?!=)[ \t]*(?:(?P<q>[\"'`])(?P<secretq>[^\"'`\n]+)(?P=q)"
+           r"|(?P<secret>[^\s,;\"'`<>()\[\]{}]%s))")
 _CONFIG = [  # a key at the start of a line (.env, YAML, INI) owns the rest of the line; elsewhere one value
     _rule("secret", r"\A" + _LINE, check=_keyed),
     _rule("secret", r"\n" + _LINE, check=_keyed),
-    _rule("secret", r"(?P<sep>:=|=>|=|:)(?!=)[ \t]*(?:(?P<q>[\"'`])(?P<secretq>[^\"'`\n]+)(?P=q)"
-                    r"|(?P<secret>[^\s,;\"'`<>()\[\]{}]+))", check=_keyed, overlapping=True),
-    _rule("secret", _KEY + r"(?P<sep>(?:\t|\\t)+)(?P<secret>[^\s\"'`\\]+)", ["\t", "\\t"],  # also JSON's "\t"
-          _all(_W, _keyed, _random)),
+    _rule("secret", _INLINE % f"{{1,{_checks.LONG}}}", check=_keyed, overlapping=True, starts=_keyed_seps,
+          whole=_INLINE % "+"),
+    # a key at a word's start (not tried again from each letter of a long word), a tab (also JSON's "\t")
+    _rule("secret", r"(?<!\w)" + _KEY + r"(?P<sep>(?:\t|\\t)+)(?P<secret>[^\s\"'`\\]+)", ["\t", "\\t"],
+          _all(_keyed, _random)),
     _rule("password", r"(?i:passwort|kennwort|mot de passe|contrase(?:ñ|n)a|senha|wachtwoord|has(?:ł|l)o|l(?:ö|o)senord"
                       r"|passord|adgangskode|salasana|пароль)[ \t]*[:=][ \t]*(?P<secret>[^\s\"'`]+)",
           check=lambda m: not _checks.talk(m.group("secret")),
@@ -296,16 +332,18 @@ NOT_A_PASSWORD = (
     "in", "on", "at", "for", "from", "my", "your", "his", "her", "their", "our", "this", "that",
     "it", "what", "which", "there", "here", "below", "above")
 
+# a random-looking value right after a secret word, read (and checked) up to LONG characters, then masked whole
+_SAID_VALUE = (r"(?P<word>[AaSsTtCcPp](?i:pi[ _-]?key|ccess[ _-]?key|ecret(?:[ _-]?key)?|oken|redential"
+               r"|rivate[ _-]?key|uth[ _-]?token|lient[ _-]?secret)(?i:s)?)"
+               r"[ \t]*+(?:(?:is|was|:|=|-|,)[ \t]*+)?[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]%s={0,2})")
 _SAID = [
     _rule("password", r"[Pp](?i:ass(?:word|phrase|code)|in)(?:\s+(?i:for|of|to|on)(?:\s+[\w.\-@']+){1,4}?)?"
-                      r"\s+(?i:is|was)\s*:?\s+"
+                      r"\s+(?i:is|was)(?:\s*+:)?\s++"
                       rf"(?!(?:{'|'.join(NOT_A_PASSWORD)})[.!?:)]*(?:[\s,;]|$))"
                       r"(?!\d+\s+(?:char|digit|letter|symbol|word|byte|long)|\d+-(?:char|digit))(?P<secret>[^\s,;]+)",
           check=_word_start, anchors=("pass", "pin")),
-    _rule("secret", r"(?P<word>[AaSsTtCcPp](?i:pi[ _-]?key|ccess[ _-]?key|ecret(?:[ _-]?key)?|oken|redential"
-                    r"|rivate[ _-]?key|uth[ _-]?token|lient[ _-]?secret)(?i:s)?)"
-                    r"[ \t]*(?:is|was|:|=|-|,)?[ \t]*[\"'`]?(?P<secret>[A-Za-z0-9+/_\-.~]{12,}={0,2})",
-          check=_said, anchors=("api", "access", "secret", "token", "credential", "private", "auth", "client")),
+    _rule("secret", _SAID_VALUE % f"{{12,{_checks.LONG}}}", check=_said, whole=_SAID_VALUE % "{12,}",
+          anchors=("api", "access", "secret", "token", "credential", "private", "auth", "client")),
     _rule("card-number", r"\d(?<![\w.\-+]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
           lambda m: _checks.card_number(m.group(0)) and _checks.card_context(m.string, m.start(), m.end()),
           precheck=_digits),

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from hermes_cmms.common.errors import InvalidInput
-from hermes_cmms.redact import redact_text
+from hermes_cmms.redact import redact_key, redact_text
 
 from db import dump, keyword_rows, on_postgres, shares_a_lexeme, sql
 
@@ -130,3 +131,68 @@ def test_ordinary_text_is_stored_unchanged(keyword_service, text):
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_passes_the_redactor_unchanged(text):
     assert redact_text(text) == text
+
+
+# Text shaped to make a rule read far from many places, each one the shape of a path that once
+# cost time growing with the square of the text's length: (before, repeated unit, after).
+HOSTILE = [
+    ("", "a:", ""),  # a separator after every key that names no secret
+    ("", "pin:", ""),  # a secret key before every refused value
+    ("", "$TOKEN:", ""),  # a secret key before every placeholder
+    ("", "a://a:/", ""),  # a URL with no @host, again and again
+    ("", "eyJ_", ""),  # a JWT header with no payload
+    ("", "-u=a", ""),
+    ("", "mysql", ""),
+    ("", "sshpass", ""),
+    ("", "secret_", ""),
+    ("", "password is ", ""),
+    ("", "a", "\t"),  # a word before a tab, read from each of its letters
+    ("password is", " ", ","),  # white space, split every way
+    ("token", " ", "!"),
+    ("\npassword: x", " ", "y"),
+]
+
+
+def _cpu_seconds(text: str) -> float:
+    """The best of three runs' CPU time of this thread (other processes do not count)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.thread_time()
+        redact_text(text)
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+@pytest.mark.parametrize("before,unit,after", HOSTILE, ids=[repr(unit) for _, unit, _ in HOSTILE])
+def test_redacting_hostile_text_costs_time_in_proportion_to_its_length(before, unit, after):
+    """Eight times the text costs about eight times the time (20 allows for noise); a cost growing
+    with the square of the length would be about 64 times."""
+    times = [_cpu_seconds(before + unit * (size // len(unit)) + after) for size in (4_000, 32_000)]
+    assert times[1] < 20 * max(times[0], 1e-4), times
+
+
+def test_a_long_value_is_masked_whole():
+    """A rule that reads a value only so far masks all of it, and the key of a redacted id tells
+    apart two long values that differ only at the end."""
+    long = "Zq8Lm2Nx7Rt4Vw9Ky3Pb6Hd5Jf1Gs0Ac" * 20
+    assert redact_text(f"db: password={long}z rest") == "db: password=[REDACTED:password] rest"
+    assert redact_text(f"the api key is {long}z, keep it") == "the api key is [REDACTED:secret], keep it"
+    assert redact_key(f"db: password={long}a") != redact_key(f"db: password={long}b")
+    # read only so far, a value of 200 characters or more is never taken for code
+    assert redact_text("db: password=" + "a." * 100 + "b rest") == "db: password=[REDACTED:password] rest"
+    assert redact_text("db: password=settings.db.password rest") == "db: password=settings.db.password rest"
+
+
+def test_a_value_inside_a_long_refused_value_is_still_found():
+    assert redact_text("pin:" + "x" * 500 + "password=hunter2") == "pin:" + "x" * 500 + "password=[REDACTED:password]"
+    assert redact_text("a:" * 5000 + "token=Zq8Lm2Nx") == "a:" * 5000 + "token=[REDACTED:secret]"
+
+
+def test_only_a_marker_as_redaction_writes_it_is_skipped():
+    """Redacting twice changes nothing, but a "[REDACTED:" typed long before a secret hides nothing
+    (a marker is a few dozen characters; looking further back for one cost time too)."""
+    token = "ghp_AbCdEf0123456789GhIjKlMnOpQrStUvWx12"
+    once = redact_text(f"push with {token}")
+    assert redact_text(once) == once == "push with [REDACTED:github-token]"
+    assert redact_text(f"[REDACTED: see below {'-' * 60} {token}]") == \
+        f"[REDACTED: see below {'-' * 60} [REDACTED:github-token]]"
