@@ -4,9 +4,10 @@ generic rules do run), on a 10 KB turn of the same talk, on a short audit word, 
 pasted secret of tests/data/secrets_corpus.json. Each figure is the best of 7 rounds of the
 thread's CPU time (so other processes on a busy machine do not inflate it); a fresh
 suffix per call keeps the clean-string memo out of it (except for the short word, which is
-what the memo is for).
+what the memo is for). With --hostile N, also the CPU seconds for N characters of each hostile
+shape below (10000000: the most a memory or a turn holds; docs/redaction.md, "Cost").
 
-    python benchmarks/redaction.py [--json OUT]
+    python benchmarks/redaction.py [--hostile N] [--json OUT]
 """
 from __future__ import annotations
 
@@ -25,6 +26,21 @@ TURN = ("Yesterday I moved the staging database to the new cluster and updated t
         "backup still runs at 02:00 UTC. I told her to check the cron on host db-2, version 2.14.3, "
         "and to ping me at +44 20 7946 0958 if the password policy blocks her login again. Also: "
         "the ferns need water on Sunday, and the key to the shed is in the blue box.")[:500]
+
+
+# Shapes that made a rule read the same stretch again from many places (see tests/engine/test_redact.py).
+HOSTILE = ["pin:", "$TOKEN:", "password:'x", "\npassword: x", "a:", "secret_"]
+
+
+def hostile_s(chars: int) -> dict:
+    """CPU seconds to redact `chars` characters of each hostile shape."""
+    figures = {}
+    for unit in HOSTILE:
+        text = unit * (chars // len(unit))
+        start = time.thread_time()
+        redact_text(text)
+        figures[unit] = round(time.thread_time() - start, 2)
+    return figures
 
 
 def per_call_us(texts: list[str], rounds: int = 7) -> float:
@@ -49,9 +65,12 @@ def measure() -> dict:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hostile", type=int, metavar="N", help="Also time N characters of each hostile shape.")
     parser.add_argument("--json", help="Also write the figures to this file.")
     args = parser.parse_args(argv)
     figures = measure()
+    if args.hostile:
+        figures["hostile_s"] = hostile_s(args.hostile)
     print(json.dumps(figures, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))

@@ -147,9 +147,11 @@ def test_knowledge_benchmark_reports_every_part(tmp_path):
 
 
 def test_redaction_benchmark_reports_every_figure(tmp_path):
-    _, figures = run_benchmark(tmp_path, "redaction.py")
+    _, figures = run_benchmark(tmp_path, "redaction.py", "--hostile", "20000")
+    hostile = figures.pop("hostile_s")
     assert set(figures) == {"turn_500_chars_us", "turn_10kb_us", "short_word_us", "corpus_entry_us", "corpus_entries"}
     assert figures["corpus_entries"] >= 60 and all(v > 0 for v in figures.values())
+    assert "pin:" in hostile and all(0 <= seconds < 10 for seconds in hostile.values())
 
 
 @stores
