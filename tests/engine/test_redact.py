@@ -145,7 +145,7 @@ HOSTILE = [
     ("", "mysql", ""),
     ("", "sshpass", ""),
     ("", "secret_", ""),
-    ("", "password is ", ""),
+    ("", "pin is 1 ", ""),  # many anchor words, each one masked
     ("", "a", "\t"),  # a word before a tab, read from each of its letters
     ("password is", " ", ","),  # white space, split every way
     ("token", " ", "!"),
@@ -163,11 +163,11 @@ def _cpu_seconds(text: str) -> float:
     return best
 
 
-@pytest.mark.parametrize("before,unit,after", HOSTILE, ids=[repr(unit) for _, unit, _ in HOSTILE])
+@pytest.mark.parametrize("before,unit,after", HOSTILE, ids=[repr(before + unit) for before, unit, _ in HOSTILE])
 def test_redacting_hostile_text_costs_time_in_proportion_to_its_length(before, unit, after):
     """Eight times the text costs about eight times the time (20 allows for noise); a cost growing
     with the square of the length would be about 64 times."""
-    times = [_cpu_seconds(before + unit * (size // len(unit)) + after) for size in (4_000, 32_000)]
+    times = [_cpu_seconds(before + unit * (size // len(unit)) + after) for size in (8_000, 64_000)]
     assert times[1] < 20 * max(times[0], 1e-4), times
 
 
@@ -184,6 +184,8 @@ def test_a_long_value_is_masked_whole():
 
 
 def test_a_value_inside_a_long_refused_value_is_still_found():
+    """The generic rule skips separators whose key names no secret, and reads a refused value only
+    so far, yet still finds a pair inside it."""
     assert redact_text("pin:" + "x" * 500 + "password=hunter2") == "pin:" + "x" * 500 + "password=[REDACTED:password]"
     assert redact_text("a:" * 5000 + "token=Zq8Lm2Nx") == "a:" * 5000 + "token=[REDACTED:secret]"
 
