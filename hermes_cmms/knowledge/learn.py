@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import beliefs
 from ..common.errors import CmmsError, InvalidInput
-from .extract import Item
+from .extract import Item, replaced
 from .extractors import run_extractors
 from ..common.text import clean
 from ..recall.shape import fact_response, iso, receipt_response
@@ -92,10 +92,11 @@ def _store(engine: "Engine", scope: str, item: Item, sources: list[str], receipt
                                    source=receipt, learned_from=cited)
         return {"id": result["id"], "kind": "belief", "text": result["belief"]["text"],
                 "reinforced": result["action"] == "reinforced", "parts": parts, "belief": result["belief"]}
-    fact = (parts["subject"], parts["predicate"], parts["object"]) if item.kind == "fact" else None
+    fact = (parts["subject"], parts["predicate"], parts["object"]) \
+        if item.kind == "fact" and not parts.get("ended") else None  # (an ended fact holds no value now)
     stored = store_note(engine, scope, item.text, kind=item.kind, tier="semantic", source=receipt,
                         session_id=session_id, fact=fact, detail=None if fact else parts,
-                        learned_from=sources, judge=False)
+                        learned_from=sources, replaces=replaced(item), judge=False)
     return {"id": stored.id, "kind": item.kind, "text": stored.content, "reinforced": stored.reinforced,
             "parts": parts}
 

@@ -84,13 +84,22 @@ def _block(memory: Memory) -> tuple[str, str]:
     return _day(memory.created_at), memory.session_id or f"~{memory.kind}"
 
 
-def _line(memory: Memory, query_terms: Sequence[str], cap: int) -> str:
-    """`- <label>[ (via <receipt>)]: <snippet>`: every line of a memory starts with LINE_PREFIX
-    and a label of our charset, so no stored text begins a line of the block (nor, as the label
-    and receipt hold no bracket, finishes a tag the snippet begins)."""
+def _replacements(hits: Sequence[Hit]) -> set[str]:
+    """Ids of the memories that replaced another memory among the hits (a changed fact or
+    preference, an updated note): what is true now of something that was once otherwise."""
+    return {hit.memory.superseded_by for hit in hits if hit.memory.superseded_by and hit.memory.tier != "episodic"}
+
+
+def _line(memory: Memory, query_terms: Sequence[str], cap: int, current: bool = False) -> str:
+    """`- <label>[ (now|earlier)][ (via <receipt>)]: <snippet>`: every line of a memory starts
+    with LINE_PREFIX and a label of our charset, so no stored text begins a line of the block
+    (nor, as the label and receipt hold no bracket, finishes a tag the snippet begins). A
+    superseded knowledge memory reads `(earlier)`; the one that replaced it, `(now)` (`current`)."""
     label = fence.label(memory.role or memory.kind)
     if memory.superseded_by and memory.tier != "episodic":
-        label += " (superseded)"
+        label += " (earlier)"
+    elif current:
+        label += " (now)"
     via = f" (via {fence.receipt(memory.source)})" if memory.source and not memory.session_id else ""
     return f"{LINE_PREFIX}{label}{via}: {snippet(memory, query_terms, cap)}"
 
@@ -100,13 +109,14 @@ def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
     """Pack the best hits into `budget_tokens`, oldest first: one `## <date>` heading a day,
     each conversation of that day a paragraph of its own (sessions are told apart by the blank
     line between them; tools give their ids), each memory one `- <label>: <text>` line of
-    inert data (see _line).
+    inert data (see _line), a changed fact marked `(now)` beside its `(earlier)` value.
 
     Hits whose id is in `seen` (already injected into this conversation) are skipped, as are
     repeats of a text already packed; the ids packed now are added to `seen`.
     """
     query_terms = terms(query)
     cap = item_cap(budget_tokens)
+    replacements = _replacements(hits)
     used = tokens.count(HEADER) + 1
     blocks: dict[tuple[str, str], list[tuple[Memory, str]]] = {}
     days: set[str] = set()
@@ -116,7 +126,7 @@ def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
         if (seen and memory.id in seen) or memory.content_hash in texts:
             continue
         key = _block(memory)
-        line = _line(memory, query_terms, cap)
+        line = _line(memory, query_terms, cap, memory.id in replacements)
         cost = tokens.count(line) + 1
         if key not in blocks:  # a heading for a new day, else a blank line before the paragraph
             cost += 1 if key[0] in days else tokens.count(f"## {key[0]}") + 1

@@ -41,7 +41,7 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                tags: Sequence[str] = (), source: str = "", session_id: Optional[str] = None,
                confidence: Optional[float] = None, ttl_seconds: Optional[float] = None,
                fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
-               learned_from: Sequence[str] = (), supersedes: Sequence[str] = (),
+               learned_from: Sequence[str] = (), supersedes: Sequence[str] = (), replaces: Sequence[str] = (),
                duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True,
                belief: Optional[dict] = None, evidence: Sequence[dict] = ()) -> NewMemory:
     """Store one explicit memory; return it with its id and whether it reinforced one
@@ -56,7 +56,8 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                      tags=tags, source=source, session_id=session_id,
                      confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
                      detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
-                     duplicate_of=duplicate_of, dedup=dedup, belief=belief, evidence=tuple(evidence))
+                     replaces=tuple(replaces), duplicate_of=duplicate_of, dedup=dedup, belief=belief,
+                     evidence=tuple(evidence))
     _retain(engine, scope, session_id, [item], turn_of=None, judge=judge)
     return item
 
@@ -119,6 +120,7 @@ def _admit(pm, item: NewMemory, scope: str) -> None:
     item.content = run_redactors(pm, text, scope)
     item.tags = tuple(run_redactors(pm, clean(str(tag)), scope) for tag in item.tags)
     item.source = run_redactors(pm, clean(item.source), scope)  # receipts can carry secrets too
+    item.replaces = tuple(run_redactors(pm, clean(text), scope) for text in item.replaces)  # as stored
     if item.detail:
         item.detail = _redacted(pm, item.detail, scope)
     item.redacted = pm.has_plugin("hermes_cmms.redact")  # else the store runs it

@@ -22,6 +22,7 @@ class NewMemory:
     fact: Optional[tuple[str, str, str]] = None  # (subject, predicate, object)
     dedup: bool = True  # the same text already live in the scope (and tier) is reinforced instead
     supersedes: Sequence[str] = ()  # ids of older memories this one replaces (kept, marked)
+    replaces: Sequence[str] = ()  # texts of the scope's current memories of its kind and tier it replaces
     duplicate_of: Optional[str] = None  # a memory this one repeats: reinforce it, insert nothing
     detail: Optional[dict] = None  # the structured parts of a learned item (decision, skill, ...)
     learned_from: Sequence[str] = ()  # ids of the memories (turns, texts) it was learned from

@@ -216,9 +216,10 @@ class Store(LifecycleRows, ForgetAll):
         An item whose text is already live in its scope and tier is not inserted: the existing
         memory is reinforced (counter, confidence, receipt) and its id returned. A new fact
         supersedes the scope's live facts with the same subject and predicate and another
-        object, unless it holds an UNDECODABLE character; `item.supersedes` names further
-        memories it replaces. With `turn_of=(scope, session_id)` the session's turn counter
-        advances by one and the items are stamped with that turn number.
+        object, and an item with `replaces` the scope's current memories of its kind and tier
+        with one of those texts, unless either holds an UNDECODABLE character; `item.supersedes`
+        names further memories it replaces. With `turn_of=(scope, session_id)` the session's
+        turn counter advances by one and the items are stamped with that turn number.
         """
         now = time.time()
         with self.writing() as conn:
@@ -250,6 +251,8 @@ class Store(LifecycleRows, ForgetAll):
                 continue
             if item.fact and UNDECODABLE not in "".join(item.fact):  # an undecodable fact replaces none
                 item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
+            if item.replaces and UNDECODABLE not in item.content + "".join(item.replaces):
+                item.supersedes = [*item.supersedes, *self._replaced(conn, item, now)]
             item.id = row["id"]
             fresh.append((item, row))
             events.append(_event(now, "retain" if turn_of else "remember", row["source"], row["scope"],
@@ -327,6 +330,13 @@ class Store(LifecycleRows, ForgetAll):
                 Fact.scope == item.scope, Fact.subject_key == keys["subject_key"],
                 Fact.predicate_key == keys["predicate_key"], Fact.object_key != keys["object_key"],
                 Memory.superseded_by.is_(None))).scalars())
+
+    @staticmethod
+    def _replaced(conn: Connection, item: NewMemory, now: float) -> list[str]:
+        """The scope's current memories of the item's kind and tier whose text is one it replaces."""
+        hashes = list({content_hash(text) for text in item.replaces})
+        return [hit.id for hit in conn.execute(_SAME_TEXTS, {"scope": item.scope, "now": now, "hashes": hashes})
+                if (hit.tier, hit.kind) == (item.tier, item.kind)]
 
     @staticmethod
     def _reinforce(conn: Connection, memory: Memory, duplicate: dict, now: float) -> list[dict]:

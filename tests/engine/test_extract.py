@@ -45,7 +45,7 @@ def found(text: str, role: str = "user") -> list[tuple[str, str]]:
     ("my name's José and I work at Klarna as a data engineer",
      [("fact", "user's name is José"), ("fact", "user works at Klarna")]),
     ("I have a dog named Biscuit.", [("fact", "user has dog Biscuit")]),
-    ("I moved to Berlin in 2019.", [("fact", "user moved to Berlin")]),
+    ("I moved to Berlin in 2019.", [("fact", "user lives in Berlin")]),
 ])
 def test_facts(text, expected):
     assert found(text) == expected
@@ -53,7 +53,7 @@ def test_facts(text, expected):
 
 @pytest.mark.parametrize("text", [
     "My email is dana@example.com.", "My phone number is 555 123 4567.", "My password is hunter22.",
-    "I don't live in Paris.", "I used to live in Madrid.", "I no longer work at IBM.",
+    "I don't live in Paris.", "I used to say I live in Madrid.", "I'm used to living in Madrid.",
     "He said he works at Google.", "Is Ana still at Google?", "If I move to Berlin, I'll need a bank.",
     "Monday works for me.", "I have a meeting at 3.", "My sister is Spanish.",
 ])
@@ -84,6 +84,84 @@ def test_preferences(text, expected):
 ])
 def test_no_preference(text):
     assert found(text) == []
+
+
+# -- what changed: the newer value, the one it replaces, and what is over --------------------------
+
+def parts(text: str) -> list[tuple[str, str, dict]]:
+    return [(item.kind, item.text, item.parts) for item in extract(text)]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("I moved from Berlin to Lisbon last month.", ["user lives in Lisbon"]),
+    ("I have just moved back to Porto.", ["user lives in Porto"]),
+    ("I moved to the Netherlands in 2021.", ["user lives in the Netherlands"]),
+    ("My sister Ana moved to Lisbon.", ["user has sister Ana", "Ana lives in Lisbon"]),  # not the user's home
+    ("My sister moved to Lisbon.", ["user's sister lives in Lisbon"]),
+    ("I used to live in Berlin, now I live in Lisbon.", ["user no longer lives in Berlin", "user lives in Lisbon"]),
+    ("I changed jobs and now work at Acme.", ["user works at Acme"]),
+    ("I no longer work at IBM.", ["user no longer works at IBM"]),
+    ("I don't live in Berlin anymore.", ["user no longer lives in Berlin"]),
+    ("I'm not a vegetarian any more.", ["user is no longer a vegetarian"]),
+    ("Ana doesn't work at Google anymore.", ["Ana no longer works at Google"]),
+])
+def test_a_changed_fact_gives_the_current_value_or_says_the_old_one_is_over(text, expected):
+    assert [text for kind, text, _ in parts(text)] == expected
+
+
+@pytest.mark.parametrize("text", [
+    "I moved the meeting from Monday to Friday.",  # not a move of home
+    "We moved the standup to Friday.", "I moved to a new team.", "I moved to the Berlin office.",
+    "I moved from Monday to Friday.", "I'm not used to the cold.", "I got used to living in Lisbon.",
+    "I think I no longer live in Berlin.", "If I no longer lived in Berlin, I'd miss it.",
+    "He told me he no longer works at IBM.",
+])
+def test_near_misses_of_a_change_give_nothing(text):
+    assert found(text) == []
+
+
+@pytest.mark.parametrize("text,obj,instead", [
+    ("I prefer coffee over tea now.", "coffee", "tea"),
+    ("I now prefer coffee to tea.", "coffee", "tea"),
+    ("I like coffee better than tea.", "coffee", "tea"),
+    ("I switched from tea to coffee.", "coffee", "tea"),
+    ("I've switched from Vim to Neovim.", "Neovim", "Vim"),
+])
+def test_a_preference_over_another_names_what_it_replaces(text, obj, instead):
+    [(kind, rendered, found_parts)] = parts(text)
+    assert (kind, rendered) == ("preference", f"user likes {obj}")
+    assert found_parts == {"subject": "user", "object": obj, "polarity": 1, "instead": instead}
+
+
+@pytest.mark.parametrize("text", ["I love walking over bridges.", "I love going to Paris.",
+                                  "I love tea more than anything.", "I hate coffee more than tea."])
+def test_a_comparison_that_is_not_a_preference_over_something_replaces_nothing(text):
+    [item] = extract(text)
+    assert "instead" not in item.parts
+
+
+@pytest.mark.parametrize("text,rendered", [
+    ("I don't like tea anymore.", "user no longer likes tea"),
+    ("I no longer enjoy running.", "user no longer likes running"),
+    ("I used to hate olives.", "user no longer dislikes olives"),
+])
+def test_a_preference_that_is_over_is_ended(text, rendered):
+    [(kind, text_found, found_parts)] = parts(text)
+    assert (kind, text_found, found_parts["ended"]) == ("preference", rendered, True)
+
+
+def test_what_a_learned_item_replaces():
+    from hermes_cmms.extract import replaced
+
+    [coffee] = extract("I prefer coffee over tea now.")
+    assert replaced(coffee) == ["user no longer likes coffee", "user dislikes coffee", "user no longer dislikes coffee",
+                                "user likes tea"]
+    [lisbon] = extract("I live in Lisbon.")
+    assert replaced(lisbon) == ["user no longer lives in Lisbon"]
+    [over] = extract("I used to live in Berlin.")
+    assert replaced(over) == ["user lives in Berlin"]
+    [decision] = extract("We decided to use Postgres.")
+    assert replaced(decision) == []
 
 
 def test_whole_words_only_like_fires_but_unlikely_and_dislikeable_do_not():

@@ -181,15 +181,15 @@ def test_a_new_fact_supersedes_the_old_one_and_search_prefers_it(service):
     assert found.index(new) < found.index(old)  # both found, the current one first
 
 
-def test_recall_labels_the_superseded_fact_and_ranks_the_current_one(service):
+def test_recall_labels_the_superseded_fact_earlier_and_ranks_the_current_one_now(service):
     old = service.remember_fact(SCOPE, "user", "lives_in", "Lisbon")
     new = service.remember_fact(SCOPE, "user", "lives_in", "Porto")
     assert service.indexer.drain(60)
     hits = service.search(SCOPE, "where does the user live")
     assert _ids(hits)[:2] == [new, old] and hits[0].score > hits[1].score
     lines = service.recall(SCOPE, "where does the user live").splitlines()
-    assert [line for line in lines if "Lisbon" in line] == ["- fact (superseded): user lives_in Lisbon"]
-    assert [line for line in lines if "Porto" in line] == ["- fact: user lives_in Porto"]
+    assert [line for line in lines if "Lisbon" in line] == ["- fact (earlier): user lives_in Lisbon"]
+    assert [line for line in lines if "Porto" in line] == ["- fact (now): user lives_in Porto"]
 
 
 def test_a_close_but_different_note_supersedes_the_older_one(service):
@@ -207,8 +207,8 @@ def test_a_close_but_different_note_supersedes_the_older_one(service):
     found = _ids(service.search(SCOPE, "which floor of the Baker building is the office on"))
     assert found.index(new.id) < found.index(old.id)
     lines = service.recall(SCOPE, "which floor of the Baker building is the office on").splitlines()
-    assert [line for line in lines if "fourth" in line] == [f"- note (superseded): {old_text}"]
-    assert [line for line in lines if "sixth" in line] == [f"- note: {new_text}"]
+    assert [line for line in lines if "fourth" in line] == [f"- note (earlier): {old_text}"]
+    assert [line for line in lines if "sixth" in line] == [f"- note (now): {new_text}"]
 
 
 def test_a_near_identical_note_with_another_detail_is_an_update_not_a_repeat(service):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from ._facts import RELATIONS
 from ._message import MAX_SENTENCE_CHARS, MAX_TEXT_CHARS, ROLES, extract
 from ._objects import MAX_OBJECT_WORDS
-from ._shapes import ATTRIBUTES, KINDS, Item, make_item, negate
+from ._shapes import ATTRIBUTES, KINDS, Item, make_item, negate, replaced
 from ._text import SECRETISH, expand
 
 __all__ = ["ATTRIBUTES", "KINDS", "MAX_OBJECT_WORDS", "MAX_SENTENCE_CHARS", "MAX_TEXT_CHARS", "RELATIONS", "ROLES",
-           "SECRETISH", "Item", "expand", "extract", "make_item", "negate"]
+           "SECRETISH", "Item", "expand", "extract", "make_item", "negate", "replaced"]

@@ -26,6 +26,13 @@ RELATIONS = (r"sister|brother|mother|mom|mum|father|dad|wife|husband|partner|boy
              r"|co-founder")
 _RELATION = rf"(?P<rel>(?:(?:older|younger|little|big|baby|eldest|oldest|youngest|twin|best|new)\s+)?(?:{RELATIONS}))"
 
+_MOVED_FROM = r"(?:\s+(?:back|away|over|here|there))?(?:\s+from\s+(?-i:[A-Z])[^,;]{0,60}?)?"
+# A move is to where one lives now ("moved from Berlin to Lisbon": lives in Lisbon): a place named
+# with a capital, not a day, a month or a workplace ("moved the meeting to Friday", "to a new team").
+_NOT_A_PLACE = re.compile(r"\b(?:team|job|role|company|department|position|project|office|desk|floor|meeting"
+                          r"|room|server|branch|shift|slot|channel|version|account|plan|section|group|class)\b", _I)
+_MOVED = {"moved to": "lives in"}
+
 # (first-person verb forms, third-person forms, predicate, prepositions or "" for a direct object,
 #  whether the object must look like a name, number or determined noun phrase)
 _VERBS = (
@@ -37,7 +44,8 @@ _VERBS = (
     (r"teach|am\s+teaching", r"teaches|is\s+teaching", "teaches", "at|in", True),
     (r"grew\s+up", r"grew\s+up", "grew up", "in|on|near", False),
     (r"was\s+born", r"was\s+born", "was born", "in|on", False),
-    (r"(?:have\s+)?(?:just\s+|recently\s+)?moved", r"(?:has\s+)?(?:just\s+|recently\s+)?moved", "moved", "to", False),
+    (rf"(?:have\s+)?(?:just\s+|recently\s+)?moved{_MOVED_FROM}",
+     rf"(?:has\s+)?(?:just\s+|recently\s+)?moved{_MOVED_FROM}", "moved", "to", True),
     (r"am|come", r"is|comes", "is", "from", True),
     (r"am\s+based", r"is\s+based", "is based", r"in|at|out\s+of", False),
     (r"graduated", r"graduated", "graduated", "from", True),
@@ -88,11 +96,16 @@ _IS_MY = re.compile(rf"^{_NAME}\s+is\s+my\s+(?P<what>[\w-]+(?:\s+[\w-]+)?)\s*[.!
 _THIRD = re.compile(rf"^{_NAME}\s+(?P<rest>.+)$", _I)
 
 
+_AND_NOW = re.compile(r"^I\s+(?:[\w'-]+\s+){1,4}?and\s+now\s+(?P<rest>.+)$", _I)
+
+
 def _facts(clause: str, role: str) -> list[Optional[Item]]:
     """The facts of one clause: about the user, a relation of theirs, or a named person."""
     if role == "user":
         if re.match(r"^I\s", clause, _I):
-            return _verb_facts("user", clause[2:], _FIRST_VERBS) or _have(clause[2:], "user")
+            now = _AND_NOW.match(clause)  # "I changed jobs and now work at Acme"
+            return (_verb_facts("user", clause[2:], _FIRST_VERBS) or _have(clause[2:], "user")
+                    or (_verb_facts("user", now.group("rest"), _FIRST_VERBS) if now else []))
         mine = _my_facts(clause)
         if mine is not None:
             return mine
@@ -130,9 +143,19 @@ def _verb_fact(subject: str, rest: str, patterns) -> Optional[tuple[Optional[Ite
         if obj is None:
             return None
         full = f"{predicate} {' '.join(prep.lower().split())}" if prep else predicate
+        if full in _MOVED and not _place(obj):
+            return None
+        full = _MOVED.get(full, full)
         after = re.match(r"^[^,;]{0,30}?\s*,?\s*\band\s+(?P<next>.+)$", found.group("rest")[end:], _I)
         return _item("fact", subject=subject, predicate=full, object=obj), after.group("next") if after else None
     return None
+
+
+def _place(obj: str) -> bool:
+    """Whether a moved-to object names a place: a capitalised word first (after an article),
+    not a day or month, nor a workplace."""
+    words = re.sub(r"^the\s+", "", obj, flags=_I).split()
+    return words[0][:1].isupper() and words[0] not in _NAME_STOP and not _NOT_A_PLACE.search(obj)
 
 
 def _have(rest: str, subject: str) -> list[Optional[Item]]:

@@ -16,7 +16,7 @@ _I = re.IGNORECASE
 
 _ADV = (r"(?:really|also|just|absolutely|totally|genuinely|actually|still|kind\s+of|kinda|sort\s+of|do|truly"
         r"|especially|particularly|usually|generally|definitely|honestly|quite|always|much|simply|personally"
-        r"|secretly|mostly|very\s+much|so|seriously)")
+        r"|secretly|mostly|very\s+much|so|seriously|now)")
 _LIKE = re.compile(rf"^I\s+(?:{_ADV}\s+)*(?:like|love|enjoy|adore|prefer|am\s+(?:{_ADV}\s+)*into"
                    r"|am\s+(?:a\s+)?(?:big\s+|huge\s+|massive\s+|great\s+|total\s+)?fan\s+of"
                    r"|am\s+(?:very\s+|really\s+)?fond\s+of"
@@ -31,16 +31,40 @@ _FAVOURITE = re.compile(r"^my\s+(?:all[-\s]time\s+|absolute\s+|very\s+)?(?P<leas
                         r"(?P<what>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:is|are)\s+(?P<object>.+)$", _I)
 _IS_FAVOURITE = re.compile(r"^(?P<object>[^\s,;][^,;]{0,40}?)\s+(?:is|are)\s+my\s+(?:all[-\s]time\s+|absolute\s+)?"
                            r"(?P<least>least\s+)?favou?rite\b(?:\s+(?P<what>[\w-]+(?:\s+[\w-]+){0,2}))?$", _I)
-_COMPARED = re.compile(r"\s+(?:over|to|rather\s+than|instead\s+of|more\s+than|better\s+than)\s+.*$", _I)
+_COMPARED = re.compile(r"\s+(?P<how>over|to|rather\s+than|instead\s+of|more\s+than|better\s+than)\s+(?P<other>.*)$", _I)
+_PREFER = re.compile(rf"^I\s+(?:{_ADV}\s+)*prefer\b", _I)
+# "I switched from tea to coffee": the new one is liked instead of the old
+_SWITCHED = re.compile(r"^I\s+(?:have\s+)?(?:just\s+|recently\s+|finally\s+|now\s+)?switched\s+"
+                       r"from\s+(?P<other>.+?)\s+to\s+(?P<object>.+)$", _I)
 
 
 def _preferences(clause: str) -> list[Optional[Item]]:
-    for pattern, polarity in ((_DISLIKE, -1), (_LIKE, 1), (_FAN, 1)):
+    for pattern, polarity in ((_DISLIKE, -1), (_LIKE, 1), (_FAN, 1), (_SWITCHED, 1)):
         found = pattern.match(clause)
         if found:
-            obj = _object(_COMPARED.sub("", re.sub(r"^to\s+", "", found.group("object"), flags=_I)))
-            return [_item("preference", subject="user", object=obj, polarity=polarity)] if obj else []
+            return _preference(clause, found, polarity)
     return _favourite(clause)
+
+
+def _preference(clause: str, found: re.Match, polarity: int) -> list[Optional[Item]]:
+    """A liked or disliked object, and what it is liked `instead` of ("prefer coffee over tea")."""
+    text = re.sub(r"^to\s+", "", found.group("object"), flags=_I)
+    compared = _COMPARED.search(text)
+    obj = _object(text[:compared.start()] if compared else text)
+    if obj is None:
+        return []
+    other = found.groupdict().get("other") or (compared and _instead(clause, compared, polarity))
+    instead = _object(other) if other else None
+    return [_item("preference", subject="user", object=obj, polarity=polarity,
+                  **({"instead": instead} if instead and instead.lower() != obj.lower() else {}))]
+
+
+def _instead(clause: str, compared: re.Match, polarity: int) -> Optional[str]:
+    """What a liking is compared against, when the comparison says it is liked less: anything after
+    "prefer X", and "rather than / instead of / more than / better than" after any liking."""
+    if polarity != 1 or (compared.group("how").lower() in ("over", "to") and not _PREFER.match(clause)):
+        return None
+    return compared.group("other")
 
 
 def _favourite(clause: str) -> list[Optional[Item]]:

@@ -56,13 +56,24 @@ def _polarity(parts: dict, kind: str) -> int:
 
 
 def _check_fact(parts: dict) -> dict:
-    return {name: _text(parts, name, "fact") for name in ("subject", "predicate", "object")}
+    return {**{name: _text(parts, name, "fact") for name in ("subject", "predicate", "object")},
+            **_ended(parts, "fact")}
 
 
 def _check_preference(parts: dict) -> dict:
     subject = _text(parts, "subject", "preference", optional=True) or "user"
-    return {"subject": subject, "object": _text(parts, "object", "preference"),
-            "polarity": _polarity(parts, "preference")}
+    checked = {"subject": subject, "object": _text(parts, "object", "preference"),
+               "polarity": _polarity(parts, "preference")}
+    instead = _text(parts, "instead", "preference", optional=True)
+    return {**checked, **({"instead": instead} if instead else {}), **_ended(parts, "preference")}
+
+
+def _ended(parts: dict, kind: str) -> dict:
+    """{"ended": True} for an item that was true and is no longer ("I used to ..."), else {}."""
+    value = parts.get("ended", False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"A {kind}'s ended must be true or false, not {value!r}.")
+    return {"ended": True} if value else {}
 
 
 def _check_decision(parts: dict) -> dict:
@@ -87,14 +98,37 @@ def _check_belief(parts: dict) -> dict:
 
 
 def _render_fact(p: dict) -> str:
+    no_longer = "no longer " if p.get("ended") else ""
     if p["predicate"] in ATTRIBUTES:
-        return f"{p['subject']}'s {p['predicate']} is {p['object']}"
-    return f"{p['subject']} {p['predicate']} {p['object']}"
+        return f"{p['subject']}'s {p['predicate']} is {no_longer}{p['object']}"
+    if no_longer and p["predicate"].split()[0] == "is":  # "user is no longer a vegetarian"
+        return f"{p['subject']} is {no_longer}{p['predicate'][3:]} {p['object']}".replace("  ", " ")
+    return f"{p['subject']} {no_longer}{p['predicate']} {p['object']}"
 
 
 def _render_preference(p: dict) -> str:
     verb = "likes" if p["polarity"] == 1 else "dislikes"
-    return f"{p['subject']} {verb} {p['object']}"
+    return f"{p['subject']} {'no longer ' if p.get('ended') else ''}{verb} {p['object']}"
+
+
+def replaced(item: Item) -> list[str]:
+    """The texts of the earlier items `item` replaces when it is learned: for a fact, the same
+    fact ended or not ("user no longer lives in Berlin" and "user lives in Berlin"); for a
+    preference, every other stance on its object (liked, disliked, no longer either) and the
+    liking of what it is preferred `instead` of ("coffee over tea": "user likes tea")."""
+    if item.kind not in ("fact", "preference") or not isinstance(item.parts, dict):
+        return []
+    try:  # (a plugin's item may come with parts make_item would refuse: it replaces nothing)
+        parts = _CHECKS[item.kind](item.parts)
+    except InvalidInput:
+        return []
+    if item.kind == "fact":
+        return [_render_fact({**parts, "ended": not parts.get("ended")})]
+    stances = [{**parts, "polarity": polarity, "ended": ended} for polarity in (1, -1) for ended in (False, True)]
+    texts = [_render_preference(p) for p in stances]
+    if parts.get("instead"):
+        texts.append(_render_preference({"subject": parts["subject"], "object": parts["instead"], "polarity": 1}))
+    return [text for text in dict.fromkeys(texts) if text != _render_preference(parts)]
 
 
 def _render_decision(p: dict) -> str:

@@ -86,7 +86,8 @@ _DOUBTED = re.compile(
     r"\b(?:do\s+not\s+know|did\s+not\s+know|no\s+idea|no\s+clue|not\s+sure|unsure|not\s+certain"
     r"|do\s+not\s+remember|cannot\s+remember|can\s+not\s+remember|forgot|forget"  # doubts
     r"|said|says|told|tells|asked|claims?|claimed|according\s+to|heard|reportedly"  # someone else's words
-    r"|used\s+to|anymore|no\s+longer|formerly|previously|pretend|joking|kidding|sarcasm)\b", _I)
+    r"|formerly|previously|pretend|joking|kidding|sarcasm)\b", _I)
+_PAST = re.compile(r"\b(?:used\s+to|no\s+longer|any\s*more)\b", _I)  # what was true and is no longer
 _CODE = re.compile(r"[`{}]|=>|==|!=|\w\(\)|\s=\s|\w=\w|;\s*$|^\s*(?:\$|>>>|#include|def\s|class\s|import\s)")
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself|we|us|our|ours|ourselves)\b", _I)
 _PREAMBLE = re.compile(r"^(?:(?:please\s+)?(?:remember|note|keep\s+in\s+mind|bear\s+in\s+mind)\s+(?:that\s+)?"
@@ -108,6 +109,7 @@ def _skipped(sentence: str, role: str) -> bool:
 _VERB_WORDS = ("lives?|works?|stud(?:y|ies)|teach(?:es)?|grew|was|moved|is|am|comes?|graduated|owns?|drives?"
                "|speaks?|uses?|plays?|has|have|loves?|likes?|hates?|enjoys?|prefers?")
 _CLAUSE_BREAK = re.compile(r"\s*;\s*|,?\s+but\s+|,\s+and\s+(?=I\b|my\b)|\s+and\s+(?=I\b)|,\s+so\s+|\s+so\s+(?=I\b)"
+                           r"|,\s+(?:and\s+)?(?=now\s)|\s+and\s+(?=now\s+I\b)"
                            r"|,\s+(?:though|although)\s+"
                            r"|\s+-\s+|\s+—\s+", _I)
 _FILLER = re.compile(r"^(?:and|but|so|also|well|oh|yeah|yes|ok|okay|actually|honestly|anyway|now|currently"
