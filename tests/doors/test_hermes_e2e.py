@@ -271,6 +271,26 @@ def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, l
 
 
 @pytest.mark.one_backend
+def test_a_changed_fact_reaches_the_block_as_the_current_one(hermes_home, tmp_path, llm):
+    """What is true now: told one thing, then that it changed, Hermes' model is given the newer
+    value marked (now) and the older, if at all, marked (earlier) (docs/lifecycle.md)."""
+    agent_session(hermes_home, tmp_path, llm, "I live in Berlin.", "I like tea.")
+    agent_session(hermes_home, tmp_path, llm, "I moved from Berlin to Lisbon last month.",
+                  "I prefer coffee over tea now.")
+    for question in ("Where do I live now?", "Do I prefer tea or coffee?"):  # a session each: none skips
+        agent_session(hermes_home, tmp_path, llm, question)  # what the other's block showed
+
+    def learned(question: str) -> list[str]:
+        block = memory_context(llm.turn(question)) or ""
+        return [line for line in block.splitlines() if line.startswith(("- fact", "- preference"))]
+
+    assert [line for line in learned("Where do I live now?") if "lives in" in line] == [
+        "- fact (earlier): user lives in Berlin", "- fact (now): user lives in Lisbon"]
+    assert [line for line in learned("Do I prefer tea or coffee?") if "likes" in line] == [
+        "- preference (earlier): user likes tea", "- preference (now): user likes coffee"]
+
+
+@pytest.mark.one_backend
 def test_a_chat_whose_store_cannot_be_written_is_told_that_memory_is_off(hermes_home, tmp_path, llm):
     """Hermes 0.19 leaves out a provider whose is_available() is False without a word: the chat
     went on, its turns were stored nowhere, and only agent.log said why. Now cmms stays in to say
