@@ -101,8 +101,9 @@ def _render_fact(p: dict) -> str:
     no_longer = "no longer " if p.get("ended") else ""
     if p["predicate"] in ATTRIBUTES:
         return f"{p['subject']}'s {p['predicate']} is {no_longer}{p['object']}"
-    if no_longer and p["predicate"].split()[0] == "is":  # "user is no longer a vegetarian"
-        return f"{p['subject']} is {no_longer}{p['predicate'][3:]} {p['object']}".replace("  ", " ")
+    verb, _, rest = p["predicate"].partition(" ")
+    if no_longer and verb == "is":  # "user is no longer a vegetarian", "... no longer allergic to cats"
+        return " ".join(part for part in (p["subject"], "is no longer", rest, p["object"]) if part)
     return f"{p['subject']} {no_longer}{p['predicate']} {p['object']}"
 
 
