@@ -187,3 +187,24 @@ def test_recall_ablation_scores_as_the_bench_command_does(tmp_path, monkeypatch)
         {k: round(bench[k], 3) for k in ("ev_key", "ev_words", "ev_recall")}
     starved = ablation("--budget", "40")
     assert starved["ev_key"] < ours["ev_key"] and starved["tokens"] <= 40
+
+
+def test_recall_ablation_stitches_each_cue_as_a_session_of_its_own():
+    """The LoCoMo-Plus family: every cue is a session of its own at its gap before the question
+    time (7 days after the conversation's last session), in time order with LoCoMo's, and a cue
+    counts as recalled when its A line is on one line of the block (the shared harness' rule)."""
+    if not (REPO.parent / "shared" / "bench" / "locomo-plus-dev.json").exists():
+        pytest.skip("the shared dev split is not here")
+    ablation = importlib.import_module("recall_ablation")
+    plus = ablation.samples("plus", None)
+    items = sum(len(sample["plus"]) for sample in plus)
+    assert items == len(json.loads((REPO.parent / "shared" / "bench" / "locomo-plus-dev.json").read_text()))
+    for sample in plus:
+        times = [at for at, _, _ in sample["events"]]
+        cues = [sid for _, sid, _ in sample["events"] if "-plus-" in sid]
+        assert times == sorted(times) and len(cues) == len(sample["plus"])
+        assert sample["ask_at"] == ablation.sessions(sample)[-1][0] + ablation.PLUS.QUERY_AFTER
+        assert max(times) <= sample["ask_at"]
+    question, relation, [(cue, found)] = ablation.questions(plus[0])[0]
+    assert relation in {"causal", "goal", "state", "value"} and question and cue
+    assert found(cue, f"- user: {cue}")["key"] and not found(cue, f"- user: {question}")["key"]
