@@ -147,17 +147,17 @@ class MemoryService:
         removal is queued in SQL (the outbox), so it happens even if this process exits now, as
         soon as a process that writes the index (this one, the gateway, a bridge, the next
         command that loads the index) gets to it. 0 in a keyword-only process where there is
-        no vector index (one made before the embedder was turned off still holds them)."""
+        no vector index was ever written (one written before the embedder was turned off still
+        holds them)."""
         indexer = self.indexer
         if indexer.ready.is_set() and indexer.embedder is None and indexer.error is None and not self._has_index():
             return 0  # keyword-only by choice, and no index to remove them from
         return self.store.deletes_queued(_scope(scope))
 
     def _has_index(self) -> bool:
-        """Whether a vector index may hold this store's vectors: a Chroma server is configured,
-        or the embedded index's directory holds anything."""
-        path = self.settings.chroma_path
-        return bool(self.settings.chroma_url) or (path.is_dir() and any(path.iterdir()))
+        """Whether a vector index holds any of this store's vectors: some process has written it
+        (the generation it counts in SQL has moved), embedded or on a Chroma server."""
+        return self.store.index_generation() > 0
 
     # -- lifecycle ------------------------------------------------------------------------
 

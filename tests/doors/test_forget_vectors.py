@@ -86,8 +86,7 @@ def test_vector_deletions_go_before_the_upserts_queued_earlier(keyword_service):
     keyword_service.forget(SCOPE, ids[0])
     assert [(row.op, row.memory_id) for row in keyword_service.store.pending(2)] == [
         ("delete", ids[0]), ("upsert", ids[0])]
-    # no embedded index here: nothing to remove from; a configured Chroma server may hold vectors
-    assert keyword_service.vectors_pending(SCOPE) == (1 if keyword_service.settings.chroma_url else 0)
+    assert keyword_service.vectors_pending(SCOPE) == 0  # no vector index was ever written: nothing to remove
 
 
 def test_a_keyword_only_forget_of_memories_that_have_vectors_says_the_vectors_remain(home, monkeypatch):
@@ -105,8 +104,6 @@ def test_a_keyword_only_forget_of_memories_that_have_vectors_says_the_vectors_re
 
 
 def test_a_keyword_only_store_without_an_index_has_no_vectors_pending(home):
-    if Settings.load(home).chroma_url:
-        pytest.skip("a configured Chroma server is an index this process cannot see into without its embedder")
     ran = cli(home, "learn", "--create", "The shed key is under the mat.", env={"CMMS_EMBEDDER": "none"})
     assert ran.returncode == 0, ran
     ran = cli(home, "forget", "--scope", "local:default", "--all", env={"CMMS_EMBEDDER": "none"})
