@@ -1,6 +1,6 @@
-"""Hybrid ranking: keyword and vector rankings fused by reciprocal rank, raised by a named
-speaker and a named time, nudged by recency, scaled by confidence (the block is packed by
-render.py)."""
+"""Hybrid ranking: keyword and vector rankings fused by reciprocal rank (the vector ones
+counting more when the keyword hits hold few of the query's words), raised by a named speaker
+and a named time, nudged by recency, scaled by confidence (the block is packed by render.py)."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,7 @@ from typing import Sequence
 from . import when
 from ..common.lifecycle_rules import LIVE_STATES
 from ..store.models import Memory
-from ..common.text import STOPWORDS, speaker_of
+from ..common.text import STOPWORDS, speaker_of, terms
 
 RRF_K = 10
 # keyword / vector: the memory's own text; *_context: its text with the message before it;
@@ -24,6 +24,8 @@ DATE_BOOST = 1.0  # relevance x2 when the memory was said within a time the quer
 NEIGHBOUR_WEIGHT = 0.3  # share of the best neighbour's score (same session, within a turn) added
 RECENCY_WEIGHT = 0.004  # a tie-breaker: one fresh memory outranks an equal month-old one
 RECENCY_HALF_LIFE_DAYS = 30.0
+WEAK_KEYWORDS = 0.25  # when the best keyword hits hold less than this share of the query's words,
+WEAK_VECTOR_WEIGHT = 3.0  # the vector rankings count this many times more
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)?\b")
 
 
@@ -35,14 +37,23 @@ class Hit:
     vector_rank: int | None = None
 
 
-def fuse(rankings: dict[str, Sequence[str]]) -> dict[str, float]:
-    """Reciprocal-rank fusion of ranked id lists (see RANKING_WEIGHTS)."""
+def fuse(rankings: dict[str, Sequence[str]], vector_weight: float = 1.0) -> dict[str, float]:
+    """Reciprocal-rank fusion of ranked id lists (see RANKING_WEIGHTS; the vector ones times
+    `vector_weight`)."""
     scores: dict[str, float] = defaultdict(float)
     for name, ranking in rankings.items():
-        weight = RANKING_WEIGHTS.get(name, 1.0)
+        weight = RANKING_WEIGHTS.get(name, 1.0) * (vector_weight if name.startswith("vector") else 1.0)
         for position, memory_id in enumerate(ranking):
             scores[memory_id] += weight / (RRF_K + position + 1)
     return scores
+
+
+def vector_weight(query: str, memories: dict[str, Memory], keyword: Sequence[str]) -> float:
+    """WEAK_VECTOR_WEIGHT when no one of the first three keyword hits holds WEAK_KEYWORDS of the
+    query's words (the words do not carry the link), else 1."""
+    wanted = set(terms(query))
+    held = max((len(wanted & set(terms(memories[m].content))) for m in keyword[:3] if m in memories), default=0)
+    return WEAK_VECTOR_WEIGHT if wanted and held < WEAK_KEYWORDS * len(wanted) else 1.0
 
 
 def query_names(query: str) -> frozenset[str]:
@@ -57,13 +68,13 @@ def speaker(memory: Memory) -> str | None:
 
 def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
          names: frozenset[str] = frozenset(), now: float | None = None,
-         during: Sequence[tuple[float, float]] = ()) -> list[Hit]:
+         during: Sequence[tuple[float, float]] = (), query: str = "") -> list[Hit]:
     """Order the candidates: fused relevance, raised when a person the query names is the
     speaker, nudged by recency, scaled by confidence; then each raised by a share of its best
     neighbour's score (another candidate of its session at most one turn away): an answer
     lifts its question and the reply around it."""
     now = now or time.time()
-    fused = fuse(rankings)
+    fused = fuse(rankings, vector_weight(query, memories, rankings.get("keyword", ())))
     kw_rank = {m: i for i, m in enumerate(rankings.get("keyword", ()))}
     vec_rank = {m: i for i, m in enumerate(rankings.get("vector", ()))}
     hits = []

@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 CANDIDATES = 50  # per retriever, before fusion
 SENTENCE_CANDIDATES = 2 * CANDIDATES  # sentence vectors asked for: a memory may have several
-VECTOR_FLOOR = 0.35  # cosine below which a vector-only match is not a match at all
+VECTOR_FLOOR = 0.2  # cosine below which a vector match is not a match at all (a later message
+# that relates to an earlier one without naming it is often only 0.2-0.3 from it in MiniLM)
 # The question is embedded and the vector views queried on a worker thread while the keyword
 # rankings run: ONNX Runtime, Chroma and SQLite all release the GIL, so on two cores the
 # vector half costs little wall time beside the keyword half. A few workers, for a gateway
@@ -76,7 +77,7 @@ def _hybrid(engine: "Engine", scope: str, query: str) -> list[Hit]:
         "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True)],
         **vectors.result()}
     memories = store.get(list({m for ids in rankings.values() for m in ids}), scope)
-    return rank(memories, rankings, names, during=when.spans(query, time.time()))
+    return rank(memories, rankings, names, during=when.spans(query, time.time()), query=words)
 
 
 def _filtered(engine: "Engine", scope: str, hits: list[Hit], limit: int, tags, source, fact) -> list[Hit]:
