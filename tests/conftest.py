@@ -255,3 +255,26 @@ def llm_server(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+def kw_home(home, monkeypatch):
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
+    monkeypatch.setenv("CMMS_SCHEDULER", "off")
+    return home
+
+
+
+def refuse_writes(home) -> None:
+    """Make the store unwritable in a way that stops root too: the data directory's path is
+    a file (embedded), or the database refuses every write (PostgreSQL)."""
+    from sqlalchemy.engine import make_url
+
+    from db import sql
+
+    if SERVER:
+        name = make_url(os.environ["CMMS_DATABASE_URL"]).database
+        sql(home, f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+    else:
+        shutil.rmtree(home / "cmms", ignore_errors=True)
+        (home / "cmms").write_text("not a directory\n", encoding="utf-8")

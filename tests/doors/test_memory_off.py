@@ -10,10 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from sqlalchemy.engine import make_url
 
-from conftest import SERVER, embedded_only
-from db import sql
+from conftest import SERVER, embedded_only, refuse_writes
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.hermes.host import HOST_SAYS_UNAVAILABLE
 from hermes_cmms.install import install
@@ -22,24 +20,6 @@ from inprocess import cli
 pytestmark = pytest.mark.store
 
 OFF = "cmms memory is off, so nothing of this session will be remembered: "
-
-
-@pytest.fixture
-def kw_home(home, monkeypatch):
-    monkeypatch.setenv("CMMS_EMBEDDER", "none")
-    monkeypatch.setenv("CMMS_SCHEDULER", "off")
-    return home
-
-
-def _read_only(home) -> None:
-    """The store refuses writes in a way that stops root too: its directory's path is a file
-    (embedded), or the database is read-only (PostgreSQL)."""
-    if SERVER:
-        name = make_url(os.environ["CMMS_DATABASE_URL"]).database
-        sql(home, f"ALTER DATABASE {name} SET default_transaction_read_only = on")
-    else:
-        shutil.rmtree(home / "cmms", ignore_errors=True)
-        (home / "cmms").write_text("not a directory\n", encoding="utf-8")
 
 
 def _one_line(text: str) -> None:
@@ -55,7 +35,7 @@ def test_a_store_that_cannot_be_written_is_said_at_session_start_and_to_the_mode
 
     install(kw_home)
     MemoryService(Settings.load(kw_home), scheduler=False).close()  # a store Hermes used before
-    _read_only(kw_home)
+    refuse_writes(kw_home)
     monkeypatch.delitem(sys.modules, "_hermes_user_memory.cmms", raising=False)
     provider, told, manager = load_memory_provider("cmms"), [], MemoryManager()
     if provider.is_available():
@@ -83,7 +63,7 @@ def test_commands_on_a_read_only_store_answer_in_one_sentence(kw_home, monkeypat
     https://sqlalche.me/...)" (PostgreSQL), writing ones printed a traceback with the SQL."""
     MemoryService(Settings.load(kw_home), scheduler=False).close()
     if SERVER:
-        _read_only(kw_home)
+        refuse_writes(kw_home)
         for reading in (("status",), ("search", "bees")):
             done = cli(kw_home, *reading)
             assert done.returncode == 1 and done.stdout == "", done.stderr

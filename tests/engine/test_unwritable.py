@@ -7,14 +7,12 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
-from sqlalchemy.engine import make_url
 
-from conftest import SERVER, embedded_only, hermes_bin, subprocess_env
+from conftest import SERVER, embedded_only, hermes_bin, refuse_writes, subprocess_env
 from db import sql
 from hermes_cmms import MemoryService, Settings, StoreUnavailable
 from hermes_cmms.ops import doctor
@@ -49,24 +47,6 @@ INIT = dict(platform="cli", agent_context="primary", agent_identity="default")
 OFF = "" if HOST_SAYS_UNAVAILABLE else " Memory is off until this is fixed; each chat says so."
 
 
-@pytest.fixture
-def kw_home(home, monkeypatch):
-    monkeypatch.setenv("CMMS_EMBEDDER", "none")
-    monkeypatch.setenv("CMMS_SCHEDULER", "off")
-    return home
-
-
-def _refuse_writes(home) -> None:
-    """Make the store unwritable in a way that stops root too: the data directory's path is
-    a file (embedded), or the database refuses every write (PostgreSQL)."""
-    if SERVER:
-        name = make_url(os.environ["CMMS_DATABASE_URL"]).database
-        sql(home, f"ALTER DATABASE {name} SET default_transaction_read_only = on")
-    else:
-        shutil.rmtree(home / "cmms", ignore_errors=True)
-        (home / "cmms").write_text("not a directory\n", encoding="utf-8")
-
-
 def _hermes_loader(home, monkeypatch):
     """The provider as Hermes' own loader returns it from the installed plugin."""
     install(home)
@@ -99,7 +79,7 @@ def _one_sentence(message: str) -> None:
 def test_an_unwritable_home_makes_cmms_unavailable_with_a_reason(kw_home, monkeypatch):
     provider = _hermes_loader(kw_home, monkeypatch)
     assert provider.is_available() and provider.unavailable_reason() == ""
-    _refuse_writes(kw_home)
+    refuse_writes(kw_home)
     assert provider.is_available() is not HOST_SAYS_UNAVAILABLE  # 0.19: loaded, to say memory is off
     reason = provider.unavailable_reason()
     _one_sentence(reason)
@@ -120,7 +100,7 @@ def test_a_read_only_database_url_makes_cmms_unavailable(kw_home, monkeypatch):
 @embedded_only
 def test_hermes_memory_status_says_why_cmms_is_not_available(kw_home):
     install(kw_home)
-    _refuse_writes(kw_home)
+    refuse_writes(kw_home)
     out = subprocess.run([hermes_bin(), "memory", "status"], capture_output=True, text=True, timeout=120,
                          env=subprocess_env(kw_home, TIRITH_ENABLED="false")).stdout
     assert ("not available" in out) is HOST_SAYS_UNAVAILABLE, out
@@ -150,7 +130,7 @@ def test_a_read_only_home_by_permissions_makes_cmms_unavailable_and_turns_fail_l
 
 def test_every_turn_fails_loudly_when_initialize_could_not_open_the_store(kw_home, monkeypatch, caplog):
     provider = _hermes_loader(kw_home, monkeypatch)
-    _refuse_writes(kw_home)
+    refuse_writes(kw_home)
     caplog.set_level(logging.WARNING)
     manager = _manager(provider, kw_home)  # Hermes logs that initialize failed, and goes on
     assert "Memory provider 'cmms' initialize failed" in caplog.text
@@ -177,7 +157,7 @@ def test_a_store_that_refuses_writes_fails_each_turn_loudly_and_tells_the_person
     told, provider = [], CmmsMemoryProvider()
     if SERVER:  # the database turns read-only under a running provider (a failover to a replica)
         provider.initialize("s1", hermes_home=str(kw_home), warning_callback=told.append, **INIT)
-        _refuse_writes(kw_home)
+        refuse_writes(kw_home)
         sql(kw_home, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                      "WHERE application_name = 'hermes-cmms' AND datname = current_database()")
     else:  # SQLite named read-only by its URL: refused before it is opened, and the person told why
