@@ -159,6 +159,42 @@ class MemoryService:
         (the generation it counts in SQL has moved), embedded or on a Chroma server."""
         return self.store.index_generation() > 0
 
+    # -- steer: what a user changes by hand (lifecycle/steer.py) ----------------------------
+
+    def correct(self, scope: str, memory_id: str, text: str, *, actor: str) -> str:
+        """Store `text` as a new memory that supersedes `memory_id` (marked corrected: never
+        recalled again); return the new id. See steer.correct."""
+        from .lifecycle import steer
+
+        return steer.correct(self.engine, scope, memory_id, text, actor=actor)
+
+    def pin(self, scope: str, memory_id: str, pinned: bool = True, *, actor: str) -> bool:
+        """Pin (never decays, expires or is consolidated) or unpin a memory; return whether it is pinned."""
+        from .lifecycle import steer
+
+        return steer.pin(self.engine, scope, memory_id, pinned, actor=actor)
+
+    def tag(self, scope: str, memory_id: str, add: Sequence[str] = (), remove: Sequence[str] = (), *,
+            actor: str) -> list[str]:
+        """Add and remove tags of a memory; return its tags now."""
+        from .lifecycle import steer
+
+        return steer.tag(self.engine, scope, memory_id, add, remove, actor=actor)
+
+    def forget_preview(self, scope: str, memory_ids: Sequence[str]) -> dict:
+        """Everything forgetting these memories would delete, changing nothing (steer.forget_preview)."""
+        from .lifecycle import steer
+
+        return steer.forget_preview(self.engine, scope, memory_ids)
+
+    def forget_many(self, scope: str, memory_ids: Sequence[str], *, actor: str) -> int:
+        """Forget these memories of `scope` (all or none) with all that goes with them; return how many."""
+        from .lifecycle import steer
+
+        gone = steer.forget_many(self.engine, scope, memory_ids, actor=actor)
+        self._scrubbed(_scope(scope))
+        return gone
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def sweep(self, now: Optional[float] = None) -> int:

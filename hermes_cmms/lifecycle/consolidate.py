@@ -132,8 +132,8 @@ def _fold_repeats(engine: "Engine", scope: str, seeds: list[Memory], near, membe
 
 
 def _eligible(memory: Memory) -> bool:
-    return (memory.tier == "episodic" and memory.superseded_by is None
-            and memory.state in lifecycle.CONSOLIDATING)
+    return (memory.tier == "episodic" and memory.superseded_by is None and not memory.pinned
+            and memory.state in lifecycle.CONSOLIDATING)  # (a pinned memory is left as the user pinned it)
 
 
 def _store_summary(engine: "Engine", scope: str, group: list[Memory], vectors: dict[str, list[float]],

@@ -80,8 +80,8 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
     hits = []
     for memory_id, relevance in fused.items():
         memory = memories.get(memory_id)
-        if memory is None or memory.state not in LIVE_STATES:
-            continue  # (a superseded memory stays; its halved confidence ranks it lower)
+        if memory is None or memory.state not in LIVE_STATES or memory.corrected_at is not None:
+            continue  # (a superseded memory stays, its halved confidence ranks it lower; a corrected one was wrong)
         if names and speaker(memory) in names:
             relevance *= 1 + SPEAKER_BOOST
         if during and when.within(memory.created_at, during):

@@ -110,7 +110,7 @@ def semantic_search(engine: "Engine", scope: str, query: str, top_k: int = 10,
     found = [(m, sim) for m, sim in engine.indexer.vectors.query(scope, vector, top_k)
              if sim >= score_threshold]
     memories = engine.store.get([m for m, _ in found], scope)
-    return [(memories[m], sim) for m, sim in found if m in memories]
+    return [(memories[m], sim) for m, sim in found if m in memories and memories[m].corrected_at is None]
 
 
 def newest_facts(engine: "Engine", scope: str, limit: int = 50, *, fact: Optional[dict] = None,

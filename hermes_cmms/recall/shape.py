@@ -31,6 +31,7 @@ FIELDS: dict[str, Callable[[Memory], Any]] = {
     "superseded_by": lambda m: m.superseded_by, "reinforcements": lambda m: m.access_count,
     "created_at": lambda m: iso(m.created_at), "date": lambda m: iso(m.created_at),
     "expires_at": lambda m: iso(m.expires_at) if m.expires_at else None,
+    "pinned": lambda m: bool(m.pinned), "corrected_at": lambda m: iso(m.corrected_at) if m.corrected_at else None,
 }
 HIT_KEYS = ("id", "content", "kind", "role", "session_id", "source", "date")  # Hermes tools, CLI search
 ITEM_KEYS = ("id", "content", "kind", "tier", "role", "tags", "source", "session_id", "confidence",

@@ -43,16 +43,17 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
                learned_from: Sequence[str] = (), supersedes: Sequence[str] = (), replaces: Sequence[str] = (),
                duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True,
-               belief: Optional[dict] = None, evidence: Sequence[dict] = ()) -> NewMemory:
+               belief: Optional[dict] = None, evidence: Sequence[dict] = (), role: Optional[str] = None) -> NewMemory:
     """Store one explicit memory; return it with its id and whether it reinforced one
-    (the arguments are described at MemoryService.store_note)."""
+    (the arguments are described at MemoryService.store_note; `role`, a message's, for a
+    corrected one)."""
     _check_note(content, confidence, ttl_seconds)
     tags = tags_of(tags)
     scope, session_id = scope_of(scope), clean_key(session_id) if session_id else None
     expires_at = time.time() + ttl_seconds if ttl_seconds is not None else None
     if fact is not None:
         fact = tuple(run_redactors(engine.pm, clean(part), scope) for part in fact)
-    item = NewMemory(scope=scope, content=content, kind=kind, tier="working" if expires_at else tier,
+    item = NewMemory(scope=scope, content=content, kind=kind, tier="working" if expires_at else tier, role=role,
                      tags=tags, source=source, session_id=session_id,
                      confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
                      detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),

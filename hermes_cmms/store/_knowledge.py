@@ -30,18 +30,34 @@ def _only_learned(memory: Memory) -> bool:
     return all(receipt.startswith(LEARNED_RECEIPTS) for receipt in receipts)
 
 
-def _drop_knowledge(conn: Connection, ids: list[str]) -> None:
-    """Remove what the knowledge layer holds about these (deleted) memories: their links,
-    belief rows and evidence, and the graph edges they are the provenance of, with every
-    entity left without an edge."""
-    conn.execute(delete(Link).where(or_(Link.memory_id.in_(ids), Link.source_id.in_(ids))))
-    conn.execute(delete(Belief).where(Belief.memory_id.in_(ids)))
-    conn.execute(delete(Evidence).where(or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids),
-                                            Evidence.source_ref.in_(ids))))  # a marker naming a merge
+def knowledge_clauses(ids: list[str]) -> list[tuple[type, object]]:
+    """(table, where) of the rows the knowledge layer holds about the memories `ids`: their
+    links, belief rows and evidence, and the graph edges they are the provenance of. The one
+    reading a forget deletes (_drop_knowledge) and its preview counts."""
+    return [(Link, or_(Link.memory_id.in_(ids), Link.source_id.in_(ids))),
+            (Belief, Belief.memory_id.in_(ids)),
+            (Evidence, or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids),
+                           Evidence.source_ref.in_(ids))),  # a marker naming a merge
+            (Relation, Relation.memory_id.in_(ids))]
+
+
+def orphaned_entities(conn: Connection, ids: list[str]) -> list[str]:
+    """The entities whose every edge comes from the memories `ids`: none is left once they go."""
     ends = conn.execute(select(Relation.source_id, Relation.target_id).where(Relation.memory_id.in_(ids))).all()
-    if ends:
-        conn.execute(delete(Relation).where(Relation.memory_id.in_(ids)))
-        touched = list({entity for pair in ends for entity in pair})
-        still = {row[0] for row in conn.execute(select(Relation.source_id).where(Relation.source_id.in_(touched)))}
-        still |= {row[0] for row in conn.execute(select(Relation.target_id).where(Relation.target_id.in_(touched)))}
-        conn.execute(delete(Entity).where(Entity.id.in_([e for e in touched if e not in still])))
+    touched = list({entity for pair in ends for entity in pair})
+    if not touched:
+        return []
+    others = Relation.memory_id.not_in(ids)
+    still = {row[0] for row in conn.execute(select(Relation.source_id).where(Relation.source_id.in_(touched), others))}
+    still |= {row[0] for row in conn.execute(select(Relation.target_id).where(Relation.target_id.in_(touched), others))}
+    return [e for e in touched if e not in still]
+
+
+def _drop_knowledge(conn: Connection, ids: list[str]) -> None:
+    """Remove what the knowledge layer holds about these (deleted) memories (knowledge_clauses),
+    with every entity left without an edge."""
+    orphans = orphaned_entities(conn, ids)
+    for table, clause in knowledge_clauses(ids):
+        conn.execute(delete(table).where(clause))
+    if orphans:
+        conn.execute(delete(Entity).where(Entity.id.in_(orphans)))

@@ -17,7 +17,7 @@ from .new_memory import NewMemory
 DECAY_STEP = 0.005  # a decayed confidence is written once it has moved this much
 _AGE_ROWS = text(
     "SELECT seq, id, scope, tier, kind, state, confidence, reliability, access_count, last_seen_at, "
-    "created_at, superseded_by FROM memories WHERE seq > :after AND expires_at IS NULL "
+    "created_at, superseded_by FROM memories WHERE seq > :after AND expires_at IS NULL AND pinned = 0 "
     "ORDER BY seq LIMIT :batch")
 _AGE_UPDATE = text(  # only if the row is as it was read (a repeat may have reinforced it since)
     "UPDATE memories SET confidence = :confidence, state = :state WHERE id = :b_id "
@@ -29,16 +29,16 @@ class LifecycleRows:
     read() and write() connections, writing(), _add and supersede."""
 
     def expired(self, now: float) -> dict[str, list[str]]:
-        """Ids of the working memories past their expiry time, by scope."""
+        """Ids of the working memories past their expiry time, by scope (a pinned one never is)."""
         found: dict[str, list[str]] = {}
         with self.read() as conn:
             for memory_id, scope in conn.execute(select(Memory.id, Memory.scope).where(
-                    Memory.expires_at.is_not(None), Memory.expires_at <= now)):
+                    Memory.expires_at.is_not(None), Memory.expires_at <= now, Memory.pinned == 0)):
                 found.setdefault(scope, []).append(memory_id)
         return found
 
     def age(self, now: float, batch: int = 2000) -> tuple[int, int]:
-        """Recompute confidence and state of every live, lasting memory as of `now`; return
+        """Recompute confidence and state of every live, lasting, unpinned memory as of `now`; return
         (rows updated, state transitions). Reads in batches without the write lock; writes
         only the rows that changed, and only if nobody touched them in between, in bounded
         write batches."""
@@ -84,8 +84,9 @@ class LifecycleRows:
         return changed, moved
 
     def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
-        """A scope's current episodic memories consolidation has not looked at yet, oldest first."""
-        query = select(Memory).where(Memory.scope == scope, Memory.tier == "episodic",
+        """A scope's current episodic memories consolidation has not looked at yet, oldest first
+        (never a pinned one: consolidation leaves it as the user pinned it)."""
+        query = select(Memory).where(Memory.scope == scope, Memory.tier == "episodic", Memory.pinned == 0,
                                      Memory.superseded_by.is_(None), Memory.consolidated_at.is_(None),
                                      Memory.state.in_(lifecycle.CONSOLIDATING))
         if session_id is not None:
@@ -105,7 +106,7 @@ class LifecycleRows:
         another process's run)."""
         with self.writing() as conn:
             found = _by_ids(conn, summary.scope, members)
-            if len(found) != len(set(members)) or any(m.superseded_by for m in found.values()):
+            if len(found) != len(set(members)) or any(m.superseded_by or m.pinned for m in found.values()):
                 return None
             now = time.time()
             [summary_id] = self._add(conn, [summary], None, now)

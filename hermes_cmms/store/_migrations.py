@@ -219,6 +219,14 @@ def _0010_belief_sources(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
+def _0013_memory_pinned(conn: Connection) -> None:
+    """A pinned memory (the user's: never decays, never expires, never consolidated) and when a
+    memory was corrected (replaced by the user's own words: it was wrong, so it is never recalled
+    again; it stays, superseded, in its history)."""
+    conn.execute(text("ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE memories ADD COLUMN corrected_at DOUBLE PRECISION"))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -228,7 +236,8 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0007_lifecycle", _0007_lifecycle),
                                     ("0008_knowledge", _0008_knowledge),
                                     ("0009_forgetting", _0009_forgetting),
-                                    ("0010_belief_sources", _0010_belief_sources)]
+                                    ("0010_belief_sources", _0010_belief_sources),
+                                    ("0013_memory_pinned", _0013_memory_pinned)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

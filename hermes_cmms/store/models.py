@@ -37,6 +37,8 @@ class Memory(SQLModel, table=True):
     last_seen_at: Optional[float] = None  # written or last reinforced; age decay counts from here
     consolidated_at: Optional[float] = None  # when consolidation last looked at it (episodic)
     detail: Optional[str] = None  # JSON: the structured parts of a learned item (decision, skill, ...)
+    pinned: int = 0  # 1: pinned by the user: never decays, expires or is consolidated
+    corrected_at: Optional[float] = None  # when the user corrected it (superseded, never recalled again)
 
 
 class Fact(SQLModel, table=True):

@@ -18,8 +18,9 @@ from . import _migrations, _postgres, _sqlite, graph_rows
 from ..common import lifecycle_rules as lifecycle
 from ._batches import WriteHolds, in_batches, slices
 from ._forget import ForgetAll, forgetting
-from ._knowledge import _drop_knowledge, _learned_only_from
+from ._knowledge import _drop_knowledge
 from ._lifecycle import LifecycleRows
+from ._steer import SteerRows
 from ._rows import _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
@@ -111,7 +112,7 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
 event, record, filtered, fact_keys = _event, _record, _filtered, _fact_keys
 
 
-class Store(LifecycleRows, ForgetAll):
+class Store(LifecycleRows, ForgetAll, SteerRows):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
@@ -465,8 +466,8 @@ class Store(LifecycleRows, ForgetAll):
             nonlocal folded
             for duplicate_id, into_id in part:
                 rows = _by_ids(conn, scope, [duplicate_id, into_id])
-                if len(rows) != 2 or rows[into_id].superseded_by:
-                    continue
+                if len(rows) != 2 or rows[into_id].superseded_by or rows[duplicate_id].pinned:
+                    continue  # (a pinned memory is never folded away)
                 duplicate = rows[duplicate_id]
                 _record(conn, self._reinforce(conn, rows[into_id], duplicate.model_dump(), now))
                 self._delete_rows(conn, scope, [duplicate], "merge", actor, now, snapshots=False, into=into_id)
@@ -476,16 +477,8 @@ class Store(LifecycleRows, ForgetAll):
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
                      now: float, snapshots: bool = True, scrub_context: bool = True, **detail) -> None:
-        # A summary quotes its members: when one of them goes, the summary goes too (its other
-        # members become current again and wait for the next consolidation).
-        summaries = [m for m in _by_ids(conn, scope, {r.superseded_by for r in rows if r.superseded_by}).values()
-                     if m.kind == "summary" and m.id not in {r.id for r in rows}]
-        # So does what was learned from them, once nothing it was learned from is left.
-        learned = _learned_only_from(conn, scope, {r.id for r in rows} | {m.id for m in summaries})
-        cascaded = {m.id: "a memory it summarised was forgotten" for m in summaries}
-        cascaded.update({m.id: "the memory it was learned from was forgotten" for m in learned})
-        rows = [*rows, *summaries, *learned]
-        ids = [m.id for m in rows]
+        plan = self._forget_plan(conn, scope, rows, scrub_context)  # what goes with them (the preview's count)
+        rows, ids, cascaded, after = plan.rows, plan.ids, plan.cascaded, plan.reembed
         if not ids:
             return
         facts = self._fact_parts(conn, ids) if snapshots else {}
@@ -494,8 +487,6 @@ class Store(LifecycleRows, ForgetAll):
                               **({"reason": cascaded[m.id]} if m.id in cascaded else detail))
                        for m in rows])
         _drop_knowledge(conn, ids)
-        after = (self._next_messages(conn, scope, [m for m in rows if m.kind == "message" and m.session_id])
-                 if scrub_context else [])
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))
         if after:  # their context held the end of a deleted message: drop it, re-embed them
