@@ -285,6 +285,48 @@ class MemoryService:
         """A page of the scope's memories, newest first, with the total that match."""
         return retrieval.page(self.engine, scope, tier=tier, tags=tags, state=state, limit=limit, offset=offset)
 
+    # -- browsing (the dashboard, `list`, `show`) --------------------------------------------
+
+    def scopes(self) -> list[dict]:
+        """Every scope with its memories counted: {scope, memories, by_tier, by_kind, by_state
+        (active, superseded, expired), by_lifecycle (of the active ones), newest_at}."""
+        from .ops import browse
+
+        return browse.scopes(self.engine)
+
+    def browse(self, scope: str, *, tier: Optional[str] = None, kind: Optional[str] = None,
+               tags: Sequence[str] = (), state: str = "active", since=None, until=None,
+               source: Optional[str] = None, query: Optional[str] = None, mode: str = "keyword",
+               sort: str = "newest", offset: int = 0, limit: int = 50) -> dict:
+        """A page of the scope's memories passing every filter (all applied in SQL):
+        {"total", "offset", "limit", "mode", "items"}. `state`: active (current: neither
+        superseded nor expired), superseded, expired, all, or a lifecycle state (candidate,
+        validated, stale, archived: current ones in it); `since` / `until`: ISO dates or times
+        or Unix times; `source`: a receipt prefix ("mcp", "hermes:", "import:"); `query` by
+        keyword or (`mode` "meaning") by meaning among the nearest memories, keyword instead,
+        saying so in "notice", when no vectors are loaded; `sort`: newest, oldest, confidence,
+        or relevance (with a query). Items are memories in the one shape, with `pinned` and,
+        with a query, `score`."""
+        from .ops import browse
+
+        return browse.browse(self.engine, scope, tier=tier, kind=kind, tags=tags, state=state, since=since,
+                             until=until, source=source, query=query, mode=mode, sort=sort, offset=offset,
+                             limit=limit)
+
+    def memory_page(self, scope: str, memory_id: str) -> dict:
+        """Everything about one memory of `scope`: the memory, its provenance, confidence and
+        decay, supersede chains both ways, fact, links, beliefs, entities and audit events."""
+        from .ops.memory_page import memory_page
+
+        return memory_page(self.engine, scope, memory_id)
+
+    def overview(self, scope: Optional[str] = None) -> dict:
+        """The store (or one scope) at a glance: scopes with counts and index lag, health, the
+        latest writes and recalls."""
+        from .ops import browse
+
+        return browse.overview(self.engine, scope, recalls=[])
+
     def recall(self, scope: str, query: str, budget_tokens: Optional[int] = None,
                session_id: Optional[str] = None, seen: Optional[set[str]] = None) -> str:
         """The memory block for `query`, fitted to the token budget ('' if nothing fits).

@@ -26,6 +26,20 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     yield _missing(settings) or _database(settings)  # no store: none is made (a typo in the home)
 
 
+def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]:
+    """The checks of `doctor` for an engine that is running: `embedder` says what it has loaded
+    (not loaded again here), and its open `store` is checked instead of opening another."""
+    yield _hermes()
+    yield _plugin_files(settings.home)
+    yield _active(settings.home)
+    yield ("ok", "settings", f"embedder={settings.embedder} embedder_dtype={settings.embedder_dtype} "
+                             f"recall_tokens={settings.recall_tokens}")
+    yield embedder
+    yield _tokenizer()
+    yield _writable(settings)
+    yield _store_check(settings, store)
+
+
 def _hermes() -> Check:
     try:
         from importlib.metadata import version
@@ -130,12 +144,23 @@ def _writable(settings: Settings) -> Check:
 
 
 def _database(settings: Settings) -> Check:
-    from ..store.store import Store, safe_url
+    from ..store.store import Store
 
     try:
         store = Store(settings.database_url)
-        result, counts = store.integrity(), store.counts()
+    except Exception as exc:  # noqa: BLE001
+        return ("FAIL", "database", str(exc))
+    try:
+        return _store_check(settings, store)
+    finally:
         store.close()
+
+
+def _store_check(settings: Settings, store) -> Check:
+    from ..store.store import safe_url
+
+    try:
+        result, counts = store.integrity(), store.counts()
     except Exception as exc:  # noqa: BLE001
         return ("FAIL", "database", str(exc))
     if result != "ok":

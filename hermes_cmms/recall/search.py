@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..common import lifecycle_rules as lifecycle
@@ -11,7 +12,7 @@ from ..common.checks import scope_of, tags_of, tier_of
 from ..common.errors import InvalidInput, StoreUnavailable
 from ..common.text import clean
 from ..store.models import Memory
-from ..store.store import has_tags
+from ..store.store import Filters
 from ..vectors.chroma import UNITS, owner
 from ..vectors.indexer import query_vector
 from . import when
@@ -51,50 +52,46 @@ def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: S
         if value is not None and (not isinstance(value, str) or not clean(value).strip()):
             raise InvalidInput(f"The {name} filter must be a non-empty string.")
     source, fact = clean(source) if source is not None else None, {k: clean(v) for k, v in fact.items()}
-    if tags or source or fact:
-        hits = search(engine, scope, query, CANDIDATES * 4) if isinstance(query, str) and query.strip() else []
-        return _filtered(engine, scope, hits, limit, tags, source, fact)
+    filters = Filters(tags=tags, source=source, fact=fact) if tags or source or fact else None
     scope = scope_of(scope)
-    if not isinstance(query, str):
-        raise InvalidInput("The query must be a string.")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidInput(f"The result limit must be a positive whole number, not {limit!r}.")
+    if filters is not None and not (isinstance(query, str) and query.strip()):
+        return _newest_facts(engine, scope, filters, limit) if fact else []
+    if not isinstance(query, str):
+        raise InvalidInput("The query must be a string.")
     query = clean(query)
     if not query.strip():
         return []
-    return _hybrid(engine, scope, query)[:limit]
+    return _hybrid(engine, scope, query, filters)[:limit]
 
 
-def _hybrid(engine: "Engine", scope: str, query: str) -> list[Hit]:
-    """Every candidate for a clean, non-empty query, ranked."""
+def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters] = None) -> list[Hit]:
+    """Every candidate for a clean, non-empty query, ranked. With `filters`, the keyword rankings
+    are of the matching memories only (in SQL, so none is missed past the first hits), and the
+    vector candidates are narrowed to those matching (in SQL too)."""
     store, names = engine.store, query_names(query)
     # A speaker's name matches every line they said (short ones best): the speaker boost
     # in rank() covers it, so keyword search looks for the rest of the question.
     vectors = engine.pool.submit(_vector_search, engine, scope, query)
     words = _without(query, store.speakers(scope, names)) if names else query
     rankings = {
-        "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES)],
-        "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True)],
+        "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, filters=filters)],
+        "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True, filters=filters)],
         **vectors.result()}
+    if filters is not None:
+        kept = store.filtered_ids(scope, filters, list({m for name, ids in rankings.items()
+                                                        if name.startswith("vector") for m in ids}))
+        rankings = {name: [m for m in ids if not name.startswith("vector") or m in kept]
+                    for name, ids in rankings.items()}
     memories = store.get(list({m for ids in rankings.values() for m in ids}), scope)
     return rank(memories, rankings, names, during=when.spans(query, time.time()), query=words)
 
 
-def _filtered(engine: "Engine", scope: str, hits: list[Hit], limit: int, tags, source, fact) -> list[Hit]:
-    scope = scope_of(scope)
-    wanted = None
-    if fact:
-        wanted = set(engine.store.facts_matching(scope, fact.get("subject"), fact.get("predicate"),
-                                                 fact.get("object")))
-        if not hits:  # no query: the matching facts, newest first
-            found = engine.store.get(list(wanted), scope)
-            hits = [Hit(found[i], 0.0) for i in sorted(found, key=lambda i: -found[i].created_at)]
-
-    def keep(m) -> bool:
-        return ((wanted is None or m.id in wanted)
-                and (not source or m.source.startswith(source))
-                and has_tags(m, tags))
-    return [hit for hit in hits if keep(hit.memory)][:limit]
+def _newest_facts(engine: "Engine", scope: str, filters: Filters, limit: int) -> list[Hit]:
+    """No query: the facts matching `filters`, newest first."""
+    rows, _ = engine.store.browse_rows(scope, replace(filters, state="live"), limit=limit)
+    return [Hit(memory, 0.0) for memory, _ in rows]
 
 
 def semantic_search(engine: "Engine", scope: str, query: str, top_k: int = 10,

@@ -227,6 +227,17 @@ def _0013_memory_pinned(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE memories ADD COLUMN corrected_at DOUBLE PRECISION"))
 
 
+def _0011_browse_indexes(conn: Connection) -> None:
+    """A scope's memories by kind and by tier (newest first within each) and by confidence: what
+    a browse filters and sorts on (a tag, a source or a state filter then reads those rows only)."""
+    for statement in (
+        "CREATE INDEX ix_memories_scope_kind_created ON memories (scope, kind, created_at)",
+        "CREATE INDEX ix_memories_scope_tier_created ON memories (scope, tier, created_at)",
+        "CREATE INDEX ix_memories_scope_confidence ON memories (scope, confidence)",
+    ):
+        conn.execute(text(statement))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -237,6 +248,7 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0008_knowledge", _0008_knowledge),
                                     ("0009_forgetting", _0009_forgetting),
                                     ("0010_belief_sources", _0010_belief_sources),
+                                    ("0011_browse_indexes", _0011_browse_indexes),
                                     ("0013_memory_pinned", _0013_memory_pinned)]
 
 

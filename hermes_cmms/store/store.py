@@ -17,6 +17,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from . import _migrations, _postgres, _sqlite, graph_rows
 from ..common import lifecycle_rules as lifecycle
 from ._batches import WriteHolds, in_batches, slices
+from ._browse import BrowseRows, Filters
 from ._forget import ForgetAll, forgetting
 from ._knowledge import _drop_knowledge
 from ._lifecycle import LifecycleRows
@@ -112,7 +113,7 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
 event, record, filtered, fact_keys = _event, _record, _filtered, _fact_keys
 
 
-class Store(LifecycleRows, ForgetAll, SteerRows):
+class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
@@ -725,8 +726,14 @@ class Store(LifecycleRows, ForgetAll, SteerRows):
                 return []
             return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
 
-    def keyword_search(self, scope: str, query: str, limit: int,
-                       with_context: bool = False) -> list[tuple[str, float]]:
+    def keyword_search(self, scope: str, query: str, limit: int, with_context: bool = False,
+                       filters: Optional[Filters] = None) -> list[tuple[str, float]]:
+        """(memory id, score) pairs, best first. With `filters`, among every keyword match of
+        the memories that pass them (in SQL: none is missed past the first hits)."""
+        if filters is not None:
+            rows, _ = self.browse_rows(scope, filters, query=query, with_context=with_context,
+                                       sort="relevance", limit=limit)
+            return [(memory.id, score) for memory, score in rows]
         with self.read() as conn:
             return [] if forgetting(conn, scope) else self.keyword.search(conn, scope, query, limit, with_context)
 

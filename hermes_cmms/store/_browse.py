@@ -1,0 +1,245 @@
+"""The store's browsing rows: filtered pages of memories (every filter in SQL, a keyword match
+among them), the counts of each scope, and what a memory's page shows beside the memory."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from sqlalchemy import Connection, and_, case, func, literal, or_, select
+
+from ..common.text import bounded_key, like_literal
+from ._forget import forgetting
+from ._rows import _by_ids, _memory
+from .models import Belief, Entity, Evidence, Fact, Forgetting, Link, Memory, Outbox, Relation
+
+SORTS = ("newest", "oldest", "confidence", "relevance")
+CHAIN_MOST = 50  # memories a supersede chain shows, each way
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a page of memories is narrowed to; every field applies in SQL. `state`: None (any),
+    'active' (current: neither superseded nor expired), 'superseded', 'expired', 'all', or a
+    lifecycle state (current memories in it); `source` a receipt prefix; `fact` the parts of a
+    fact ({subject, predicate, object}: those given, matched folded as Store.facts_matching)."""
+
+    tier: Optional[str] = None
+    kinds: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    state: Optional[str] = None
+    since: Optional[float] = None
+    until: Optional[float] = None
+    source: Optional[str] = None
+    fact: dict = field(default_factory=dict)
+
+
+def clauses(scope: str, filters: Filters, now: float) -> list:
+    """The WHERE clauses of `filters` on the memories of `scope`."""
+    where = [Memory.scope == scope]
+    if filters.tier is not None:
+        where.append(Memory.tier == filters.tier)
+    if filters.kinds:
+        where.append(Memory.kind.in_(list(filters.kinds)))
+    for tag in filters.tags:  # tags are a JSON list: the JSON-quoted tag, LIKE-escaped
+        where.append(Memory.tags.like(f"%{like_literal(json.dumps(tag))}%", escape="\\"))
+    if filters.since is not None:
+        where.append(Memory.created_at >= filters.since)
+    if filters.until is not None:
+        where.append(Memory.created_at < filters.until)
+    if filters.source:  # a prefix, exactly (LIKE ignores case in SQLite)
+        where.append(func.substr(Memory.source, 1, len(filters.source)) == filters.source)
+    if filters.fact:
+        where.append(Memory.id.in_(_fact_ids(scope, filters.fact)))
+    return where + _state(filters.state, now)
+
+
+def _state(state: Optional[str], now: float) -> list:
+    live = or_(Memory.expires_at.is_(None), Memory.expires_at > now)
+    if state in (None, "all"):
+        return []
+    if state == "live":  # (search: superseded or not, not expired)
+        return [live]
+    if state == "expired":
+        return [Memory.expires_at.is_not(None), Memory.expires_at <= now]
+    if state == "superseded":
+        return [Memory.superseded_by.is_not(None), live]
+    current = [Memory.superseded_by.is_(None), live]
+    return current if state == "active" else [*current, Memory.state == state]
+
+
+def _fact_ids(scope: str, parts: dict):
+    query = select(Fact.memory_id).where(Fact.scope == scope)
+    for column, name in ((Fact.subject_key, "subject"), (Fact.predicate_key, "predicate"),
+                         (Fact.object_key, "object")):
+        if parts.get(name) is not None:
+            query = query.where(column == bounded_key(" ".join(parts[name].split()).casefold()))  # as _fold
+    return query
+
+
+def _order(sort: str, score=None) -> list:
+    if sort == "oldest":
+        return [Memory.created_at.asc(), Memory.seq.asc()]
+    if sort == "confidence":
+        return [Memory.confidence.desc(), Memory.seq.desc()]
+    if sort == "relevance" and score is not None:
+        return [score.desc(), Memory.seq.desc()]
+    return [Memory.created_at.desc(), Memory.seq.desc()]
+
+
+class BrowseRows:
+    """Store methods of browsing. Mixed into Store: they use its read() connections and its
+    keyword index."""
+
+    def browse_rows(self, scope: str, filters: Filters, *, query: Optional[str] = None,
+                    ids: Optional[Sequence[str]] = None, with_context: bool = False, sort: str = "newest",
+                    offset: int = 0, limit: int = 50) -> tuple[list[tuple[Memory, Optional[float]]], int]:
+        """One page of the memories of `scope` matching `filters` (and, with `query`, the keyword
+        index: any of its words; with `ids`, only those), sorted, with the keyword score of each
+        (None without a query), and how many match in all. A scope being forgotten has none."""
+        now = time.time()
+        with self.read() as conn:
+            if forgetting(conn, scope):
+                return [], 0
+            where = clauses(scope, filters, now)
+            if ids is not None:
+                where.append(Memory.id.in_(list(ids)))
+            score, statement = None, select(Memory)
+            if query is not None:
+                matches = self.keyword.matches(conn, scope, query, with_context)
+                if matches is None:
+                    return [], 0
+                found = matches.subquery("kw")
+                score = found.c.score
+                statement = select(Memory, score).join_from(Memory, found, found.c.seq == Memory.seq)
+            statement = statement.where(*where)
+            total = conn.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
+            rows = conn.execute(statement.order_by(*_order(sort, score)).offset(offset).limit(limit))
+            return [(_memory_of(row), row.score if score is not None else None) for row in rows], total
+
+    def scope_counts(self, scope: Optional[str] = None) -> list[dict]:
+        """Per scope (all of them, or one): its memories by tier, by kind, by browsing state
+        (active, superseded, expired) and by lifecycle state of the current ones, and the newest
+        memory's time. Scopes being forgotten are left out."""
+        now = time.time()
+        expired = and_(Memory.expires_at.is_not(None), Memory.expires_at <= now)
+        status = case((expired, literal("expired")), (Memory.superseded_by.is_not(None), literal("superseded")),
+                      else_=literal("active"))
+        query = (select(Memory.scope, Memory.tier, Memory.kind, Memory.state, status.label("status"),
+                        func.count().label("n"), func.max(Memory.created_at).label("newest"))
+                 .where(Memory.scope.not_in(select(Forgetting.scope)))
+                 .group_by(Memory.scope, Memory.tier, Memory.kind, Memory.state, status))
+        if scope is not None:
+            query = query.where(Memory.scope == scope)
+        with self.read() as conn:
+            rows = conn.execute(query).all()
+        return _tallied(rows)
+
+    def outbox_by_scope(self) -> dict[str, int]:
+        """Vector work queued (index lag), by scope."""
+        with self.read() as conn:
+            return dict(conn.execute(select(Outbox.scope, func.count()).group_by(Outbox.scope)).all())
+
+    def filtered_ids(self, scope: str, filters: Filters, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` (memories of `scope`) that match `filters`."""
+        if not ids:
+            return set()
+        now = time.time()
+        with self.read() as conn:
+            if forgetting(conn, scope):
+                return set()
+            found = set()
+            for start in range(0, len(ids), 500):
+                part = list(ids[start:start + 500])
+                found |= set(conn.execute(select(Memory.id).where(
+                    Memory.id.in_(part), *clauses(scope, filters, now))).scalars())
+            return found
+
+    def newest_rows(self, scope: Optional[str], limit: int) -> list[Memory]:
+        """The newest memories written, of one scope or of every scope not being forgotten."""
+        query = select(Memory).where(Memory.scope.not_in(select(Forgetting.scope)))
+        if scope is not None:
+            query = query.where(Memory.scope == scope)
+        with self.read() as conn:
+            return [_memory(row) for row in conn.execute(query.order_by(Memory.seq.desc()).limit(limit))]
+
+    # -- a memory's page -----------------------------------------------------------------
+
+    def memory_in(self, scope: str, memory_id: str) -> Optional[Memory]:
+        """The memory `memory_id` of `scope` in any state (expired, superseded), None if it is
+        not there (or of another scope, or its scope is being forgotten)."""
+        with self.read() as conn:
+            if forgetting(conn, scope):
+                return None
+            return _by_ids(conn, scope, [memory_id]).get(memory_id)
+
+    def supersede_chains(self, scope: str, memory: Memory) -> tuple[list[Memory], list[Memory]]:
+        """What `memory` superseded (older first met, breadth first) and what superseded it
+        (the next, then the one after), CHAIN_MOST each way, every one of `scope`."""
+        older, newer, seen = [], [], {memory.id}
+        with self.read() as conn:
+            level = [memory.id]
+            while level and len(older) < CHAIN_MOST:
+                found = [_memory(r) for r in conn.execute(select(Memory).where(
+                    Memory.superseded_by.in_(level), Memory.scope == scope).order_by(Memory.seq.desc()))]
+                found = [m for m in found if m.id not in seen][:CHAIN_MOST - len(older)]
+                seen.update(m.id for m in found)
+                older += found
+                level = [m.id for m in found]
+            nxt = memory.superseded_by
+            while nxt and nxt not in seen and len(newer) < CHAIN_MOST:
+                found = _by_ids(conn, scope, [nxt]).get(nxt)
+                if found is None:
+                    break
+                seen.add(nxt)
+                newer.append(found)
+                nxt = found.superseded_by
+        return older, newer
+
+    def knowledge_of(self, scope: str, memory_id: str) -> dict:
+        """What the knowledge layer holds about one memory of `scope`: its fact parts, the
+        memories it was learned from and those learned from it, its belief row and evidence (if
+        it is a belief), the beliefs it is evidence for, and its graph edges with their entities."""
+        with self.read() as conn:
+            fact = conn.execute(select(Fact).where(Fact.memory_id == memory_id, Fact.scope == scope)).first()
+            sources = _linked(conn, scope, Link.source_id, Link.memory_id == memory_id)
+            learned = _linked(conn, scope, Link.memory_id, Link.source_id == memory_id)
+            belief = conn.execute(select(Belief).where(Belief.memory_id == memory_id, Belief.scope == scope)).first()
+            evidence = conn.execute(select(Evidence).where(Evidence.belief_id == memory_id, Evidence.scope == scope)
+                                    .order_by(Evidence.id)).all()
+            cited = conn.execute(select(Evidence).where(Evidence.memory_id == memory_id, Evidence.scope == scope)
+                                 .order_by(Evidence.id)).all()
+            beliefs = _by_ids(conn, scope, {e.belief_id for e in cited})
+            edges = conn.execute(select(Relation).where(Relation.memory_id == memory_id, Relation.scope == scope)
+                                 .order_by(Relation.id)).all()
+            names = dict(conn.execute(select(Entity.id, Entity.name).where(
+                Entity.id.in_({e.source_id for e in edges} | {e.target_id for e in edges}), Entity.scope == scope)).all())
+        return {"fact": fact, "learned_from": sources, "learned_into": learned, "belief": belief,
+                "evidence": evidence, "evidence_for": [(e, beliefs[e.belief_id]) for e in cited if e.belief_id in beliefs],
+                "edges": edges, "entities": names}
+
+
+def _linked(conn: Connection, scope: str, column, condition) -> list[Memory]:
+    ids = list(conn.execute(select(column).where(condition, Link.scope == scope)).scalars())
+    found = _by_ids(conn, scope, ids)
+    return [found[i] for i in ids if i in found]
+
+
+def _memory_of(row) -> Memory:
+    """The Memory of a row that may also hold a score column."""
+    return Memory.model_construct(**{k: v for k, v in row._mapping.items() if k != "score"})
+
+
+def _tallied(rows) -> list[dict]:
+    scopes: dict[str, dict] = {}
+    for row in rows:
+        entry = scopes.setdefault(row.scope, {"scope": row.scope, "memories": 0, "by_tier": {}, "by_kind": {},
+                                              "by_state": {}, "by_lifecycle": {}, "newest_at": 0.0})
+        entry["memories"] += row.n
+        for key, value in (("by_tier", row.tier), ("by_kind", row.kind), ("by_state", row.status)):
+            entry[key][value] = entry[key].get(value, 0) + row.n
+        if row.status == "active":
+            entry["by_lifecycle"][row.state] = entry["by_lifecycle"].get(row.state, 0) + row.n
+        entry["newest_at"] = max(entry["newest_at"], row.newest or 0.0)
+    return [scopes[name] for name in sorted(scopes)]
