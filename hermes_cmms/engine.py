@@ -16,8 +16,9 @@ from .vectors.indexer import Indexer
 class Engine:
     """Settings, plugin manager, store, vector indexer and the query thread pool of one service.
 
-    `in_hermes` is set by the Hermes provider (Hermes' own model can be asked); `service` is the
-    facade, only for firing the hooks whose contract passes `service=` (docs/hooks.md).
+    `in_hermes` is set by the Hermes provider (Hermes' own model can be asked); `summariser`
+    writes consolidation's summaries with an LLM (None: extractive); `service` is the facade,
+    only for firing the hooks whose contract passes `service=` (docs/hooks.md).
     """
 
     settings: Settings
@@ -26,4 +27,5 @@ class Engine:
     indexer: Indexer
     pool: ThreadPoolExecutor
     in_hermes: bool = False
+    summariser: Any = None
     service: Any = None

@@ -1,10 +1,11 @@
 """MemoryService: the one engine behind every door (Hermes provider, MCP bridge, CLI)."""
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import pluggy
 
@@ -16,7 +17,7 @@ from .common.plugins import make_plugin_manager
 from .common.shared import Shared
 from .common.text import Key, clean, clean_key
 from .engine import Engine
-from .lifecycle.consolidate import Report, Summariser, consolidate
+from .lifecycle.consolidate import Report, Summariser, consolidate_audited
 from .lifecycle.scheduler import Scheduler
 from .ops.metrics import Metrics
 from .recall import search as retrieval
@@ -52,7 +53,6 @@ class MemoryService:
         if start_indexer:  # a service that will recall: the token counter ready before the first block
             self.engine.pool.submit(tokens.encoding)
         self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, store, indexer
-        self.summariser: Optional[Summariser] = None  # an LLM summary for consolidation, if set
         self.metrics = Metrics(self.engine)  # Prometheus registry and spans of this service
         self.scheduler: Optional[Scheduler] = None
         if scheduler and settings.scheduler == "on":
@@ -60,6 +60,15 @@ class MemoryService:
                 "sweep": (settings.sweep_interval_s, self.sweep),
                 "decay": (settings.decay_interval_s, self.decay),
                 "consolidate": (settings.consolidate_interval_s, self.consolidate_all)}).start()
+
+    @property
+    def summariser(self) -> Optional[Summariser]:
+        """An LLM summary for consolidation, if set (the Hermes provider sets Hermes' own)."""
+        return self.engine.summariser
+
+    @summariser.setter
+    def summariser(self, value: Optional[Summariser]) -> None:
+        self.engine.summariser = value
 
     @property
     def in_hermes(self) -> bool:
@@ -221,12 +230,8 @@ class MemoryService:
                     wait: float = 60.0) -> Report:
         """Cluster the scope's new episodic memories and write a semantic summary per cluster;
         fold near repeats first. Waits up to `wait` seconds for the embedding model."""
-        scope = _scope(scope)
-        report = consolidate(self.engine, scope, clean_key(session_id) if session_id else None, self.summariser, wait)
-        if report.examined:
-            self.store.record("consolidate", actor or "cmms", scope,
-                              **{k: v for k, v in report.as_dict().items() if k != "scope"})
-        return report
+        return consolidate_audited(self.engine, _scope(scope), clean_key(session_id) if session_id else None,
+                                   actor, wait)
 
     def consolidate_all(self, now: Optional[float] = None) -> dict:
         """Consolidate every scope with episodic memories not looked at yet."""
@@ -241,13 +246,19 @@ class MemoryService:
         return {"clusters": clusters, "failed_scopes": len(failed)}
 
     def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
-                  action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
-        """Audit events, newest first: `limit` 1 to MAX_AUDIT_PAGE from `offset` 0 to MAX_AUDIT_OFFSET."""
+                  action: Optional[str] = None, door: Optional[str] = None, since: Optional[float] = None,
+                  until: Optional[float] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
+        """Audit events, newest first: `limit` 1 to MAX_AUDIT_PAGE from `offset` 0 to MAX_AUDIT_OFFSET;
+        `door` an actor whole or up to a colon ("mcp"), `since` / `until` Unix times."""
         if not (1 <= limit <= MAX_AUDIT_PAGE and 0 <= offset <= MAX_AUDIT_OFFSET):
             raise InvalidInput(f"An audit page is 1 to {MAX_AUDIT_PAGE} events from an offset of 0 to "
                                f"{MAX_AUDIT_OFFSET:,}, not {limit} from {offset}.")
+        for name, value in (("since", since), ("until", until)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InvalidInput(f"{name} must be a Unix time, not {value!r}.")
         return self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
-                                       action=clean_key(action), limit=limit, offset=offset)
+                                       action=clean_key(action), door=clean_key(door), since=since, until=until,
+                                       limit=limit, offset=offset)
 
     def record_call(self, door: str, tool: str, scope: Optional[str], ok: bool, error: str = "") -> None:
         """Put a tool call on the audit trail; never fails the call itself. A tool name that is
@@ -507,3 +518,28 @@ def release(service: MemoryService, drain_timeout: float = 5.0) -> None:
     """Give back a service from `acquire`; the last user closes it."""
     if _services.release(service):
         service.close(drain_timeout)
+# What the doors use besides the verbs, named here so that a door imports the facade only (the
+# "doors-through-the-facade" contract): the one JSON shape of a memory, the arguments' choices,
+# the door settings. Loaded on first use, as the verbs load their features.
+DOOR_NAMES = {
+    "Hit": ".recall.rank", "ITEM_KEYS": ".recall.shape", "decision_response": ".recall.shape",
+    "fact_response": ".recall.shape", "hit_dict": ".recall.shape", "iso": ".recall.shape",
+    "memory_dict": ".recall.shape", "receipt_response": ".recall.shape",
+    "LIFECYCLE_STATES": ".knowledge._reflect", "REFLECT_MODES": ".knowledge._reflect",
+    "SOURCE_TYPES": ".knowledge._reflect", "MAX_BELIEF_CHARS": ".knowledge.beliefs",
+    "graph_contract_view": ".knowledge.graph:contract_view",
+    "route_contract_answer": ".knowledge.route:contract_answer",
+    "AUDIT_TYPES": ".ops.audit:CHOICES", "AUDIT_CONTRACT_TYPES": ".ops.audit:CONTRACT_TYPES",
+    "run_checks": ".ops.doctor", "external_paths": ".ops.transfer", "hermes_summariser": ".lifecycle.consolidate",
+    "door_settings": ".store.availability", "store_problem": ".store.availability",
+    "packaged_int8_minilm": ".vectors.embedders", "prepared_minilm": ".vectors.embedders",
+}
+
+
+def __getattr__(name: str):
+    if name not in DOOR_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = DOOR_NAMES[name].partition(":")
+    return getattr(importlib.import_module(module, __package__), attribute or name)
+
+

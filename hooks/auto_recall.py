@@ -5,9 +5,10 @@ from .specs import hookimpl
 
 
 @hookimpl(trylast=True)
-def recall(service, scope, query, budget_tokens, seen):
+def recall(engine, scope, query, budget_tokens, seen):
     from hermes_cmms.recall.render import render
+    from hermes_cmms.recall.search import search
 
     # enough candidates to fill the budget even with short memories (~15 tokens a line)
-    hits = service.search(scope, query, limit=max(30, budget_tokens // 15))
+    hits = search(engine, scope, query, max(30, budget_tokens // 15))
     return render(hits, budget_tokens, query, seen)

@@ -5,5 +5,5 @@ from .specs import hookimpl
 
 
 @hookimpl
-def retain(service, items, turn_of):
-    return service.store.add(items, turn_of=turn_of)
+def retain(engine, items, turn_of):
+    return engine.store.add(items, turn_of=turn_of)

@@ -4,6 +4,11 @@ Hooks are called with keyword arguments; an implementation may accept any subset
 Arguments are only ever added, never renamed. hermes-cmms' own behaviour (auto-recall,
 auto-retain, session flush, secret redaction, knowledge extraction) is implemented with these
 same hooks.
+
+`service` is the facade (`hermes_cmms.MemoryService`), the published way in for plugins.
+`engine` is the parts behind it (`hermes_cmms.engine.Engine`), which the built-in
+implementations work on so that a call passes through the facade once; its attributes are
+internal and may change between releases.
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ def redact(text, scope):
 
 
 @hookspec
-def retain(service, scope, session_id, items, turn_of):
+def retain(service, scope, session_id, items, turn_of, engine):
     """Store already-redacted memories durably.
 
     Fires on the caller's thread for every write (conversation turns, tool calls, Hermes'
@@ -36,7 +41,7 @@ def retain(service, scope, session_id, items, turn_of):
 
 
 @hookspec(firstresult=True)
-def recall(service, scope, query, budget_tokens, session_id, seen):
+def recall(service, scope, query, budget_tokens, session_id, seen, engine):
     """Build the memory text injected before a turn.
 
     Fires once per user turn (Hermes' prefetch) and for explicit recall calls. `seen` is the
@@ -49,7 +54,7 @@ def recall(service, scope, query, budget_tokens, session_id, seen):
 
 
 @hookspec
-def session_flush(service, scope, session_id):
+def session_flush(service, scope, session_id, engine):
     """Close out a conversation session.
 
     Fires at every session boundary Hermes reports (provider on_session_end, session switch,

@@ -230,17 +230,17 @@ def _hermes_warning() -> list[str]:
 def _prepare_model(home: Path, dry_run: bool) -> list[str]:
     """Prepare the ONNX MiniLM now (once per machine), so the first Hermes session loads it in
     a fraction of a second; a failure here only says so (the first session tries again)."""
-    from ..vectors import embedders
+    from ..service import packaged_int8_minilm, prepared_minilm
 
     try:
         choice = Settings.load(home).embedder
     except CmmsError:
         return []
-    source = embedders.packaged_int8_minilm()
+    source = packaged_int8_minilm()
     if dry_run or source is None or choice.partition(":")[0] not in ("auto", "onnx"):
         return []
     try:
-        return [f"prepared the embedding model in {embedders.prepared_minilm(source, choice == 'onnx:int8')}"]
+        return [f"prepared the embedding model in {prepared_minilm(source, choice == 'onnx:int8')}"]
     except Exception as exc:  # noqa: BLE001 - a cache that cannot be written, a foreign file
         return [f"note: the embedding model is not prepared yet ({exc}); the first session will try again."]
 

@@ -13,8 +13,7 @@ from pydantic import Field, WithJsonSchema
 
 from hermes_cmms.common.bounds import count_in
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
-from hermes_cmms.knowledge._reflect import LIFECYCLE_STATES, REFLECT_MODES, SOURCE_TYPES
-from hermes_cmms.knowledge.beliefs import MAX_BELIEF_CHARS
+from hermes_cmms.service import LIFECYCLE_STATES, MAX_BELIEF_CHARS, REFLECT_MODES, SOURCE_TYPES
 
 from ._args import MAX_RESULTS, field, given, receipt
 

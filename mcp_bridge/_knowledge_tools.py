@@ -13,9 +13,8 @@ from typing import Annotated, Any, Callable
 from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in
-from hermes_cmms.common.checks import scope_of
-from hermes_cmms.knowledge import graph, learn as learning, route as routing
-from hermes_cmms.ops.audit import CHOICES, CONTRACT_TYPES
+from hermes_cmms.service import (AUDIT_CONTRACT_TYPES as CONTRACT_TYPES, AUDIT_TYPES as CHOICES,
+                                 graph_contract_view, route_contract_answer)
 
 from ._args import MAX_RESULTS, field
 
@@ -44,7 +43,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         extract_beliefs) beliefs in it; answers each bucket with its receipts."""
         answer = service.learn(default_scope, text, source=source.strip() or DEFAULT_SOURCE,
                                extract_beliefs=extract_beliefs, min_belief_confidence=min_belief_confidence)
-        return learning.contract_answer(service.store, scope_of(default_scope), text, answer, "mcp:learn")
+        return service.learn_answer(default_scope, text, answer, "mcp:learn")
 
     def graph_search(query: Annotated[str, Field(
                          description="Text naming entities: those it names, with their neighbours; "
@@ -61,7 +60,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         answer = service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
                                       target_id=target_id, max_depth=count_in(max_depth, "max_depth", 4),
                                       limit=count_in(limit, "limit", MAX_RESULTS))
-        return {**graph.contract_view(answer), **answer}
+        return {**graph_contract_view(answer), **answer}
 
     def route(query: Annotated[str, Field(description="The question, in plain words; '' (default) routes "
                                                       "nowhere (stage 4).")] = "",
@@ -72,7 +71,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         """Answer a question through the 4-stage router (1 rules, 2 semantic, 3 graph, 4 LLM or
         nothing found); says which stage answered and why."""
         answer = service.route(default_scope, query, count_in(top_k, "top_k", MAX_RESULTS), score_threshold)
-        return routing.contract_answer(answer)
+        return route_contract_answer(answer)
 
     def audit(audit_type: Annotated[str, field(
                   "full (every check, default), consistency (receipts, lifecycle, graph and vector drift), "

@@ -11,8 +11,7 @@ from hermes_cmms.common.bounds import count_in, query_text
 from hermes_cmms.common.checks import TIERS
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
-from hermes_cmms.recall.rank import Hit
-from hermes_cmms.recall.shape import ITEM_KEYS, hit_dict, iso, memory_dict
+from hermes_cmms.service import ITEM_KEYS, Hit, hit_dict, iso, memory_dict
 
 from ._args import MAX_PAGE, MAX_RESULTS, Actor, Query, Scope, Source, Tags, receipt
 
@@ -22,8 +21,8 @@ ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the c
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
-    def hits_out(hits: list[Hit]) -> list[dict]:
-        facts = service.store.facts([h.memory.id for h in hits])
+    def hits_out(scope: str, hits: list[Hit]) -> list[dict]:
+        facts = service.facts(scope, [h.memory.id for h in hits])
         return [hit_dict(h, ITEM_KEYS, facts) for h in hits]
 
     def store_memory(content: Annotated[str, Field(description="What to remember.")], scope: Scope,
@@ -42,7 +41,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                       tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
         """Hybrid search of the named scope, optionally only memories with all the given tags."""
         hits = service.search(scope, query_text(query), count_in(k, "k", MAX_RESULTS), tags=tags or ())
-        return {"scope": scope, "results": hits_out(hits)}
+        return {"scope": scope, "results": hits_out(scope, hits)}
 
     def forget_memory(scope: Scope,
                       memory_id: Annotated[Optional[str], Field(description="The id to delete.")] = None,
@@ -72,7 +71,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         memories, total = service.page(scope, tier=tier, tags=tags or (), state=state,
                                        limit=count_in(limit, "limit", MAX_PAGE),
                                        offset=count_in(offset, "offset", 10**9, low=0))
-        facts = service.store.facts([m.id for m in memories])
+        facts = service.facts(scope, [m.id for m in memories])
         return {"scope": scope, "total": total, "limit": limit, "offset": offset,
                 "memories": [memory_dict(m, facts=facts) for m in memories]}
 

@@ -13,14 +13,11 @@ from typing import Annotated, Any, Callable
 from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in, query_text
-from hermes_cmms.common.checks import scope_of
-from hermes_cmms.common.errors import InvalidInput
+from hermes_cmms.common.errors import InvalidInput, NoVectorIndex
 from hermes_cmms.common.text import clean
 from hermes_cmms.common.version import __version__
-from hermes_cmms.recall.rank import Hit
-from hermes_cmms.recall.search import NoVectorIndex
-from hermes_cmms.recall.shape import (ITEM_KEYS, decision_response, fact_response, hit_dict, memory_dict,
-                                      receipt_response)
+from hermes_cmms.service import (ITEM_KEYS, Hit, decision_response, fact_response, hit_dict, memory_dict,
+                                 receipt_response)
 
 from ._args import MAX_RESULTS, Tags, field, given
 
@@ -39,12 +36,12 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
     def stored(ids: list[str]) -> dict:
-        return service.store.get(ids, scope_of(default_scope))
+        return service.get(default_scope, ids)
 
     def answers(hits: list[Hit]) -> tuple[list[dict], list[dict], dict]:
         """The fact hits as fact_response (plus our item fields and score), every hit as an item,
-        and Store.facts of them."""
-        facts = service.store.facts([h.memory.id for h in hits])
+        and the facts of them."""
+        facts = service.facts(default_scope, [h.memory.id for h in hits])
         items = [hit_dict(h, ITEM_KEYS, facts) for h in hits]
         return [_fact_item(fact_response(h.memory, facts), item)
                 for h, item in zip(hits, items) if h.memory.id in facts], items, facts
@@ -54,7 +51,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         status = service.status(default_scope)  # never the store's totals: other scopes stay unseen
         return {"status": "ok", "ok": True, "server": "hermes-cmms", "version": __version__, "scope": default_scope,
                 "memories": status["memories"], "indexed": status["indexed"],
-                "embedder": status["embedder"], "writer": service.indexer.writer}
+                "embedder": status["embedder"], "writer": service.index_writer}
 
     def remember(subject: Annotated[str, Field(description="The subject of the fact: who or what it is about.")],
                  predicate: Annotated[str, Field(description="The predicate/relation, e.g. 'lives in'.")],
@@ -69,7 +66,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                                           source=source.strip() or DEFAULT_SOURCE, tags=tags or ())
         memory = stored([memory_id])[memory_id]  # as stored: a repeat reinforced the earlier fact
         return {"receipt": receipt_response(memory, "fact", "mcp:remember"),
-                "fact": fact_response(memory, service.store.facts([memory_id])),
+                "fact": fact_response(memory, service.facts(default_scope, [memory_id])),
                 "stored": True, "id": memory_id, "scope": default_scope}
 
     def search(query: Text = "",
@@ -128,7 +125,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
             found = service.semantic_search(default_scope, query_text(query), top_k, score_threshold)
         except NoVectorIndex as exc:  # keyword-only: the contract's error variant, not a failed call
             return {"error": str(exc)}
-        facts = service.store.facts([m.id for m, _ in found])
+        facts = service.facts(default_scope, [m.id for m, _ in found])
         return {"semantic_results": [_semantic_result(m, sim, facts) for m, sim in found], "total": len(found),
                 "scope": default_scope,
                 "results": [memory_dict(m, facts=facts, similarity=round(sim, 5)) for m, sim in found]}
@@ -136,9 +133,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def metrics() -> dict[str, Any]:
         """Prometheus metrics of this server: its tool calls, errors, latencies; the default scope's
         memories, vectors and index lag."""
-        from hermes_cmms.ops.metrics import exposition
-
-        return {"format": "prometheus-text-0.0.4", "exposition": exposition(service, default_scope)}
+        return {"format": "prometheus-text-0.0.4", "exposition": service.exposition(default_scope)}
 
     return [ping, remember, search, get_context, semantic_search, metrics]
 

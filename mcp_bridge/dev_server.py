@@ -8,8 +8,7 @@ The SDK loads this file by its path, outside any package: its imports are absolu
 from hermes_cmms.common.config import hermes_home
 from hermes_cmms.common.errors import StoreUnavailable
 from hermes_cmms.mcp_bridge.server import build, local_scope
-from hermes_cmms.service import MemoryService
-from hermes_cmms.store.availability import door_settings
+from hermes_cmms.service import MemoryService, door_settings
 
 _home = hermes_home()
 try:  # like `hermes-cmms mcp`: a store is started only in a home Hermes has used

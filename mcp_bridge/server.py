@@ -47,7 +47,7 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confin
         service.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)
 
     for fn in catalogue(service, scope):
-        tool = guarded(fn, tool_error, audit, service.metrics, scope if confined else None)
+        tool = guarded(fn, tool_error, audit, service, scope if confined else None)
         server.add_tool(tool, name=fn.__name__, description=summary(fn))
         schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
         schema["required"] = tool.required

@@ -15,14 +15,14 @@ def _service(args, vectors: bool = False, **overrides):
 
     service = MemoryService(settings_for(args, **overrides), scheduler=False, start_indexer=False)
     if vectors:
-        service.indexer.ready.wait(VECTORS_WAIT_S)
+        service.wait_vectors(VECTORS_WAIT_S)
     return service
 
 
 def settings_for(args, **overrides) -> Settings:
     """The command's settings, once it may open the store (store.availability.door_settings):
     a command with a --create option may start a store, the others need one there."""
-    from ..store.availability import door_settings
+    from ..service import door_settings
 
     return door_settings(args.hermes_home, getattr(args, "create", None), **overrides)
 

@@ -85,9 +85,7 @@ def cmd_beliefs(args) -> int:
 
 def cmd_graph(args) -> int:
     if args.action == "rebuild":
-        from ..knowledge import graph
-
-        result = _run(args, lambda s: graph.rebuild(s.engine, args.scope))
+        result = _run(args, lambda s: s.rebuild_graph(args.scope))
     else:
         modes = {"search": {"query": getattr(args, "query", None)},
                  "entity": {"entity_id": stored_id(getattr(args, "entity_id", None))},
@@ -125,9 +123,7 @@ def cmd_reindex(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from ..ops.metrics import exposition
-
-    sys.stdout.write(_run(args, exposition))
+    sys.stdout.write(_run(args, lambda s: s.exposition()))
     return 0
 
 

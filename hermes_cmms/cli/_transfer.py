@@ -74,9 +74,7 @@ def _export_whole(args, service, target: Path) -> dict:
 
 def _export(args, service, out) -> dict:
     """Write the scope's records to `out`, one JSON object a line; return the header's counts."""
-    from ..ops.transfer import export_scope
-
-    records = export_scope(service.engine, args.scope, actor="cli:export")
+    records = service.export(args.scope, actor="cli:export")
     header = next(records)
     out.write(_line(header))
     bar = _bar(args, "exporting", sum(header["counts"].values()))
@@ -94,8 +92,6 @@ def _line(record: dict) -> bytes:
 
 
 def cmd_import(args) -> int:
-    from ..ops.transfer import import_file, import_records
-
     service = _service(args, embedder=None if args.wait else "none")
     bars: dict[str, object] = {}
 
@@ -110,11 +106,11 @@ def cmd_import(args) -> int:
     try:
         kwargs = {"scope": args.scope, "progress": progress, "actor": "cli:import"}
         if args.file == "-":
-            summary = import_records(service.engine, sys.stdin.buffer, **kwargs)
+            summary = service.import_records(sys.stdin.buffer, **kwargs)
         else:
-            summary = import_file(service.engine, args.file, **kwargs)
+            summary = service.import_file(args.file, **kwargs)
         if args.wait:
-            summary["indexed"] = service.indexer.drain(3600.0)
+            summary["indexed"] = service.drain(3600.0)
     finally:
         for bar in bars.values():
             if bar is not None:

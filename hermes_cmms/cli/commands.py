@@ -49,7 +49,7 @@ MAX_SEARCH_LIMIT = 50  # most results `search --limit` shows
 
 
 def cmd_search(args) -> int:
-    from ..recall.shape import hit_dict
+    from ..service import hit_dict
 
     query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
     service = _service(args, vectors=True)
@@ -86,7 +86,7 @@ def cmd_forget(args) -> int:
             count = len(args.id)
         else:
             count = len(service.forget_where(args.scope, tier=args.tier, tags=args.tag or (), actor=actor))
-        service.indexer.drain(FORGET_DRAIN_S)
+        service.drain(FORGET_DRAIN_S)
         pending = service.vectors_pending(args.scope)
     finally:
         service.close(drain_timeout=0)  # (drained above)
@@ -148,7 +148,7 @@ def _audit_pages(service, args) -> list:
 def cmd_consolidate(args) -> int:
     service = _service(args)
     try:
-        service.indexer.drain(120)
+        service.drain(120)
         report = public_ids(service.consolidate(args.scope, args.session, actor="cli").as_dict())
     finally:
         service.close()
@@ -175,7 +175,7 @@ def cmd_maintain(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from ..ops.doctor import run_checks
+    from ..service import run_checks
 
     failed = False
     for level, name, detail in run_checks(args.hermes_home):
@@ -297,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._transfer import register as register_transfer
 
     register_transfer(add)
+    from ._ui import register as register_ui
+
+    register_ui(add)
     _add_bench(sub)
     return parser
 

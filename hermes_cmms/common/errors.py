@@ -20,6 +20,10 @@ class StoreUnavailable(CmmsError):
     """The SQL store could not be opened or written."""
 
 
+class NoVectorIndex(StoreUnavailable):
+    """Semantic search asked of a store with no embedding model or vector index loaded."""
+
+
 class UnknownEntity(CmmsError):
     """An entity id that is not in the caller's scope's graph."""
 

@@ -8,7 +8,6 @@ one worker thread does it, debounced per file.
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import os
 import socket
@@ -18,16 +17,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional
 
-from sqlalchemy import and_, or_, select
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from ..common.checks import scope_of
 from ..common.shared import Shared
 from ..common.errors import CmmsError
-from ..store.models import Memory
-from ..common.plugins import run_redactors
-from ..common.text import clean, content_hash
+from ..common.text import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +47,8 @@ def hermes_entries(service, scope: str, fragment: str, keep: str = "") -> list[s
     if not isinstance(fragment, str) or not fragment.strip():
         return []
     sources = [MEMORY_TOOL_SOURCE, *(SOURCE_PREFIX + name for name in MEMORY_FILES)]
-    kept = run_redactors(service.pm, clean(keep), scope).strip() if keep else None
-    found = service.store.containing(scope_of(scope), run_redactors(service.pm, clean(fragment), scope), sources)
+    kept = service.as_stored(scope, keep).strip() if keep else None
+    found = service.containing(scope, fragment, sources)
     return [m.id for m in found if m.content.strip() != kept]
 
 
@@ -119,7 +114,7 @@ class Mirror:
         """Take or renew the store's mirror lease; on taking it, catch up with one full sync
         (another process held it until now, or nobody did)."""
         try:
-            held = self.service.store.lease(self.owner, self.lease_s, time.time(), name=LEASE + self.scope)
+            held = self.service.lease(LEASE + self.scope, self.owner, self.lease_s)
         except Exception as exc:  # noqa: BLE001 - e.g. the database is busy: try at the next tick
             log.warning("hermes-cmms mirror: lease not renewed: %s", exc)
             held = False
@@ -145,7 +140,7 @@ class Mirror:
         self._observer = self._worker = None
         if self.holding and not alive:
             try:
-                self.service.store.release_lease(self.owner, name=LEASE + self.scope)
+                self.service.release_lease(LEASE + self.scope, self.owner)
             except Exception as exc:  # noqa: BLE001 - it expires on its own
                 log.warning("hermes-cmms mirror: lease not released: %s", exc)
             self.holding = False
@@ -248,26 +243,19 @@ class Mirror:
         for part in raw.replace("\r\n", "\n").split(ENTRY_DELIMITER):
             text = part.strip()
             if text:
-                stored = run_redactors(self.service.pm, clean(text), self.scope)
+                stored = self.service.as_stored(self.scope, text)
                 entries.setdefault(content_hash(stored), text)
         return entries
 
-    def _owned(self, name: str):
-        """Memories of file `name` the mirror may edit or forget: its own, and the provider's
-        on_memory_write copies of the same file."""
-        return or_(Memory.source == SOURCE_PREFIX + name,
-                   and_(Memory.source == MEMORY_TOOL_SOURCE, Memory.tags.like(f'%"{MEMORY_FILES[name]}"%')))
+    def _owner(self, name: str) -> tuple[str, str, str]:
+        """Who writes the copies of file `name` the mirror may edit or forget: the mirror
+        itself, and the provider's on_memory_write (tagged with the file's memory-tool tag)."""
+        return SOURCE_PREFIX + name, MEMORY_TOOL_SOURCE, MEMORY_FILES[name]
 
     def _mirrored(self, name: str) -> list:
         """The scope's current memories of file `name`, including any the mirror found already
         stored (and so reinforced, leaving its receipt) instead of inserting."""
-        receipt = f'%"source": {json.dumps(SOURCE_PREFIX + name)}%'
-        query = (select(Memory.id, Memory.content, Memory.content_hash, self._owned(name).label("owned"))
-                 .where(Memory.scope == self.scope, Memory.superseded_by.is_(None),
-                        or_(self._owned(name), Memory.receipts.like(receipt)))
-                 .order_by(Memory.seq))
-        with self.service.store.read() as conn:
-            return list(conn.execute(query))
+        return self.service.file_copies(self.scope, *self._owner(name))
 
     def _store(self, name: str, text: str, old=None) -> int:
         """Store an added entry (superseding `old`, an edit); 1 if stored."""
@@ -285,13 +273,7 @@ class Mirror:
     def _forget(self, name: str, memory_id: str) -> int:
         """Forget a removed entry and the older versions it superseded (else they would be
         current again); 1 if it was forgotten."""
-        chain, frontier = [], [memory_id]
-        with self.service.store.read() as conn:
-            while frontier:
-                chain += frontier
-                frontier = list(conn.execute(select(Memory.id).where(
-                    Memory.scope == self.scope, Memory.superseded_by.in_(frontier),
-                    self._owned(name))).scalars())
+        chain = self.service.copy_chain(self.scope, memory_id, *self._owner(name))
         gone = 0
         for old in reversed(chain):  # oldest first: nothing is current again in between
             try:

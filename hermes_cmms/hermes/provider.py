@@ -91,7 +91,7 @@ class CmmsMemoryProvider(MemoryProvider):
     def unavailable_reason(self) -> str:
         """Why cmms cannot work in this Hermes home, in one sentence ('' when it can); Hermes
         0.20+ shows it when `is_available()` is False."""
-        from ..store.availability import store_problem
+        from ..service import store_problem
 
         try:
             return store_problem(Settings.load())
@@ -114,7 +114,7 @@ class CmmsMemoryProvider(MemoryProvider):
         if self.primary and self.settings.mirror == "on" and self._mirror is None:
             self._start_mirror()
         if self.settings.consolidation_llm == "hermes" and self.service.summariser is None:
-            from ..lifecycle.consolidate import hermes_summariser
+            from ..service import hermes_summariser
 
             self.service.summariser = hermes_summariser()
 
@@ -355,7 +355,7 @@ class CmmsMemoryProvider(MemoryProvider):
             return json.dumps({"error": f"cmms memory is not open{why}."})
         if not self.primary and tool_name != "cmms_recall":
             return json.dumps({"error": "Memory is read-only in this agent; only the primary agent writes."})
-        with self.service.metrics.tool_call("hermes", tool_name, self.scope) as call:
+        with self.service.tool_call("hermes", tool_name, self.scope) as call:
             try:
                 result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
             except CmmsError as exc:
@@ -385,7 +385,7 @@ class CmmsMemoryProvider(MemoryProvider):
             settings = Settings.load()
         except CmmsError as exc:
             return {"settings error": str(exc)}
-        from ..store.availability import store_problem
+        from ..service import store_problem
 
         status = cmms_setup.status_lines(settings)
         problem = store_problem(settings)
@@ -397,7 +397,7 @@ class CmmsMemoryProvider(MemoryProvider):
     def backup_paths(self) -> List[str]:
         """What hermes-cmms keeps outside $HERMES_HOME, for `hermes backup` (see
         transfer.external_paths); a PostgreSQL database or a Chroma server adds nothing."""
-        from ..ops.transfer import external_paths
+        from ..service import external_paths
 
         try:
             return [str(path) for path in external_paths(Settings.load())]
@@ -408,7 +408,7 @@ class CmmsMemoryProvider(MemoryProvider):
 def _writable(settings: Settings) -> Settings:
     """`settings`, once nothing local stands in the way of writing the store (Hermes 0.19 loads
     cmms even then: see is_available)."""
-    from ..store.availability import store_problem
+    from ..service import store_problem
 
     problem = store_problem(settings)
     if problem:

@@ -137,7 +137,7 @@ def _as_yaml(value: Any) -> Any:
 
 def status_lines(settings: Settings) -> Dict[str, str]:
     """Each setting's effective value (an empty one: what it means) and where it comes from."""
-    from ..store.store import safe_url
+    from ..service import safe_url
 
     shown = {name: getattr(settings, name) for name in SETTINGS}
     shown["database_url"] = safe_url(settings.database_url)  # never a password on screen

@@ -9,7 +9,7 @@ from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import given_back, given_forms, public_ids, stored_id
 from ..common.nesting import MAX_DEPTH, too_deep, value_depth
 from ..common.text import brief
-from ..recall.shape import hit_dict
+from ..service import hit_dict
 
 MAX_LIMIT = 50
 

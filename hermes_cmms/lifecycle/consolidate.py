@@ -114,6 +114,17 @@ def consolidate(engine: "Engine", scope: str, session_id: Optional[str] = None,
     return report
 
 
+def consolidate_audited(engine: "Engine", scope: str, session_id: Optional[str] = None, actor: str = "",
+                        wait: float = 60.0) -> Report:
+    """`consolidate` with the engine's summariser, put on the audit trail when it examined
+    anything (what the facade's verb and the built-in session flush both run)."""
+    report = consolidate(engine, scope, session_id, engine.summariser, wait)
+    if report.examined:
+        engine.store.record("consolidate", actor or "cmms", scope,
+                            **{k: v for k, v in report.as_dict().items() if k != "scope"})
+    return report
+
+
 def _fold_repeats(engine: "Engine", scope: str, seeds: list[Memory], near, members: dict[str, Memory],
                   eligible: set[str], report: Report) -> set[str]:
     """Fold each new memory that repeats an older current one (cosine >= REPEAT_SIMILARITY and

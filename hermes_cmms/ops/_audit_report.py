@@ -1,16 +1,14 @@
-"""The audit's answer, findings collected by audit type; and reading a query in pages."""
+"""The audit's answer, findings collected by audit type (the pages it reads are in
+store/audit_rows.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import Iterator, Optional
 
 from ..common.ids import shown_id
 
-if TYPE_CHECKING:
-    from ..engine import Engine
-
 MAX_FINDINGS = 100  # listed per audit type; the count is always the true one
-BATCH = 1000
+BATCH = 1000  # rows read per page
 EXAMPLES = 3  # findings named in a check's sentence
 # checks whose findings break the store's integrity (the CMMS contract's `errors`); every other
 # check (drift that reindex repairs, what a person should judge) is a warning
@@ -77,22 +75,6 @@ def _named(finding: dict) -> str:
 
 def _finding(check: str, key_name: str, key, scope: Optional[str], **detail) -> dict:
     return {"check": check, key_name: key, "scope": scope, "detail": detail}
-
-
-def _batches(engine: "Engine", query, key, after=None) -> Iterator[list]:
-    """Rows of `query` in pages ordered by `key` (keyset paging: each page is its own read)."""
-    while True:
-        page = query if after is None else query.where(key > after)
-        with engine.store.read() as conn:
-            rows = conn.execute(page.order_by(key).limit(BATCH)).all()
-        if not rows:
-            return
-        yield rows
-        after = rows[-1][0]
-
-
-def _scoped(query, column, scope: Optional[str]):
-    return query if scope is None else query.where(column == scope)
 
 
 def _chain(*iterators: Iterator[dict]) -> Iterator[dict]:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from sqlalchemy import Connection, func, insert, select
-
-from ._audit_report import BATCH, Report, _chain, _finding, _scoped
-from ..store.models import AuditEvent, Memory, Outbox
+from ._audit_report import BATCH, Report, _chain, _finding
+from ..store import vector_rows
 from ..vectors.chroma import VIEWS, collection_name
 
 if TYPE_CHECKING:
@@ -30,46 +28,26 @@ def _vectors(engine: "Engine"):
 def _known_scopes(engine: "Engine", scope: Optional[str]) -> list[str]:
     if scope is not None:
         return [scope]
-    found: set[str] = set()
-    with engine.store.read() as conn:
-        for table in (Memory, Outbox, AuditEvent):
-            found.update(s for s in conn.execute(select(table.scope).distinct()).scalars() if s)
-    return sorted(found)
-
-
-def _pending(conn: Connection, ids: list[str], op: str) -> set[str]:
-    return set(conn.execute(select(Outbox.memory_id).where(Outbox.op == op, Outbox.memory_id.in_(ids))).scalars())
+    return vector_rows.known_scopes(engine.store)
 
 
 def _missing_vectors(engine: "Engine", vectors, scope: str, view: str, report: Report) -> Iterator[dict]:
     """Memories of `scope` with no vector in `view` and no upsert queued. Each page of ids and
     its queued upserts are read in one transaction, then the index; a candidate is confirmed
     by reading the store again (a memory forgotten meanwhile is not missing)."""
-    query = select(Memory.seq, Memory.id).where(Memory.scope == scope)
     after = 0
     while True:
-        with engine.store.read() as conn:
-            rows = conn.execute(query.where(Memory.seq > after).order_by(Memory.seq).limit(BATCH)).all()
-            ids = [row.id for row in rows]
-            queued = _pending(conn, ids, "upsert") if ids else set()
+        rows, queued = vector_rows.memory_page(engine.store, scope, after, BATCH)
+        ids = [memory_id for _, memory_id in rows]
         if not rows:
             return
-        after = rows[-1].seq
+        after = rows[-1][0]
         report.checked[f"memories_{view}"] = report.checked.get(f"memories_{view}", 0) + len(ids)
         unqueued = [i for i in ids if i not in queued]
         present = vectors.present(scope, unqueued, view) if unqueued else set()  # one index read per page
         candidates = [i for i in unqueued if i not in present]
-        for memory_id in _still_stored(engine, scope, candidates):
+        for memory_id in vector_rows.still_stored(engine.store, scope, candidates):
             yield _finding("missing_vector", "memory_id", memory_id, scope, view=view)
-
-
-def _still_stored(engine: "Engine", scope: str, ids: list[str]) -> list[str]:
-    if not ids:
-        return []
-    with engine.store.read() as conn:
-        queued = _pending(conn, ids, "upsert")
-        kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(ids), Memory.scope == scope)).scalars())
-    return [i for i in ids if i in kept and i not in queued]
 
 
 def _stray_vectors(engine: "Engine", vectors, scope: str, view: str, report: Report) -> Iterator[dict]:
@@ -77,10 +55,7 @@ def _stray_vectors(engine: "Engine", vectors, scope: str, view: str, report: Rep
     confirmed by reading the index again after the store."""
     for page in vectors.ids(scope, view, BATCH):
         report.checked[f"vectors_{view}"] = report.checked.get(f"vectors_{view}", 0) + len(page)
-        with engine.store.read() as conn:
-            kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(page), Memory.scope == scope)).scalars())
-            queued = _pending(conn, page, "delete")
-        candidates = [i for i in page if i not in kept and i not in queued]
+        candidates = vector_rows.not_stored(engine.store, scope, page)
         present = vectors.present(scope, candidates, view) if candidates else set()
         for memory_id in candidates:
             if memory_id in present:
@@ -109,9 +84,7 @@ def _vector_drift(engine: "Engine", scope: Optional[str], report: Report) -> Ite
 
 def _index_lag(engine: "Engine", scope: Optional[str], report: Report) -> None:
     """Pending outbox rows: lag, not drift."""
-    with engine.store.read() as conn:
-        pending, oldest = conn.execute(_scoped(select(func.count(), func.min(Outbox.created_at)),
-                                               Outbox.scope, scope)).one()
+    pending, oldest = vector_rows.outbox_lag(engine.store, scope)
     report.checked["index_lag"] = pending
     report.checked["index_lag_seconds"] = round(time.time() - oldest, 3) if oldest is not None else 0.0
 
@@ -127,13 +100,9 @@ def _queue_repairs(engine: "Engine", vectors, scope: Optional[str]) -> tuple[int
             for finding in _chain(_missing_vectors(engine, vectors, name, view, report),
                                   _stray_vectors(engine, vectors, name, view, report)):
                 work.add((finding["memory_id"], name, "upsert" if finding["check"] == "missing_vector" else "delete"))
-    now = time.time()
-    rows = [{"memory_id": m, "scope": s, "op": op, "created_at": now} for m, s, op in sorted(work)]
-    for start in range(0, len(rows), 500):
-        with engine.store.writing() as conn:
-            conn.execute(insert(Outbox), rows[start:start + 500])
-    upserts = sum(1 for row in rows if row["op"] == "upsert")
-    return upserts, len(rows) - upserts
+    vector_rows.queue(engine.store, sorted(work))
+    upserts = sum(1 for _, _, op in work if op == "upsert")
+    return upserts, len(work) - upserts
 
 
 def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float) -> dict:

@@ -6,11 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from sqlalchemy import Float, Integer
-
 from ..common import lifecycle_rules as lifecycle
 from ..common.checks import TIERS
 from ..common.errors import InvalidInput
+from ..store.columns import column_kind
 from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 from ..redact import redact_key
 from ..common.nesting import MAX_DEPTH, text_depth
@@ -139,10 +138,10 @@ def _value(kind: Kind, name: str, column, value: Any, line: int) -> Any:
         if not column.nullable:
             raise bad(line, f"{name!r} of a {kind.name} record cannot be null")
         return None
-    if isinstance(column.type, Integer):  # the range both SQLite and PostgreSQL's INTEGER hold
+    if column_kind(column) == "integer":  # the range both SQLite and PostgreSQL's INTEGER hold
         ok = isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31
         wanted = "a whole number between -2147483648 and 2147483647"
-    elif isinstance(column.type, Float):
+    elif column_kind(column) == "float":
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e300
         wanted, value = "a finite number", float(value) if ok else value
     else:

@@ -9,18 +9,15 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
-
-from sqlalchemy import Connection, case, delete, exists, func, literal, or_, select, update
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ..knowledge import graph
 from ..common import lifecycle_rules as lifecycle
-from ._audit_report import MAX_FINDINGS, Report, _batches, _chain, _finding, _scoped
+from ._audit_report import BATCH, MAX_FINDINGS, Report, _chain, _finding
 from ._audit_vectors import _repair_vectors, _vector_drift
-from ..store._knowledge import LEARNED_RECEIPTS
 from ..common.errors import InvalidInput
-from ..store.models import AuditEvent, Belief, Entity, Evidence, Fact, Link, Memory, Outbox, Relation
+from ..store import audit_rows
+from ..store.audit_rows import GRAPH, ORPHANS, RECEIPTS, Check, lifecycle_checks as _lifecycle_checks
 from ..common.checks import scope_of
 
 if TYPE_CHECKING:
@@ -35,116 +32,17 @@ GROUPS = {"full": AUDIT_TYPES, "all": AUDIT_TYPES,  # "all": our earlier name of
 CHOICES = ("full", "consistency", *AUDIT_TYPES, "all")
 REPAIRED = ("orphans", "vector_drift", "graph_drift")  # what reindex brings to zero
 TOLERANCE = 1e-4  # stored confidences are rounded to 4 places
-LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
-
-_target = Memory.__table__.alias("target")
-_other = Outbox.__table__.alias("other")
 
 
-# -- checks that are one SQL query --------------------------------------------------------
 
-@dataclass(frozen=True)
-class Check:
-    """One exact check as SQL: the rows of `model` matching `where` are the findings."""
-
-    name: str
-    model: type
-    key: object  # the column that identifies a finding
-    where: tuple
-    detail: tuple = ()
-    key_name: str = "id"
-
-    def select(self, scope: Optional[str], skipped: Sequence[str] = ()):
-        """The findings' rows, of `scope` (None: every scope) but those of the `skipped` scopes."""
-        query = select(self.key.label("key"), self.model.scope, *self.detail).where(*self.where)
-        query = query if scope is None else query.where(self.model.scope == scope)
-        return query.where(self.model.scope.not_in(list(skipped))) if skipped else query
-
-    def count(self, conn: Connection, scope: Optional[str], skipped: Sequence[str] = ()) -> int:
-        return conn.execute(select(func.count()).select_from(self.select(scope, skipped).subquery())).scalar_one()
-
-    def report(self, conn: Connection, scope: Optional[str], report: Report, audit_type: str) -> None:
-        found = self.count(conn, scope, report.skipped)
-        rows = conn.execute(self.select(scope, report.skipped).order_by(self.key)
-                            .limit(max(0, report.room(audit_type)))).all()
-        for row in rows:
-            detail = {k: v for k, v in row._mapping.items() if k not in ("key", "scope")}
-            report.findings[audit_type].append(_finding(self.name, self.key_name, row.key, row.scope, **detail))
-        report.counts[audit_type] += found
-        report.by_check[self.name] = report.by_check.get(self.name, 0) + found
-
-
-def _gone(column):
-    """No memory has this id."""
-    return ~exists().where(Memory.id == column)
-
-
-def _kept(column):
-    return exists().where(Memory.id == column)
-
-
-def _no_entity(column):
-    return ~exists().where(Entity.id == column)
-
-
-ORPHANS = (  # order matters to reindex: relations go before the entities they leave alone
-    Check("fact_without_memory", Fact, Fact.memory_id, (_gone(Fact.memory_id),), key_name="memory_id"),
-    Check("link_without_memory", Link, Link.memory_id, (_gone(Link.memory_id),), (Link.source_id,), "memory_id"),
-    Check("link_without_source", Link, Link.memory_id, (_gone(Link.source_id),), (Link.source_id,), "memory_id"),
-    Check("belief_without_memory", Belief, Belief.memory_id, (_gone(Belief.memory_id),), key_name="memory_id"),
-    Check("evidence_without_belief", Evidence, Evidence.id, (_gone(Evidence.belief_id),), (Evidence.belief_id,)),
-    Check("evidence_without_memory", Evidence, Evidence.id,
-          (Evidence.memory_id.is_not(None), _gone(Evidence.memory_id)), (Evidence.memory_id,)),
-    Check("relation_without_memory", Relation, Relation.id, (_gone(Relation.memory_id),), (Relation.memory_id,)),
-    Check("relation_without_entity", Relation, Relation.id,
-          (or_(_no_entity(Relation.source_id), _no_entity(Relation.target_id)),),
-          (Relation.source_id, Relation.target_id)),
-    Check("entity_without_relation", Entity, Entity.id,
-          (~exists().where(Relation.source_id == Entity.id), ~exists().where(Relation.target_id == Entity.id)),
-          (Entity.name,)),
-    Check("outbox_without_memory", Outbox, Outbox.id,  # an upsert no delete follows: never applied
-          (Outbox.op == "upsert", _gone(Outbox.memory_id),
-           ~exists().where(_other.c.memory_id == Outbox.memory_id, _other.c.op == "delete")), (Outbox.memory_id,)),
-    Check("superseded_by_missing", Memory, Memory.id,
-          (Memory.superseded_by.is_not(None), ~exists().where(_target.c.id == Memory.superseded_by)),
-          (Memory.superseded_by,), "memory_id"),
-)
-
-
-def _receipt_starts(*prefixes: str):
-    """The source starts with one of `prefixes`, case-sensitively (SQLite's LIKE ignores case)."""
-    return or_(*(func.substr(Memory.source, 1, len(p)) == p for p in prefixes))
-
-
-RECEIPTS = (
-    Check("empty_receipt", Memory, Memory.id, (func.coalesce(func.trim(Memory.source), "") == "",),
-          (Memory.kind,), "memory_id"),
-    Check("learned_without_link", Memory, Memory.id,
-          (Memory.kind.in_(LEARNED_KINDS), _receipt_starts(*LEARNED_RECEIPTS),
-           ~exists().where(Link.memory_id == Memory.id)),
-          (Memory.kind, Memory.source), "memory_id"),
-    Check("belief_without_row", Memory, Memory.id,  # written half: a person judges it, reindex keeps it
-          (Memory.kind == "belief", ~exists().where(Belief.memory_id == Memory.id)), (Memory.source,), "memory_id"),
-)
-
-GRAPH = (
-    Check("fact_without_relation", Fact, Fact.memory_id,
-          (_kept(Fact.memory_id), ~exists().where(Relation.memory_id == Fact.memory_id)),
-          (Fact.subject, Fact.predicate, Fact.object), "memory_id"),
-    Check("relation_without_fact", Relation, Relation.id,
-          (_kept(Relation.memory_id), ~exists().where(Fact.memory_id == Relation.memory_id)), (Relation.memory_id,)),
-)
-
-
-def _lifecycle_checks(now: float, grace: float) -> tuple[Check, ...]:
-    return (
-        Check("unknown_state", Memory, Memory.id, (Memory.state.not_in(lifecycle.LIVE_STATES),),
-              (Memory.state,), "memory_id"),
-        Check("expired_not_swept", Memory, Memory.id,
-              (Memory.expires_at.is_not(None), Memory.expires_at <= now - grace),
-              (Memory.expires_at, (literal(now) - Memory.expires_at).label("overdue_s")), "memory_id"),
-        Check("superseded_by_self", Memory, Memory.id, (Memory.superseded_by == Memory.id,), (), "memory_id"),
-    )
+def _report(check: Check, conn, scope: Optional[str], report: Report, audit_type: str) -> None:
+    """Add what one SQL check finds to `report` (as many rows as it has room for, the true count)."""
+    found = check.count(conn, scope, report.skipped)
+    for row in check.rows(conn, scope, report.skipped, report.room(audit_type)):
+        detail = {k: v for k, v in row.items() if k not in ("key", "scope")}
+        report.findings[audit_type].append(_finding(check.name, check.key_name, row["key"], row["scope"], **detail))
+    report.counts[audit_type] += found
+    report.by_check[check.name] = report.by_check.get(check.name, 0) + found
 
 
 # the checks of each audit type, by name (the SQL ones above, then those read in batches below)
@@ -162,9 +60,7 @@ CHECKS = {
 
 def _backward_moves(engine: "Engine", scope: Optional[str], report: Report) -> Iterator[dict]:
     """Lifecycle events whose move is not forward (or names a state that does not exist)."""
-    query = _scoped(select(AuditEvent.id, AuditEvent.scope, AuditEvent.memory_id, AuditEvent.detail)
-                    .where(AuditEvent.action == "lifecycle"), AuditEvent.scope, scope)
-    for rows in _batches(engine, query, AuditEvent.id):
+    for rows in audit_rows.lifecycle_events(engine.store, scope, BATCH):
         report.checked["lifecycle_events"] = report.checked.get("lifecycle_events", 0) + len(rows)
         for row in rows:
             move = _detail(row.detail)
@@ -185,12 +81,8 @@ def _detail(text: Optional[str]) -> dict:
 def _cycles(engine: "Engine", scope: Optional[str]) -> Iterator[dict]:
     """Chains of superseded_by that come back on themselves. Only rows pointing at a memory that
     is itself superseded can be in a cycle, so only those are read."""
-    query = _scoped(select(Memory.seq, Memory.id, Memory.scope, Memory.superseded_by)
-                    .join(_target, _target.c.id == Memory.superseded_by)
-                    .where(_target.c.superseded_by.is_not(None), Memory.superseded_by != Memory.id),
-                    Memory.scope, scope)
     edges, scopes = {}, {}
-    for rows in _batches(engine, query, Memory.seq):
+    for rows in audit_rows.supersede_links(engine.store, scope, BATCH):
         edges.update((row.id, row.superseded_by) for row in rows)
         scopes.update((row.id, row.scope) for row in rows)
     for cycle in _find_cycles(edges):
@@ -215,9 +107,7 @@ def _find_cycles(edges: dict[str, str]) -> list[list[str]]:
 def _confidences(engine: "Engine", scope: Optional[str], report: Report) -> Iterator[dict]:
     """Confidence and reliability in [0, 1]; confidence never above what reliability and
     reinforcement allow (age only lowers it); a conflict's loser carries the penalty."""
-    query = _scoped(select(Memory.seq, Memory.id, Memory.scope, Memory.kind, Memory.tier, Memory.confidence,
-                           Memory.reliability, Memory.access_count, Memory.superseded_by), Memory.scope, scope)
-    for rows in _batches(engine, query, Memory.seq):
+    for rows in audit_rows.confidences(engine.store, scope, BATCH):
         report.checked["memories"] = report.checked.get("memories", 0) + len(rows)
         suspects = []
         for row in rows:
@@ -255,10 +145,7 @@ def _unpenalised(engine: "Engine", rows: list) -> Iterator[dict]:
             if row.confidence > _ceiling(row) * lifecycle.CONFLICT_PENALTY + TOLERANCE}
     if not over:
         return
-    with engine.store.read() as conn:
-        events = conn.execute(select(AuditEvent.memory_id, AuditEvent.detail).where(
-            AuditEvent.action == "supersede", AuditEvent.memory_id.in_(list(over))).order_by(AuditEvent.id)).all()
-    last = {e.memory_id: _detail(e.detail) for e in events}
+    last = {e.memory_id: _detail(e.detail) for e in audit_rows.supersede_events(engine.store, list(over))}
     for memory_id, row in over.items():
         event = last.get(memory_id, {})
         if event.get("reason") == "conflict" and event.get("superseded_by") == row.superseded_by:
@@ -268,15 +155,7 @@ def _unpenalised(engine: "Engine", rows: list) -> Iterator[dict]:
 
 def _relation_mismatches(engine: "Engine", scope: Optional[str]) -> Iterator[dict]:
     """Relations whose ends, predicate or scope are not what their fact says."""
-    source, target = Entity.__table__.alias("source"), Entity.__table__.alias("target_entity")
-    query = _scoped(select(Relation.id, Relation.scope, Relation.memory_id, Relation.predicate,
-                           source.c.key.label("source_key"), target.c.key.label("target_key"),
-                           Fact.scope.label("fact_scope"), Fact.subject, Fact.predicate.label("fact_predicate"),
-                           Fact.object)
-                    .join(Fact, Fact.memory_id == Relation.memory_id)
-                    .join(source, source.c.id == Relation.source_id)
-                    .join(target, target.c.id == Relation.target_id), Relation.scope, scope)
-    for rows in _batches(engine, query, Relation.id):
+    for rows in audit_rows.relations_with_facts(engine.store, scope, BATCH):
         for row in rows:
             wrong = _mismatch(row)
             if wrong:
@@ -330,7 +209,7 @@ def run(engine: "Engine", audit_type: str = "full", scope: Optional[str] = None)
     for name in types:
         with engine.store.read() as conn:
             for check in _sql_checks(engine, name):
-                check.report(conn, scope, report, name)
+                _report(check, conn, scope, report, name)
         for finding in _streamed(engine, name, scope, report):
             report.add(name, finding)
     answer = report.answer(audit_type, scope, CHECKS)
@@ -349,15 +228,7 @@ def _confidence_stats(engine: "Engine", scope: Optional[str]) -> dict:
     """How many memories there are, how many in each fifth of the confidence range (a value
     outside 0..1 in the nearest bucket), and the ids of the first MAX_LOW current ones (not
     superseded) below LOW_CONFIDENCE, least sure first: all counted in SQL."""
-    bucket = case(*((Memory.confidence < (n + 1) / len(BUCKETS), n) for n in range(len(BUCKETS) - 1)),
-                  else_=len(BUCKETS) - 1).label("bucket")
-    with engine.store.read() as conn:
-        counts = dict(conn.execute(_scoped(select(bucket, func.count()), Memory.scope, scope)
-                                   .where(Memory.confidence.is_not(None)).group_by(bucket)).all())
-        low = conn.execute(_scoped(select(Memory.id), Memory.scope, scope)
-                           .where(Memory.confidence < LOW_CONFIDENCE, Memory.superseded_by.is_(None))
-                           .order_by(Memory.confidence, Memory.id).limit(MAX_LOW)).scalars().all()
-        total = conn.execute(_scoped(select(func.count()).select_from(Memory), Memory.scope, scope)).scalar_one()
+    counts, low, total = audit_rows.confidence_counts(engine.store, scope, len(BUCKETS), LOW_CONFIDENCE, MAX_LOW)
     buckets = {name: int(counts.get(n, 0)) for n, name in enumerate(BUCKETS)}
     return {"total": total, "buckets": buckets, "low_confidence": list(low)}
 
@@ -373,17 +244,7 @@ def _being_forgotten(engine: "Engine", scope: Optional[str]) -> tuple[str, ...]:
 def _delete_orphans(engine: "Engine", scope: Optional[str]) -> dict[str, int]:
     """Delete every orphan row (a dangling superseded_by is cleared instead), one transaction;
     the rows of a scope being forgotten are left to its forget."""
-    done, skipped = {}, list(_being_forgotten(engine, scope))
-    with engine.store.writing() as conn:
-        for check in ORPHANS:
-            where = (*check.where, *(() if scope is None else (check.model.scope == scope,)),
-                     *((check.model.scope.not_in(skipped),) if skipped else ()))
-            if check.model is Memory:
-                statement = update(Memory).where(*where).values(superseded_by=None, updated_at=time.time())
-            else:
-                statement = delete(check.model).where(*where)
-            done[check.name] = conn.execute(statement).rowcount
-    return done
+    return audit_rows.delete_orphans(engine.store, scope, _being_forgotten(engine, scope))
 
 
 def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float = 600.0) -> dict:

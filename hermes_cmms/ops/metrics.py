@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING, Iterator, Optional, Protocol
 import pluggy
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from sqlalchemy import func, select
 
 from .audit import AUDIT_TYPES
 from ..common.tracing import TRACER_NAME, Span, tracer  # noqa: F401 - TRACER_NAME, tracer: re-exported
-from ..store._forget import forgetting
-from ..store.models import AuditEvent, Memory, Outbox
+from ..store import gauges
 from ..common.text import clean_key
 
 if TYPE_CHECKING:
@@ -156,16 +154,8 @@ class StoreGauges:
         except Exception as exc:  # noqa: BLE001 - a scrape reports what it can
             log.warning("hermes-cmms: store gauges unavailable: %s", exc)
 
-    def _in_scope(self, query, table):
-        return query if self._scope is None else query.where(table.scope == self._scope)
-
     def _store(self, parts: Parts):
-        with parts.store.read() as conn:
-            gone = self._scope is not None and forgetting(conn, self._scope)  # reads as empty meanwhile
-            by_state = [] if gone else conn.execute(self._in_scope(
-                select(Memory.tier, Memory.state, func.count()), Memory).group_by(Memory.tier, Memory.state)).all()
-            pending, oldest = conn.execute(self._in_scope(
-                select(func.count(), func.min(Outbox.created_at)), Outbox)).one()
+        gone, by_state, pending, oldest = gauges.counts(parts.store, self._scope)  # forgetting: reads as empty
         memories = GaugeMetricFamily("cmms_memories", "Memories stored, by tier and lifecycle state.",
                                      labels=["tier", "state"])
         for tier, state, count in by_state:
@@ -182,11 +172,8 @@ class StoreGauges:
     def _audit(self, parts: Parts):
         """The findings of the last full audit (type all, every scope), by any process: it
         leaves an 'audit' event on the audit trail."""
-        with parts.store.read() as conn:
-            last = conn.execute(select(AuditEvent.at, AuditEvent.detail).where(
-                AuditEvent.action == "audit", AuditEvent.scope.is_(None))
-                .order_by(AuditEvent.id.desc()).limit(1)).first()
-        counts = json.loads(last.detail).get("counts", {}) if last else {}
+        last = gauges.last_full_audit(parts.store)
+        counts = json.loads(last[1]).get("counts", {}) if last else {}
         drift = GaugeMetricFamily("cmms_drift", "Findings of the last full audit (all types, every scope), "
                                   "by type.", labels=["type"])
         for audit_type in AUDIT_TYPES:
@@ -194,7 +181,7 @@ class StoreGauges:
         yield drift
         yield GaugeMetricFamily("cmms_audit_last_run_timestamp",
                                 "When the last full audit ran (Unix time; 0: never).",
-                                value=last.at if last else 0.0)
+                                value=last[0] if last else 0.0)
 
 
 def exposition(service: Measured, scope: Optional[str] = None) -> str:

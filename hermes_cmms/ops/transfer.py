@@ -25,19 +25,14 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Union
 
-from sqlalchemy import Connection, and_, false, func, insert, or_, select, tuple_
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
 from ..common.version import __version__
-from ..store import graph_rows
+from ..store import transfer_rows
 from ..store._batches import Batches
-from ..store._forget import forgetting
+from ..store.availability import store_file
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \
     record_of, row_of, stored_id
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, StoreUnavailable
-from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory, Outbox
 from ..common.plugins import run_redactors
 
 if TYPE_CHECKING:
@@ -59,44 +54,13 @@ def export_scope(engine: "Engine", scope: str, actor: str = "") -> Iterator[dict
     snapshot, also on PostgreSQL). When the last record has been read, an 'export' event
     goes on the audit trail."""
     scope = _scope(scope)
-    queries = _export_queries(scope)
-    with engine.store.snapshot() as conn:
-        if forgetting(conn, scope):  # being forgotten: nothing of it is read out
-            queries = {name: query.where(false()) for name, query in queries.items()}
-        counts = {KINDS[name].plural: conn.execute(select(func.count()).select_from(query.subquery())).scalar_one()
-                  for name, query in queries.items()}
-        yield {"type": "header", "format": FORMAT, "version": VERSION, "hermes_cmms": __version__,
-               "scope": scope, "exported_at": time.time(), "counts": counts}
-        for name, query in queries.items():
-            for row in conn.execute(query.execution_options(yield_per=CHUNK)):
-                yield record_of(KINDS[name], row._mapping)
+    rows = transfer_rows.exported(engine.store, scope, KINDS, CHUNK)
+    counts = {KINDS[name].plural: count for name, count in next(rows).items()}
+    yield {"type": "header", "format": FORMAT, "version": VERSION, "hermes_cmms": __version__,
+           "scope": scope, "exported_at": time.time(), "counts": counts}
+    for name, row in rows:
+        yield record_of(KINDS[name], row)
     engine.store.record("export", actor or "cmms", scope, **counts)
-
-
-def _export_queries(scope: str) -> dict:
-    """The select of each kind's rows of `scope`, in file order. Rows pointing at a memory the
-    scope does not hold (orphans, which `hermes-cmms audit` reports) are left out."""
-    ids = select(Memory.id).where(Memory.scope == scope)
-
-    def columns(name):
-        kind = KINDS[name]
-        return select(*(kind.model.__table__.c[column] for column in kind.columns))
-
-    by_seq = lambda name, model: (columns(name).join(Memory, Memory.id == model.memory_id)  # noqa: E731
-                                  .where(model.scope == scope, Memory.scope == scope).order_by(Memory.seq))
-    return {
-        "session": columns("session").where(ConversationSession.scope == scope)
-        .order_by(ConversationSession.started_at, ConversationSession.session_id),
-        "memory": columns("memory").where(Memory.scope == scope).order_by(Memory.seq),
-        "fact": by_seq("fact", Fact),
-        "belief": by_seq("belief", Belief),
-        "evidence": columns("evidence").where(Evidence.scope == scope, Evidence.belief_id.in_(ids),
-                                              or_(Evidence.memory_id.is_(None), Evidence.memory_id.in_(ids)))
-        .order_by(Evidence.id),
-        "link": columns("link").where(Link.scope == scope, Link.memory_id.in_(ids), Link.source_id.in_(ids))
-        .order_by(Link.memory_id, Link.source_id),
-        "audit": columns("audit").where(AuditEvent.scope == scope).order_by(AuditEvent.id),
-    }
 
 
 # -- import ---------------------------------------------------------------------------------
@@ -225,28 +189,19 @@ class _Plan:
                 raise InvalidInput(f"The file holds {found} {kind.plural} records but its header says {said}: "
                                    f"it may be cut short or edited; nothing was imported.")
         with store.read() as conn:
-            owners = _owners(conn, list(self.memories))
+            owners = transfer_rows.owners(conn, list(self.memories), CHUNK)
             for memory_id, owner in owners.items():
                 if owner != scope:
                     raise bad(self.memories[memory_id], f"memory id {memory_id!r} already belongs to scope "
                                                         f"{owner!r} in this store, and ids are unique across "
                                                         f"scopes, so it cannot be imported into {scope!r}")
             missing = [i for i in self.pointers if i not in self.memories]
-            known = _owners(conn, missing)
+            known = transfer_rows.owners(conn, missing, CHUNK)
         for memory_id in missing:
             if known.get(memory_id) != scope:
                 line, name = self.pointers[memory_id]
                 raise bad(line, f"{name} {memory_id!r} is not a memory of this file or of scope {scope!r}")
         return scope
-
-
-def _owners(conn: Connection, ids: list[str]) -> dict[str, str]:
-    """The scope of each of these memory ids that is stored."""
-    found = {}
-    for start in range(0, len(ids), CHUNK):
-        found.update(conn.execute(select(Memory.id, Memory.scope)
-                                  .where(Memory.id.in_(ids[start:start + CHUNK]))).all())
-    return found
 
 
 def _shown(key: tuple) -> str:
@@ -297,54 +252,35 @@ class _Writer:
             row, changed = prepared(kind, row, self.scope, self.redact)
             groups[kind.name].append(row)
             self.redacted += changed
-        store, now = self.engine.store, time.time()
+        now = time.time()
         try:
-            with store.writing() as conn:
+            with transfer_rows.writing(self.engine.store) as conn:
                 for name, rows in groups.items():
                     if rows:
                         self._insert(conn, KINDS[name], rows, now)
-        except (SQLAlchemyError, StoreUnavailable) as exc:
+        except StoreUnavailable as exc:  # (what failed and how, in one line)
             raise StoreUnavailable(f"The import stopped at lines {chunk[0][0]}-{chunk[-1][0]} because the store "
-                                   f"failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); the lines "
-                                   f"before were imported, and importing the file again skips them.") from exc
+                                   f"failed ({exc}); the lines before were imported, and importing the file "
+                                   f"again skips them.") from exc
         return len(chunk)
 
-    def _insert(self, conn: Connection, kind: Kind, rows: list[dict], now: float) -> None:
-        fresh = self._unique(conn, kind, rows) if kind.key else self._counted(conn, kind, rows)
+    def _insert(self, conn, kind: Kind, rows: list[dict], now: float) -> None:
+        fresh = (transfer_rows.not_stored(conn, kind, rows, self.scope) if kind.key
+                 else self._counted(conn, kind, rows))
         tally = self.tally[kind.plural]
         tally["added"] += len(fresh)
         tally["skipped"] += len(rows) - len(fresh)
         if not fresh:
             return
-        conn.execute(insert(kind.model), fresh)
-        if kind.name == "fact":
-            graph_rows.add_facts(conn, fresh, now)
-        if kind.name == "memory":
-            conn.execute(insert(Outbox), [{"memory_id": row["id"], "scope": self.scope, "op": "upsert",
-                                           "created_at": now} for row in fresh])
+        transfer_rows.add(conn, kind, fresh, self.scope, now)
 
-    def _unique(self, conn: Connection, kind: Kind, rows: list[dict]) -> list[dict]:
-        """The rows whose key is not stored yet (ids are unique store-wide; sessions per scope)."""
-        columns = [kind.model.__table__.c[name] for name in kind.key]
-        query = select(*columns).where(tuple_(*columns).in_([kind.key_of(row) for row in rows])
-                                       if len(columns) > 1 else columns[0].in_([row[kind.key[0]] for row in rows]))
-        if kind.name == "session":
-            query = query.where(ConversationSession.scope == self.scope)
-        stored = {tuple(row) for row in conn.execute(query)}
-        return [row for row in rows if kind.key_of(row) not in stored]
-
-    def _counted(self, conn: Connection, kind: Kind, rows: list[dict]) -> list[dict]:
+    def _counted(self, conn, kind: Kind, rows: list[dict]) -> list[dict]:
         """Rows of a kind without a key (evidence, audit events): as many equal rows as are
         stored before the import are taken to be these, the rest are added."""
         left = self.counted[kind.name]
         unseen = {kind.key_of(row) for row in rows} - set(left)
         if unseen:
-            model = kind.model
-            near = (model.belief_id.in_({key[0] for key in unseen}) if kind.name == "evidence"
-                    else model.at.in_({key[0] for key in unseen}))
-            columns = [model.__table__.c[name] for name in kind.count_key]
-            stored = Counter(tuple(row) for row in conn.execute(
-                select(*columns).where(and_(model.scope == self.scope, near))))
+            stored = transfer_rows.stored_copies(conn, kind, unseen, self.scope)
             left.update({key: stored[key] for key in unseen})
         fresh = []
         for row in rows:
@@ -366,12 +302,8 @@ def external_paths(settings) -> list[Path]:
     and exists. A PostgreSQL database or a Chroma server has nothing here: back those up with
     `hermes-cmms export` or pg_dump."""
     candidates = []
-    try:
-        url = make_url(settings.database_url)
-    except ArgumentError:
-        url = None  # not a URL the store could open either
-    if url is not None and url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        database = Path(url.database).expanduser()
+    database = store_file(settings)  # None: a database server, in memory, or a URL no store opens
+    if database is not None:
         candidates += [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
     if not settings.chroma_url:
         candidates.append(settings.chroma_path)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..common import lifecycle_rules as lifecycle
 from ..common.checks import scope_of, tags_of, tier_of
-from ..common.errors import InvalidInput, StoreUnavailable
+from ..common.errors import InvalidInput, NoVectorIndex
 from ..common.text import clean
 from ..store.models import Memory
 from ..store.store import Filters
@@ -33,10 +33,6 @@ VECTOR_FLOOR = 0.2  # cosine below which a vector match is not a match at all (a
 # whose users ask at the same time.
 VECTOR_WORKERS = 4
 FACT_SCAN = 5_000  # newest facts a listing by source looks through (the source is not in SQL)
-
-
-class NoVectorIndex(StoreUnavailable):
-    """Semantic search asked of a store with no embedding model or vector index loaded."""
 
 
 def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),

@@ -109,7 +109,7 @@ def _retain(engine: "Engine", scope: str, session_id: Optional[str], items: list
     if judge and items[0].tier == "semantic" and not (items[0].fact or items[0].duplicate_of
                                                       or UNDECODABLE in items[0].content):
         _judge(engine, items[0])  # (an undecodable note is kept as it is: it folds into and replaces none)
-    results = engine.pm.hook.retain(service=engine.service, scope=scope, session_id=session_id,
+    results = engine.pm.hook.retain(service=engine.service, engine=engine, scope=scope, session_id=session_id,
                                     items=items, turn_of=turn_of)
     engine.indexer.notify()
     return [memory_id for ids in results if ids for memory_id in ids]

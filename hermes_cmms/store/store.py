@@ -515,8 +515,10 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         return found
 
     @staticmethod
-    def _fact_parts(conn: Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-        rows = conn.execute(select(Fact).where(Fact.memory_id.in_(list(ids))))
+    def _fact_parts(conn: Connection, ids: Sequence[str], scope: Optional[str] = None
+                    ) -> dict[str, tuple[str, str, str]]:
+        query = select(Fact).where(Fact.memory_id.in_(list(ids)))
+        rows = conn.execute(query if scope is None else query.where(Fact.scope == scope))
         return {row.memory_id: (row.subject, row.predicate, row.object) for row in rows}
 
     def record(self, action: str, actor: str, scope: Optional[str], memory_id: Optional[str] = None,
@@ -526,8 +528,10 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
             _record(conn, [_event(time.time(), action, actor, scope, memory_id, **detail)])
 
     def audit_events(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
-                     action: Optional[str] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
-        """Audit events, newest first, optionally of one scope, memory or action. A scope being
+                     action: Optional[str] = None, door: Optional[str] = None, since: Optional[float] = None,
+                     until: Optional[float] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
+        """Audit events, newest first, optionally of one scope, memory, action, door (the actor,
+        whole or up to a colon: "mcp" finds "mcp:store_memory") and time range. A scope being
         forgotten has none meanwhile (its forget blanks their snapshots and details first, and a
         killed one may not have)."""
         query = select(AuditEvent).where(or_(AuditEvent.scope.is_(None),
@@ -536,6 +540,12 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                               (AuditEvent.action, action)):
             if value is not None:
                 query = query.where(column == value)
+        if door is not None:
+            query = query.where(or_(AuditEvent.actor == door, AuditEvent.actor.startswith(door + ":", autoescape=True)))
+        if since is not None:
+            query = query.where(AuditEvent.at >= since)
+        if until is not None:
+            query = query.where(AuditEvent.at <= until)
         with self.read() as conn:
             rows = conn.execute(query.order_by(AuditEvent.id.desc()).limit(limit).offset(offset))
             return [AuditEvent.model_construct(**row._mapping) for row in rows]

@@ -125,3 +125,19 @@ def test_allow_list_decides_which_entry_points_load(home, clean_env, monkeypatch
     assert "hermes_cmms.redact" in names  # built-ins are not subject to the allow-list
     expected = "badge [REDACTED:acme] issued" if loaded else "badge ACME-123456 issued"
     assert found["stored"] == expected
+
+
+def test_a_recall_and_a_session_flush_enter_the_facade_once(keyword_service):
+    """The built-in hooks work on the engine's parts: a recall or a flush that came in through the
+    facade never calls the facade's verbs back (a trip back up, issue 28)."""
+    keyword_service.retain_turn("test:once", "s1", "I live in Lisbon", "Noted.")
+    entered = []
+    for verb in ("search", "extract_session", "consolidate", "store_note", "remember", "learn", "retain_turn"):
+        setattr(keyword_service, verb, lambda *a, _verb=verb, **k: entered.append(_verb))
+    block = keyword_service.recall("test:once", "Where do I live? Lisbon", session_id="s1")
+    keyword_service.flush_session("test:once", "s1")
+    assert entered == []
+    assert "I live in Lisbon" in block
+    assert ("test:once", "s1") not in keyword_service.store.unflushed_sessions(scope="test:once")
+    learned = keyword_service.page("test:once", tier="semantic")[0]
+    assert [m.content for m in learned if m.kind == "fact"] == ["user lives in Lisbon"]

@@ -36,6 +36,28 @@ def test_an_import_pointing_up_from_the_store_is_caught(tmp_path, line):
     assert "hermes_cmms.store.planted_upward ->" in done.stdout
 
 
+@pytest.mark.parametrize("folder, line, caught", [
+    ("cli", "def f():\n    from ..store.store import Store\n", "hermes_cmms.cli.planted_door -> hermes_cmms.store"),
+    ("hermes", "from ..recall.shape import hit_dict\n", "hermes_cmms.hermes.planted_door -> hermes_cmms.recall"),
+    ("cli", "from ..engine import Engine\n", "hermes_cmms.cli.planted_door -> hermes_cmms.engine"),
+])
+def test_a_door_reaching_past_the_facade_is_caught(tmp_path, folder, line, caught):
+    planted = tmp_path / "planted_door.py"
+    planted.write_text(line)
+    done = lint({"CMMS_LAYERS_PLANT": f"{planted}:{folder}"})
+    assert done.returncode != 0
+    assert "A door goes through the facade" in done.stdout and caught in done.stdout
+
+
+@pytest.mark.parametrize("folder", ["recall", "knowledge", "hermes"])
+def test_sql_outside_the_store_is_caught(tmp_path, folder):
+    planted = tmp_path / "planted_sql.py"
+    planted.write_text("def f():\n    from sqlalchemy import select\n    return select\n")
+    done = lint({"CMMS_LAYERS_PLANT": f"{planted}:{folder}"})
+    assert done.returncode != 0
+    assert f"hermes_cmms.{folder}.planted_sql -> sqlalchemy" in done.stdout
+
+
 def test_the_architecture_page_lists_every_module_where_it_lives():
     """docs/architecture.md's table of folders is the code's: each module it names exists in its
     folder, and each module of a folder is named."""

@@ -1,0 +1,128 @@
+"""The pages that read: each parses its query, calls one facade verb, renders one template."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Optional
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+
+from ..common.errors import InvalidInput
+from ..common.ids import shown_id
+from . import _graph
+from ._verbs import PAGE, call, memory_id, number, scope_of
+
+
+def overview(request: Request):
+    scope = scope_of(request) if request.query_params.get("scope") or _fixed(request) else None
+    return _page(request, "overview.html", scope, overview=call(request, "overview", scope))
+
+
+def memories(request: Request):
+    scope, q = scope_of(request), request.query_params
+    filters = {name: q.get(name) or None for name in ("tier", "kind", "source", "query")}
+    filters.update(state=q.get("state") or "active", mode=q.get("mode") or "keyword",
+                   sort=q.get("sort") or ("relevance" if q.get("query") else "newest"),
+                   tags=tuple(t.strip() for t in q.get("tags", "").split(",") if t.strip()),
+                   since=_day(q.get("since"), "since"), until=_day(q.get("until"), "until", end=True))
+    offset = number(q.get("offset"), "offset", 0)
+    found = call(request, "browse", scope, **filters, offset=offset, limit=PAGE)
+    return _page(request, "memories.html", scope, found=found, q=q, offset=offset, limit=PAGE)
+
+
+def memory(request: Request):
+    scope = scope_of(request)
+    page = call(request, "memory_page", scope, memory_id(request.path_params["memory_id"]))
+    return _page(request, "memory.html", scope, page=page)
+
+
+def inspect(request: Request):
+    scope, q = scope_of(request), request.query_params
+    prompt, budget = q.get("prompt", ""), number(q.get("budget"), "budget", 0, 100_000) or None
+    answer = call(request, "inspect_recall", scope, prompt, budget_tokens=budget) if prompt.strip() else None
+    why = None
+    if prompt.strip() and q.get("why_not", "").strip():
+        why = call(request, "why_not", scope, prompt, memory_id(q["why_not"]), budget_tokens=budget)
+    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=answer, why=why)
+
+
+def sessions(request: Request):
+    scope = scope_of(request)
+    offset = number(request.query_params.get("offset"), "offset", 0)
+    listed = call(request, "sessions", scope, offset=offset, limit=PAGE)
+    return _page(request, "sessions.html", scope, sessions=listed, offset=offset, limit=PAGE)
+
+
+def session(request: Request):
+    scope = scope_of(request)
+    timeline = call(request, "session_timeline", scope, request.path_params["session_id"])
+    return _page(request, "session.html", scope, timeline=timeline)
+
+
+def beliefs(request: Request):
+    scope, q = scope_of(request), request.query_params
+    filters = {"text": q.get("text") or None, "state": q.get("state") or None}
+    offset = number(q.get("offset"), "offset", 0)
+    found = call(request, "get_belief", scope, **filters, limit=PAGE, offset=offset)
+    return _page(request, "beliefs.html", scope, found=found, q=q, offset=offset, limit=PAGE)
+
+
+def graph(request: Request):
+    scope, q = scope_of(request), request.query_params
+    modes = {"query": q.get("q") or None, "entity_id": _entity(q.get("entity")),
+             "source_id": _entity(q.get("from")), "target_id": _entity(q.get("to"))}
+    answer = call(request, "graph_search", scope, **modes) if any(modes.values()) else None
+    drawing = _graph.draw(answer) if answer else None
+    return _page(request, "graph.html", scope, answer=answer, drawing=drawing, q=q)
+
+
+def audit(request: Request):
+    scope, q = scope_of(request), request.query_params
+    offset = number(q.get("offset"), "offset", 0)
+    filters = {"action": q.get("action") or None, "memory_id": memory_id(q["memory"]) if q.get("memory") else None}
+    extra = {"door": q.get("door") or None, "since": _day(q.get("since"), "since"),
+             "until": _day(q.get("until"), "until", end=True)}
+    events = call(request, "audit_log", scope, **filters, **{k: v for k, v in extra.items() if v is not None},
+                  limit=PAGE, offset=offset)
+    return _page(request, "audit.html", scope, events=[_event(e) for e in events], q=q, offset=offset, limit=PAGE)
+
+
+def _page(request: Request, template: str, scope: Optional[str], **values):
+    here = urlencode([(k, v) for k, v in request.query_params.multi_items() if k not in ("offset", "forgotten")])
+    return request.app.state.pages(template, scope=scope, request=request, here=here, **values)
+
+
+def _fixed(request: Request) -> bool:
+    return request.app.state.door.scope is not None
+
+
+def _entity(text: Optional[str]) -> Optional[str]:
+    return memory_id(text) if text and text.strip() else None
+
+
+def _day(text: Optional[str], name: str, end: bool = False) -> Optional[float]:
+    """A date (YYYY-MM-DD, UTC) as a Unix time: its start, or with `end` its end."""
+    if not text:
+        return None
+    try:
+        day = datetime.strptime(text.strip(), "%Y-%m-%d").replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a date as YYYY-MM-DD, not {text[:40]!r}.") from None
+    return day.timestamp() + (86400 - 0.001 if end else 0)
+
+
+def _event(event) -> dict:
+    """An audit event (a row object or a dict) as the page shows it."""
+    get = event.get if isinstance(event, dict) else lambda key: getattr(event, key, None)
+    return {"at": get("at"), "action": get("action"), "actor": get("actor"), "scope": get("scope"),
+            "memory_id": shown_id(get("memory_id")), "detail": get("detail")}
+
+
+def forget_preview(request: Request):
+    """What forgetting the memories `id` would take with it, changing nothing; the form to do it."""
+    scope = scope_of(request)
+    ids = [memory_id(i) for i in request.query_params.getlist("id") if i.strip()]
+    if not ids:
+        raise InvalidInput("Pick at least one memory to forget.")
+    preview = call(request, "forget_preview", scope, ids)
+    return _page(request, "forget.html", scope, preview=preview, ids=[shown_id(i) for i in ids])

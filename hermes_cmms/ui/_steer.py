@@ -1,0 +1,106 @@
+"""The changes (Steer), answered only by a dashboard started with --allow-changes (the gate
+refuses them otherwise): each checks the start's CSRF token, calls one facade verb as actor "ui",
+then goes to the page that shows the result."""
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from ..common.errors import InvalidInput
+from ..common.ids import shown_id
+from ._guard import csrf_ok
+from ._verbs import call, door, memory_id, scope_of
+
+ACTOR = "ui"
+
+
+async def changed(request: Request):
+    """The form of a change, once its CSRF token is the start's; else None."""
+    form = await request.form()
+    if not csrf_ok(door(request), form.get("csrf"), request.headers.get("x-csrf-token")):
+        return None
+    return form
+
+
+def refused_csrf() -> Response:
+    return PlainTextResponse("This change lacks the page's CSRF token: reload the page and try again.\n",
+                             status_code=403)
+
+
+def go(request: Request, url: str) -> Response:
+    """To `url`: htmx is told to go there (HX-Redirect), a plain form is redirected."""
+    if request.headers.get("hx-request"):
+        return Response(status_code=200, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+def _memory_url(scope: str, mid: str) -> str:
+    return f"/memory/{shown_id(mid)}?scope={quote(scope, safe='')}"
+
+
+async def correct(request: Request):
+    form = await changed(request)
+    if form is None:
+        return refused_csrf()
+    scope, mid = scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+    new_id = call(request, "correct", scope, mid, form.get("text", ""), actor=ACTOR)
+    return go(request, _memory_url(scope, new_id))
+
+
+async def pin(request: Request):
+    form = await changed(request)
+    if form is None:
+        return refused_csrf()
+    scope, mid = scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+    call(request, "pin", scope, mid, form.get("pinned", "1") == "1", actor=ACTOR)
+    return go(request, _memory_url(scope, mid))
+
+
+async def tag(request: Request):
+    form = await changed(request)
+    if form is None:
+        return refused_csrf()
+    scope, mid = scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+    words = form.get("tags", "").split()
+    add = [w[1:] if w.startswith("+") else w for w in words if not w.startswith("-")]
+    remove = [w[1:] for w in words if w.startswith("-")]
+    call(request, "tag", scope, mid, add=add, remove=remove, actor=ACTOR)
+    return go(request, _memory_url(scope, mid))
+
+
+async def forget(request: Request):
+    """Forget the memories the preview listed (form fields `id`), after the preview was seen."""
+    form = await changed(request)
+    if form is None:
+        return refused_csrf()
+    scope = scope_of(request, form.get("scope"))
+    ids = [memory_id(i) for i in form.getlist("id") if i.strip()]
+    if not ids:
+        raise InvalidInput("Pick at least one memory to forget.")
+    call(request, "forget_many", scope, ids, actor=ACTOR)
+    return go(request, f"/memories?scope={quote(scope, safe='')}&forgotten={len(ids)}")
+
+
+async def forget_scope(request: Request):
+    """Forget a whole scope, once the scope's name was typed in full."""
+    form = await changed(request)
+    if form is None:
+        return refused_csrf()
+    scope = scope_of(request, form.get("scope"))
+    if form.get("typed", "") != scope:
+        raise InvalidInput(f"Type the scope's name, {scope!r}, exactly to forget all of it.")
+    call(request, "forget_all", scope, actor=ACTOR)
+    return go(request, "/")
+
+
+async def resolve(request: Request):
+    form = await changed(request)
+    if form is None:
+        return refused_csrf()
+    scope = scope_of(request, form.get("scope"))
+    extra = {"merged_text": form["merged_text"]} if form.get("merged_text") else {}
+    call(request, "resolve_conflict", scope, memory_id(form.get("belief_a", "")), memory_id(form.get("belief_b", "")),
+         form.get("strategy", ""), actor=ACTOR, **extra)
+    return go(request, f"/beliefs?scope={quote(scope, safe='')}")
