@@ -72,13 +72,23 @@ PENDING_EXIT = 4  # forget: done, but vectors of forgotten memories are still qu
 
 
 def cmd_forget(args) -> int:
-    chosen = [bool(args.id), bool(args.tier or args.tag), args.all]
+    chosen = [bool(args.ids), bool(args.id), bool(args.tier or args.tag), args.all]
     if sum(chosen) != 1:
-        raise InvalidInput("Say what to forget: --id, or --tier/--tag, or --all.")
+        raise InvalidInput("Say what to forget: ID..., --id, or --tier/--tag, or --all.")
+    if args.scope is None and not args.ids:
+        raise InvalidInput("Name the scope with --scope to forget by --id, --tier, --tag or --all.")
+    args.scope = args.scope or "local:default"
     service = _service(args)
     try:
         actor = f"cli:{args.actor}" if args.actor else "cli"
-        if args.all:
+        if args.ids:  # the preview of all that goes with them, then the question (or --yes)
+            from ._steer import confirmed
+
+            if not confirmed(service, args.scope, stored_ids(args.ids), args.yes):
+                print("Nothing was forgotten.")
+                return ERROR_EXIT
+            count = service.forget_many(args.scope, stored_ids(args.ids), actor=actor)
+        elif args.all:
             count = service.forget_all(args.scope, actor=actor)
         elif args.id:
             for memory_id in stored_ids(args.id):  # as shown (dashed) or as stored
@@ -269,7 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "local:<profile>)")
     may_create(p)
     p = add("forget", cmd_forget, "Forget memories of one scope: by id, tier or tag, or all of them.")
-    p.add_argument("--scope", required=True, help="The scope, e.g. user:telegram:12345 or local:default.")
+    p.add_argument("ids", nargs="*", metavar="ID", help="Memories to forget: shows all that goes with them "
+                                                         "and asks first (default scope: local:default).")
+    p.add_argument("--yes", action="store_true", help="With ID...: forget without asking.")
+    p.add_argument("--scope", help="The scope, e.g. user:telegram:12345 or local:default (required but with ID...).")
     p.add_argument("--id", action="append", help="A memory id (repeatable).")
     p.add_argument("--tier", choices=["working", "episodic", "semantic"], help="Every memory of this tier.")
     p.add_argument("--tag", action="append", help="Memories carrying this tag (repeatable: all must match).")
@@ -294,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._knowledge import register
 
     register(add)
+    from ._steer import register as register_steer
+
+    register_steer(add)
     from ._transfer import register as register_transfer
 
     register_transfer(add)

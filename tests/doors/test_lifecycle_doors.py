@@ -105,7 +105,7 @@ def test_cli_forget_all_audit_log_and_maintain(home):
         service.forget(SCOPE, doomed[0], actor="cli:test")  # an earlier forget: its snapshot has content
     assert _cli(home, "forget", "--scope", SCOPE).returncode == 1
     bad = _cli(home, "forget", "--scope", SCOPE, "--all", "--id", "x")
-    assert bad.stderr.strip() == "error: Say what to forget: --id, or --tier/--tag, or --all."
+    assert bad.stderr.strip() == "error: Say what to forget: ID..., --id, or --tier/--tag, or --all."
     done = _cli(home, "forget", "--scope", SCOPE, "--all", "--actor", "dpo")
     assert done.returncode == 0 and done.stdout.strip() == f"Forgot 1 memory of scope '{SCOPE}'."
     assert _sql(home, "SELECT id FROM memories") == [(kept,)]
