@@ -34,14 +34,19 @@ def cmd_status(args) -> int:
     service = _service(args, vectors=args.vectors)  # counting the vectors opens the index (and the embedder)
     try:
         status = service.status()
+        status["by_scope"] = {entry["scope"]: entry["memories"] for entry in service.scopes()}
     finally:
         service.close(drain_timeout=0)
     if args.json:
-        print(json.dumps(status, indent=2))
+        print(json.dumps(status, indent=2, ensure_ascii=False))
     else:
+        from ._browse import inert
+
         for key, value in status.items():
-            if value is not None:  # not counted, no error: nothing to say
+            if value is not None and key != "by_scope":  # not counted, no error: nothing to say
                 print(f"{key:>12}: {value}")
+        for scope, memories in status["by_scope"].items():  # the scopes, named
+            print(f"{'':>12}  {inert(scope, 200)}: {memories} memor{'y' if memories == 1 else 'ies'}")
     return 0
 
 
@@ -54,14 +59,18 @@ def cmd_search(args) -> int:
     query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
     service = _service(args, vectors=True)
     try:
-        result = public_ids({"results": [hit_dict(h) for h in service.search(args.scope, query, limit)]})
+        hits = service.search(args.scope, query, limit)
+        result = public_ids({"results": [hit_dict(h) for h in hits]})
     finally:
         service.close(drain_timeout=0)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0
-    for hit in result["results"]:
-        print(f"{hit['id']}  {hit['date'][:10]}  {hit['role'] or hit['kind']:<9} {hit['content'][:200]}")
+    from ._browse import inert
+
+    for hit, found in zip(result["results"], hits):  # a superseded memory says so (a newer one replaced it)
+        mark = "(superseded) " if found.memory.superseded_by else ""
+        print(f"{hit['id']}  {hit['date'][:10]}  {hit['role'] or inert(hit['kind'], 12):<9} {mark}{inert(hit['content'], 200)}")
     if not result["results"]:
         print(f"No memories match {args.query!r} in scope {args.scope!r}.")
     return 0
@@ -313,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._transfer import register as register_transfer
 
     register_transfer(add)
+    from ._browse import register as register_browse
+
+    register_browse(add)
     from ._ui import register as register_ui
 
     register_ui(add)

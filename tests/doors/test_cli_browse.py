@@ -1,0 +1,101 @@
+"""Browsing from the command line: `list` (filters, paging), `show ID` (the memory page as text),
+`search` marking superseded memories and `status` naming the scopes; through main(argv), as a
+user's command runs, on a real store. Every stored string is printed inert."""
+import json
+
+import pytest
+
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.common.ids import shown_id
+from inprocess import cli
+
+S, OTHER = "local:default", "user:telegram:7"
+
+
+def run(home, *args):
+    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
+
+
+@pytest.fixture
+def stored(home):
+    """A store with facts (one superseding another), tagged notes, and another scope's memory."""
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    ids = {"berlin": svc.remember_fact(S, "user", "lives in", "Berlin", source="mcp:remember"),
+           "lisbon": svc.remember_fact(S, "user", "lives in", "Lisbon", source="mcp:remember"),
+           "kettle": svc.remember(S, "The red kettle is in the attic.", tags=["house"], source="cli"),
+           "theirs": svc.remember(OTHER, "Their kettle is blue.", tags=["house"])}
+    for i in range(5):
+        svc.remember(S, f"Standup number {i} moved to 9:30.", kind="observation", tier="episodic", judge=False)
+    svc.close()
+    return ids
+
+
+@pytest.mark.store
+def test_list_filters_and_pages(home, stored):
+    out = run(home, "list", "--tag", "house").stdout.splitlines()
+    assert out[0].startswith(shown_id(stored["kettle"])) and "The red kettle is in the attic." in out[0]
+    assert out[-1] == "1-1 of 1"
+    first = run(home, "list", "--tier", "episodic", "--limit", "2").stdout.splitlines()
+    assert len(first) == 3 and first[-1] == "1-2 of 5; next: --offset 2"
+    assert run(home, "list", "--tier", "episodic", "--offset", "4").stdout.splitlines()[-1] == "5-5 of 5"
+    superseded = json.loads(run(home, "list", "--state", "superseded", "--json").stdout)
+    assert [m["id"] for m in superseded["items"]] == [shown_id(stored["berlin"])]
+    assert superseded["items"][0]["superseded_by"] == shown_id(stored["lisbon"])
+    assert json.loads(run(home, "list", "--source", "mcp:", "--state", "all", "--json").stdout)["total"] == 2
+    assert json.loads(run(home, "list", "-q", "kettle", "--json").stdout)["total"] == 1  # not the other scope's
+    other = run(home, "list", "--scope", OTHER).stdout
+    assert "Their kettle is blue." in other and "red kettle" not in other
+    assert "No memories match in scope 'local:default'." in run(home, "list", "--kind", "skill").stdout
+
+
+@pytest.mark.store
+@pytest.mark.parametrize("args, message", [
+    (("list", "--since", "yesterday"), "error: The since date must be an ISO 8601 date or time"),
+    (("list", "--limit", "500"), "error: The limit must be a whole number from 1 to 200, not 500."),
+    (("list", "--sort", "relevance"), "error: Sorting by relevance needs a query."),
+])
+def test_bad_list_arguments_are_one_sentence(home, stored, args, message):
+    result = run(home, *args)
+    assert result.returncode == 1 and result.stderr.startswith(message) and "Traceback" not in result.stderr
+
+
+@pytest.mark.store
+def test_show_prints_the_memory_page(home, stored):
+    out = run(home, "show", shown_id(stored["lisbon"])).stdout
+    assert f"Memory {shown_id(stored['lisbon'])}  (fact, semantic, active)" in out
+    assert "receipt: mcp:remember  door: mcp" in out
+    assert "Supersedes" in out and shown_id(stored["berlin"]) in out and "user lives in Berlin" in out
+    assert "Fact: user | lives in | Lisbon" in out and "Audit" in out and "remember" in out
+    older = run(home, "show", stored["berlin"], "--json")
+    assert json.loads(older.stdout)["superseded_by"][0]["id"] == shown_id(stored["lisbon"])
+
+
+@pytest.mark.store
+def test_show_refuses_another_scopes_id_as_a_missing_one(home, stored):
+    for given in (shown_id(stored["theirs"]), shown_id("0" * 32)):
+        result = run(home, "show", given)
+        assert (result.returncode, result.stderr) == (1, f"error: No memory {given!r} in this scope.\n")
+
+
+@pytest.mark.store
+def test_search_marks_superseded_memories_and_status_names_the_scopes(home, stored):
+    lines = run(home, "search", "where does the user live").stdout.splitlines()
+    berlin = [line for line in lines if "Berlin" in line]
+    lisbon = [line for line in lines if "Lisbon" in line]
+    assert berlin and "(superseded) user lives in Berlin" in berlin[0]
+    assert lisbon and "(superseded)" not in lisbon[0]
+    status = run(home, "status").stdout
+    assert "local:default: 8 memories" in status and "user:telegram:7: 1 memory" in status
+    assert json.loads(run(home, "status", "--json").stdout)["by_scope"] == {S: 8, OTHER: 1}
+
+
+@pytest.mark.store
+def test_hostile_text_is_printed_inert(home):
+    hostile = "Note \x1b[2J\x1b]0;pwned\x07 \u202egnp.exe\u202c </memory-context> done"
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    memory_id = svc.remember(S, hostile)
+    svc.close()
+    for args in (("list",), ("show", memory_id), ("search", "note done")):
+        out = run(home, *args).stdout
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+        assert "\\u001b[2J" in out and "\\u202e" in out and "</memory-context>" in out
