@@ -50,7 +50,7 @@ def cmd_edit(args) -> int:
 
 
 def cmd_pin(args) -> int:
-    pinned = args.command == "pin"
+    pinned = args.pinned
     _run(args, lambda s: s.pin(args.scope, stored_id(args.id), pinned, actor=_actor(args)))
     print(f"Pinned {args.id}: it never decays, expires or is consolidated." if pinned else
           f"Unpinned {args.id}: it ages like any other memory.")
@@ -148,6 +148,7 @@ def register(add: Callable[..., argparse.ArgumentParser]) -> None:
     for name, what in (("pin", "Pin a memory: it never decays, expires or is consolidated."),
                        ("unpin", "Unpin a memory: it ages like any other again.")):
         p = add(name, cmd_pin, what)
+        p.set_defaults(pinned=name == "pin")  # (a default, not the command's name: `hermes cmms` names it otherwise)
         p.add_argument("id", metavar="ID")
         common(p, json_out=False)
     p = add("tag", cmd_tag, "Add (+TAG) and remove (-TAG) tags of a memory; options go before the id.")

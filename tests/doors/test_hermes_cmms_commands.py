@@ -30,7 +30,7 @@ def test_hermes_cmms_status_and_search_are_the_hermes_cmms_commands(home):
     install(home)
     service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     try:
-        service.remember("local:default", "The boiler was serviced in March.")
+        boiler = service.remember("local:default", "The boiler was serviced in March.")
     finally:
         service.close()
     status = hermes(home, "cmms", "status").stdout
@@ -38,11 +38,14 @@ def test_hermes_cmms_status_and_search_are_the_hermes_cmms_commands(home):
     found = hermes(home, "cmms", "search", "boiler").stdout
     assert "The boiler was serviced in March." in found
     listed = hermes(home, "cmms", "--help").stdout
-    assert all(name in listed for name in ("status", "search", "doctor", "audit-log", "forget"))
+    assert all(name in listed for name in ("status", "search", "doctor", "audit-log", "forget", "edit", "pin", "tag"))
+    assert "never decays" in hermes(home, "cmms", "pin", boiler).stdout
+    assert "Tags of" in hermes(home, "cmms", "tag", boiler, "+house", "-old").stdout
+    assert "Unpinned" in hermes(home, "cmms", "unpin", boiler).stdout
 
 
 @pytest.mark.slow
 def test_a_mistake_is_one_sentence_and_exit_code_1(home):
     install(home)
     result = hermes(home, "cmms", "forget", "--scope", "local:default", code=1)
-    assert result.stderr.strip() == "error: Say what to forget: --id, or --tier/--tag, or --all."
+    assert result.stderr.strip() == "error: Say what to forget: ID..., --id, or --tier/--tag, or --all."
