@@ -364,6 +364,40 @@ class MemoryService:
             self.flush_session(Key(session_scope), Key(sid))  # stored keys: not made again
         return len(sessions)
 
+    # -- why recalled: the recall inspector and the recall events (recall/explain, history) ---
+
+    def inspect_recall(self, scope: str, prompt: str, *, budget_tokens: Optional[int] = None,
+                       session_id: Optional[str] = None) -> dict:
+        """The exact block prefetch would give `prompt`, each line with why it is there, and
+        what ranked next but did not fit (see explain.inspect_recall)."""
+        from .recall import explain
+
+        return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id)
+
+    def why_not(self, scope: str, prompt: str, memory_id: str, *, budget_tokens: Optional[int] = None) -> dict:
+        """Why a memory is or is not in the block `prompt` gets, in one sentence (explain.why_not)."""
+        from .recall import explain
+
+        return explain.why_not(self.engine, scope, prompt, memory_id, budget_tokens)
+
+    def sessions(self, scope: str, *, offset: int = 0, limit: int = 50) -> list[dict]:
+        """The scope's sessions, newest first, with their turns and recalls counted."""
+        from .recall import history
+
+        return history.sessions(self.engine, scope, offset, limit)
+
+    def session_timeline(self, scope: str, session_id: str) -> dict:
+        """Each turn of a session: what it stored and what was recalled into it."""
+        from .recall import history
+
+        return history.session_timeline(self.engine, scope, session_id)
+
+    def recent_recalls(self, scope: Optional[str] = None, limit: int = 10) -> list[dict]:
+        """The newest recall events (of `scope`, or of every scope): ids and ranks only."""
+        from .recall import history
+
+        return history.recent_recalls(self.engine, scope, limit)
+
     # -- knowledge --------------------------------------------------------------------------
 
     def learn(self, scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,

@@ -5,10 +5,7 @@ from .specs import hookimpl
 
 
 @hookimpl(trylast=True)
-def recall(engine, scope, query, budget_tokens, seen):
-    from hermes_cmms.recall.render import render
-    from hermes_cmms.recall.search import search
+def recall(engine, scope, query, budget_tokens, session_id, seen):
+    from hermes_cmms.recall.block import recall_block
 
-    # enough candidates to fill the budget even with short memories (~15 tokens a line)
-    hits = search(engine, scope, query, max(30, budget_tokens // 15))
-    return render(hits, budget_tokens, query, seen)
+    return recall_block(engine, scope, query, budget_tokens, seen, session_id)  # (records the recall event)

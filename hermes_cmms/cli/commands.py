@@ -328,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._ui import register as register_ui
 
     register_ui(add)
+    from ._inspect import register as register_inspect
+
+    register_inspect(add)
     _add_bench(sub)
     return parser
 

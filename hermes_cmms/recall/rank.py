@@ -68,34 +68,68 @@ def speaker(memory: Memory) -> str | None:
 
 def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
          names: frozenset[str] = frozenset(), now: float | None = None,
-         during: Sequence[tuple[float, float]] = (), query: str = "") -> list[Hit]:
+         during: Sequence[tuple[float, float]] = (), query: str = "",
+         explain: dict | None = None) -> list[Hit]:
     """Order the candidates: fused relevance, raised when a person the query names is the
     speaker, nudged by recency, scaled by confidence; then each raised by a share of its best
     neighbour's score (another candidate of its session at most one turn away): an answer
-    lifts its question and the reply around it."""
+    lifts its question and the reply around it.
+
+    With `explain` (a dict), each candidate's id is mapped to why it scored what it did:
+    `found_by` {ranking: 1-based rank}, `fused` (the fused relevance), `nudges` (the factors
+    and additions above) and `score`; a candidate left out says why in `filtered`."""
     now = now or time.time()
-    fused = fuse(rankings, vector_weight(query, memories, rankings.get("keyword", ())))
+    weight = vector_weight(query, memories, rankings.get("keyword", ()))
+    fused = fuse(rankings, weight)
     kw_rank = {m: i for i, m in enumerate(rankings.get("keyword", ()))}
     vec_rank = {m: i for i, m in enumerate(rankings.get("vector", ()))}
     hits = []
     for memory_id, relevance in fused.items():
         memory = memories.get(memory_id)
         if memory is None or memory.state not in LIVE_STATES or memory.corrected_at is not None:
+            if explain is not None:
+                explain[memory_id] = {"filtered": _left_out(memory)}
             continue  # (a superseded memory stays, its halved confidence ranks it lower; a corrected one was wrong)
+        nudges = {"speaker": 1.0, "time_words": 1.0}
         if names and speaker(memory) in names:
             relevance *= 1 + SPEAKER_BOOST
+            nudges["speaker"] = 1 + SPEAKER_BOOST
         if during and when.within(memory.created_at, during):
             relevance *= 1 + DATE_BOOST
+            nudges["time_words"] = 1 + DATE_BOOST
         age_days = max(0.0, now - memory.created_at) / 86400
         recency = RECENCY_WEIGHT * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
         score = (relevance + recency) * memory.confidence
         hits.append(Hit(memory, score, kw_rank.get(memory_id), vec_rank.get(memory_id)))
-    _lift_neighbours(hits)
+        if explain is not None:
+            explain[memory_id] = {"fused": fused[memory_id], "nudges": {
+                **nudges, "recency": recency, "confidence": memory.confidence, "vector_weight": weight}}
+    lifts = _lift_neighbours(hits)
+    if explain is not None:
+        _explained(explain, hits, lifts, rankings)
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
 
 
-def _lift_neighbours(hits: list[Hit]) -> None:
+def _left_out(memory: Memory | None) -> str:
+    """Why rank() leaves a candidate out, in a few words."""
+    if memory is None:
+        return "expired or gone"
+    return f"its state is {memory.state}" if memory.state not in LIVE_STATES else "corrected (it was wrong)"
+
+
+def _explained(explain: dict, hits: list[Hit], lifts: list[float], rankings: dict[str, Sequence[str]]) -> None:
+    """Add each ranked hit's neighbour lift and final score, and the rankings that found each id."""
+    for hit, lift in zip(hits, lifts):
+        why = explain[hit.memory.id]
+        why["nudges"]["neighbour"] = lift
+        why["score"] = hit.score
+    for name, ranking in rankings.items():
+        for position, memory_id in enumerate(ranking, 1):
+            explain.setdefault(memory_id, {}).setdefault("found_by", {}).setdefault(name, position)
+
+
+def _lift_neighbours(hits: list[Hit]) -> list[float]:
     by_turn: dict[tuple[str, int], list[Hit]] = defaultdict(list)
     for hit in hits:
         if hit.memory.session_id and hit.memory.turn:
@@ -108,3 +142,4 @@ def _lift_neighbours(hits: list[Hit]) -> None:
         lifts.append(NEIGHBOUR_WEIGHT * max(near, default=0.0))
     for hit, lift in zip(hits, lifts):
         hit.score += lift
+    return lifts

@@ -105,7 +105,7 @@ def _line(memory: Memory, query_terms: Sequence[str], cap: int, current: bool = 
 
 
 def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
-           seen: set[str] | None = None) -> str:
+           seen: set[str] | None = None, explain: dict | None = None) -> str:
     """Pack the best hits into `budget_tokens`, oldest first: one `## <date>` heading a day,
     each conversation of that day a paragraph of its own (sessions are told apart by the blank
     line between them; tools give their ids), each memory one `- <label>: <text>` line of
@@ -113,6 +113,10 @@ def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
 
     Hits whose id is in `seen` (already injected into this conversation) are skipped, as are
     repeats of a text already packed; the ids packed now are added to `seen`.
+
+    With `explain` (a dict): `packed`, the (memory id, line) of each line in block order, and
+    `left_out`, {memory id: (why, its line or None)} for each hit not packed, why being
+    "seen", "repeat" or "did not fit".
     """
     query_terms = terms(query)
     cap = item_cap(budget_tokens)
@@ -124,6 +128,9 @@ def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
     for hit in hits:
         memory = hit.memory
         if (seen and memory.id in seen) or memory.content_hash in texts:
+            if explain is not None:
+                explain.setdefault("left_out", {})[memory.id] = (
+                    "seen" if seen and memory.id in seen else "repeat", None)
             continue
         key = _block(memory)
         line = _line(memory, query_terms, cap, memory.id in replacements)
@@ -131,6 +138,8 @@ def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
         if key not in blocks:  # a heading for a new day, else a blank line before the paragraph
             cost += 1 if key[0] in days else tokens.count(f"## {key[0]}") + 1
         if used + cost > budget_tokens:
+            if explain is not None:
+                explain.setdefault("left_out", {})[memory.id] = ("did not fit", line)
             continue
         blocks.setdefault(key, []).append((memory, line))
         days.add(key[0])
@@ -147,4 +156,6 @@ def render(hits: Sequence[Hit], budget_tokens: int, query: str = "",
         day = block_day
         members.sort(key=lambda ml: (ml[0].turn or 0, ml[0].created_at, ml[0].role != "user"))
         parts.extend(line for _, line in members)
+        if explain is not None:
+            explain.setdefault("packed", []).extend((memory.id, line) for memory, line in members)
     return "\n".join(parts)

@@ -36,11 +36,12 @@ FACT_SCAN = 5_000  # newest facts a listing by source looks through (the source 
 
 
 def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),
-           source: Optional[str] = None, fact: Optional[dict] = None) -> list[Hit]:
+           source: Optional[str] = None, fact: Optional[dict] = None, explain: Optional[dict] = None) -> list[Hit]:
     """Hybrid search inside one scope, best first.
 
     Filters: memories carrying every one of `tags`; whose source (receipt) starts with
     `source`; facts whose given parts (`subject`, `predicate`, `object`) match, ignoring case.
+    With `explain` (a dict), why each candidate ranked where it did (see rank.rank).
     """
     tags = tags_of(tags)
     fact = {k: v for k, v in (fact or {}).items() if v is not None}
@@ -59,10 +60,11 @@ def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: S
     query = clean(query)
     if not query.strip():
         return []
-    return _hybrid(engine, scope, query, filters)[:limit]
+    return _hybrid(engine, scope, query, filters, explain)[:limit]
 
 
-def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters] = None) -> list[Hit]:
+def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters] = None,
+            explain: Optional[dict] = None) -> list[Hit]:
     """Every candidate for a clean, non-empty query, ranked. With `filters`, the keyword rankings
     are of the matching memories only (in SQL, so none is missed past the first hits), and the
     vector candidates are narrowed to those matching (in SQL too)."""
@@ -81,7 +83,7 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
         rankings = {name: [m for m in ids if not name.startswith("vector") or m in kept]
                     for name, ids in rankings.items()}
     memories = store.get(list({m for ids in rankings.values() for m in ids}), scope)
-    return rank(memories, rankings, names, during=when.spans(query, time.time()), query=words)
+    return rank(memories, rankings, names, during=when.spans(query, time.time()), query=words, explain=explain)
 
 
 def _newest_facts(engine: "Engine", scope: str, filters: Filters, limit: int) -> list[Hit]:

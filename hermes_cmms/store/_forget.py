@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
+from . import recall_events
 from ._batches import in_batches, slices
 from ._rows import _by_ids, _event, _memory, _record
 from .models import AuditEvent, Belief, ConversationSession, Entity, Evidence, Forgetting, Link, Memory, Relation
@@ -111,6 +112,7 @@ class ForgetAll:
                 AuditEvent.id > newest, AuditEvent.scope == scope, AuditEvent.action != "forget_all"))])
             for table in (Link, Belief, Evidence, Relation, Entity, ConversationSession):
                 conn.execute(delete(table).where(table.scope == scope))
+            recall_events.drop_scope(conn, scope)  # which memories its turns were given
             count = mark.memories + len(late)
             _record(conn, [_event(now, "forget_all", actor or mark.actor, scope, None, memories=count)])
             conn.execute(delete(Forgetting).where(Forgetting.scope == scope))

@@ -6,6 +6,8 @@ from typing import Callable
 
 from sqlalchemy import Connection, text
 
+from . import recall_events
+
 Migration = tuple[str, Callable[[Connection], None]]
 
 
@@ -249,6 +251,7 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0009_forgetting", _0009_forgetting),
                                     ("0010_belief_sources", _0010_belief_sources),
                                     ("0011_browse_indexes", _0011_browse_indexes),
+                                    ("0012_recall_events", recall_events.migrate),
                                     ("0013_memory_pinned", _0013_memory_pinned)]
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from . import _migrations, _postgres, _sqlite, graph_rows
+from . import _migrations, _postgres, _sqlite, graph_rows, recall_events
 from ..common import lifecycle_rules as lifecycle
 from ._batches import WriteHolds, in_batches, slices
 from ._browse import BrowseRows, Filters
@@ -488,6 +488,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                               **({"reason": cascaded[m.id]} if m.id in cascaded else detail))
                        for m in rows])
         _drop_knowledge(conn, ids)
+        recall_events.drop_memories(conn, ids)
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))
         if after:  # their context held the end of a deleted message: drop it, re-embed them

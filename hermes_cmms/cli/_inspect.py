@@ -1,0 +1,59 @@
+"""`hermes-cmms inspect`: the block a prompt would get, each line with why it is there."""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from ..common.bounds import query_text
+from ..common.ids import public_ids, shown_id, stored_id
+from ._engine import _service
+
+SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
+
+
+def cmd_inspect(args) -> int:
+    prompt = query_text(args.prompt)
+    service = _service(args, vectors=True)  # (the block is ranked by meaning too, as in a turn)
+    try:
+        result = service.inspect_recall(args.scope, prompt, budget_tokens=args.budget)
+        if args.why_not:
+            result["why_not"] = service.why_not(args.scope, prompt, stored_id(args.why_not), budget_tokens=args.budget)
+    finally:
+        service.close(drain_timeout=0)
+    if args.json:
+        print(json.dumps(public_ids(result), indent=2, ensure_ascii=False))
+        return 0
+    print(f"The block: {len(result['lines'])} line(s), {result['tokens']} of {result['budget_tokens']} tokens.")
+    for line in result["lines"]:
+        print(f"{line['rank']:>3}. {line['text']}")
+        print(f"     {_why(line)}")
+    if result["next"]:
+        print("Ranked next, but did not fit:")
+        for line in result["next"]:
+            print(f"     {line['text']}")
+            print(f"     {_why(line)}")
+    if args.why_not:
+        print(f"Why not {shown_id(result['why_not']['memory_id'])}: {result['why_not']['verdict']}")
+    return 0
+
+
+def _why(line: dict) -> str:
+    """One line: where it ranked, which rankings found it, the fused score and the nudges."""
+    found = ", ".join(f"{name} #{rank}" for name, rank in line["found_by"].items()) or "no ranking"
+    nudges = line["nudges"]
+    parts = [f"recency +{nudges.get('recency', 0):.4f}", f"confidence x{nudges.get('confidence', 1):.2f}"]
+    parts += [f"{name.replace('_', ' ')} x{nudges[name]:g}" for name in ("speaker", "time_words", "vector_weight")
+              if nudges.get(name, 1.0) != 1.0]
+    if nudges.get("neighbour"):
+        parts.append(f"neighbour +{nudges['neighbour']:.4f}")
+    return (f"{shown_id(line['memory_id'])}  ranked #{line['position']}; found by {found}; "
+            f"fused {line['fused']:.4f}; {', '.join(parts)}; score {line['score']:.4f}")
+
+
+def register(add: Callable) -> None:
+    p = add("inspect", cmd_inspect, "Show the block a prompt would recall, each line with why it is there.")
+    p.add_argument("prompt")
+    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    p.add_argument("--budget", type=int, help="Token budget (default: the recall_tokens setting).")
+    p.add_argument("--why-not", metavar="ID", help="Also say why this memory is or is not in the block.")
+    p.add_argument("--json", action="store_true")

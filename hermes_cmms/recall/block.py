@@ -1,0 +1,53 @@
+"""The block the built-in auto-recall gives a turn: hybrid search, packed into the budget, and
+a recall event saying which memories went in at which rank (ids and ranks only)."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Optional
+
+from ..common.checks import scope_of
+from ..common.text import clean_key
+from ..store import recall_events
+from .render import render
+from .search import search
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+log = logging.getLogger(__name__)
+
+LINE_TOKENS = 15  # enough candidates to fill the budget even with short memories (~15 tokens a line)
+MIN_CANDIDATES = 30
+KEEP_EVENTS = 1_000  # recall events a scope keeps (its newest; none older than recall_events.KEEP_DAYS)
+
+
+def candidates(budget_tokens: int) -> int:
+    """How many ranked hits a block of `budget_tokens` is packed from."""
+    return max(MIN_CANDIDATES, budget_tokens // LINE_TOKENS)
+
+
+def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, seen: Optional[set[str]] = None,
+                 session_id: Optional[str] = None, explain: Optional[dict] = None) -> str:
+    """The memory block for `query` (see render.render for `seen`). A recall event is recorded;
+    with `explain` (a dict: an inspection, not a recall) none is, and `explain` gets the
+    ranking's reasons under "ranked" (rank.rank) and the packing's under "packing" (render)."""
+    ranked = packing = None
+    if explain is not None:
+        ranked, packing = explain.setdefault("ranked", {}), explain.setdefault("packing", {})
+    hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked)
+    if explain is not None:
+        explain["hits"] = hits
+        return render(hits, budget_tokens, query, seen, packing)
+    packing = {}
+    text = render(hits, budget_tokens, query, seen, packing)
+    _record(engine, scope, session_id, [memory_id for memory_id, _ in packing.get("packed", ())])
+    return text
+
+
+def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str]) -> None:
+    """The recall event; a store that cannot take it (read-only, busy) costs the event only."""
+    try:
+        recall_events.record(engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
+                             memory_ids, KEEP_EVENTS)
+    except Exception as exc:  # noqa: BLE001 - a recall never fails for want of its event
+        log.debug("hermes-cmms: recall event not recorded: %s", exc)

@@ -1,0 +1,68 @@
+"""What each session stored and was given: sessions, a session's timeline of turns, and the
+latest recalls (from the recall events: ids and ranks only)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..common.checks import scope_of
+from ..common.errors import InvalidInput
+from ..common.text import clean_key
+from ..store import recall_events
+from ..store.models import Memory
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+SHORT_CHARS = 120  # of a stored memory's text in a timeline
+MAX_PAGE = 500
+
+
+def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> list[dict]:
+    """The scope's sessions, newest first: session_id, started_at, turns, flushed_at, recalls."""
+    _page(offset, limit)
+    return recall_events.sessions(engine.store, scope_of(scope), offset, limit)
+
+
+def recent_recalls(engine: "Engine", scope: Optional[str] = None, limit: int = 10) -> list[dict]:
+    """The newest recalls (of `scope`, or of every scope), newest first: scope, session_id,
+    turn, at and `recalled` [{memory_id, rank}]."""
+    _page(0, limit)
+    return recall_events.recent(engine.store, scope_of(scope) if scope is not None else None, limit)
+
+
+def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
+    """Each turn of a session: what it stored (ids and the start of their text) and what the
+    last recall for it gave (ids and ranks), oldest first."""
+    scope = scope_of(scope)
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise InvalidInput("The session id must be a non-empty string.")
+    key = clean_key(session_id)
+    stored, recalls = recall_events.session_memories(engine.store, scope, key), recall_events.of_session(
+        engine.store, scope, key)
+    if not stored and not recalls:
+        raise InvalidInput(f"No session {session_id!r} in this scope.")
+    turns: dict[int, dict] = {}
+    for memory in stored:
+        turn = turns.setdefault(_turn_of(memory, stored), {"turn": _turn_of(memory, stored), "at": memory.created_at,
+                                                            "stored": [], "recalled": []})
+        turn["stored"].append({"memory_id": memory.id, "kind": memory.kind, "role": memory.role,
+                               "text": memory.content[:SHORT_CHARS]})
+    for event in recalls:  # the last recall of a turn is what it was given
+        turn = turns.setdefault(event["turn"] or 0, {"turn": event["turn"] or 0, "at": event["at"], "stored": []})
+        turn["at"], turn["recalled"] = min(turn["at"], event["at"]), event["recalled"]
+    return {"session_id": key, "turns": [turns[t] for t in sorted(turns)]}
+
+
+def _turn_of(memory: Memory, stored: list[Memory]) -> int:
+    """A memory's turn; one written in a session without a turn (a note) belongs to the turn
+    of the last message before it (0 before any)."""
+    if memory.turn:
+        return memory.turn
+    return max((m.turn for m in stored if m.turn and m.created_at <= memory.created_at), default=0)
+
+
+def _page(offset: int, limit: int) -> None:
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (offset, limit)) \
+            or not (1 <= limit <= MAX_PAGE and offset >= 0):
+        raise InvalidInput(f"A page is 1 to {MAX_PAGE} items from an offset of 0 or more, not {limit!r} "
+                           f"from {offset!r}.")
