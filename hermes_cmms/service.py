@@ -347,14 +347,15 @@ class MemoryService:
         budget = budget_tokens or self.settings.recall_tokens
         if not isinstance(budget, int) or budget <= 0:
             raise InvalidInput(f"The token budget must be a positive whole number, not {budget!r}.")
-        return self.pm.hook.recall(service=self, scope=scope, query=query, budget_tokens=budget,
-                                   session_id=session_id, seen=seen) or ""
+        return self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query,
+                                   budget_tokens=budget, session_id=session_id, seen=seen) or ""
 
     # -- sessions -------------------------------------------------------------------------
 
     def flush_session(self, scope: str, session_id: str) -> None:
         """Session boundary: idempotent, safe to call any number of times."""
-        self.pm.hook.session_flush(service=self, scope=_scope(scope), session_id=clean_key(session_id))
+        self.pm.hook.session_flush(service=self, engine=self.engine, scope=_scope(scope),
+                                   session_id=clean_key(session_id))
 
     def flush_open_sessions(self, scope: Optional[str] = None, session_id: Optional[str] = None) -> int:
         """Flush every unflushed session matching the filters (a scope and a session id as the
@@ -504,6 +505,102 @@ class MemoryService:
 
     def __enter__(self) -> "MemoryService":
         return self
+
+    # -- for the doors: what a door read of the parts before, each a verb -------------------
+
+    def get(self, scope: str, ids: Sequence[str]) -> dict[str, Memory]:
+        """The memories among `ids` that belong to `scope` (never another scope's), by id."""
+        return self.store.get([clean_key(i) for i in ids if isinstance(i, str)], _scope(scope))
+
+    def facts(self, scope: str, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
+        """(subject, predicate, object) of the fact memories among `ids` that belong to `scope`."""
+        return self.store.facts([clean_key(i) for i in ids if isinstance(i, str)], scope=_scope(scope))
+
+    def containing(self, scope: str, fragment: str, sources: Sequence[str]) -> list[Memory]:
+        """The scope's current memories from `sources` whose stored text holds `fragment` as it
+        would be stored (cleaned and redacted)."""
+        scope = _scope(scope)
+        return self.store.containing(scope, self.as_stored(scope, fragment), [clean(s) for s in sources])
+
+    def as_stored(self, scope: str, text: str) -> str:
+        """`text` as a memory of `scope` would hold it: cleaned, then every redactor run."""
+        from .common.plugins import run_redactors
+
+        return run_redactors(self.pm, clean(text), scope)
+
+    def file_copies(self, scope: str, source: str, tool_source: str, tag: str) -> list:
+        """The scope's current copies of one file's entries, oldest first (id, content,
+        content_hash, owned): written with receipt `source`, or by `tool_source` tagged `tag`
+        (`owned`: these a mirror may edit or forget), or reinforced by a write from `source`."""
+        from .store import copies
+
+        return copies.current(self.store, _scope(scope), copies.Owner(source, tool_source, tag))
+
+    def copy_chain(self, scope: str, memory_id: str, source: str, tool_source: str, tag: str) -> list[str]:
+        """`memory_id` and the owned copies it superseded, directly or not (see file_copies)."""
+        from .store import copies
+
+        return copies.chain(self.store, _scope(scope), clean_key(memory_id), copies.Owner(source, tool_source, tag))
+
+    def lease(self, name: str, owner: str, seconds: float) -> bool:
+        """Take or renew the store's lease `name` for `owner`; False while another holds it."""
+        return self.store.lease(owner, seconds, time.time(), name=name)
+
+    def release_lease(self, name: str, owner: str) -> None:
+        self.store.release_lease(owner, name=name)
+
+    def drain(self, timeout: float) -> int:
+        """Wait up to `timeout` seconds for the vector index to catch up with the store."""
+        return self.indexer.drain(timeout)
+
+    def wait_vectors(self, timeout: float) -> bool:
+        """Start the embedder and the vector index if not started; wait up to `timeout` for them."""
+        return self.indexer.ready.wait(timeout)
+
+    @property
+    def index_writer(self) -> bool:
+        """Whether this process writes the vector index (the others read it)."""
+        return self.indexer.writer
+
+    def tool_call(self, door: str, tool: str, scope: Optional[str] = None):
+        """A context manager that counts, times and traces one tool call (ops.metrics)."""
+        return self.metrics.tool_call(door, tool, scope)
+
+    def exposition(self, scope: Optional[str] = None) -> str:
+        """Prometheus metrics in the text format, of the whole store or of `scope` only."""
+        from .ops.metrics import exposition
+
+        return exposition(self, _scope(scope) if scope is not None else None)
+
+    def learn_answer(self, scope: str, text: str, answer: dict, created_by: str) -> dict:
+        """A `learn` answer in the CMMS contract's shape (see knowledge.learn.contract_answer)."""
+        from .knowledge.learn import contract_answer
+
+        return contract_answer(self.store, _scope(scope), text, answer, created_by)
+
+    def rebuild_graph(self, scope: Optional[str] = None) -> dict:
+        """Rebuild the entity graph of `scope` (None: every scope) from its facts."""
+        from .knowledge import graph
+
+        return graph.rebuild(self.engine, scope)
+
+    def export(self, scope: str, actor: str = "") -> Iterator[dict]:
+        """The header, then every record of `scope` (see ops.transfer.export_scope)."""
+        from .ops.transfer import export_scope
+
+        return export_scope(self.engine, scope, actor=actor)
+
+    def import_file(self, path, **kwargs) -> dict:
+        """Import an export file (see ops.transfer.import_file)."""
+        from .ops.transfer import import_file
+
+        return import_file(self.engine, path, **kwargs)
+
+    def import_records(self, records, **kwargs) -> dict:
+        """Import export records from lines or a stream (see ops.transfer.import_records)."""
+        from .ops.transfer import import_records
+
+        return import_records(self.engine, records, **kwargs)
 
     def __exit__(self, *exc) -> None:
         self.close()
