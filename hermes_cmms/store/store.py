@@ -715,12 +715,12 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
             rows = conn.execute(live.order_by(Memory.seq.desc()).limit(limit).offset(offset))
             return [_memory(row) for row in rows], total
 
-    def facts(self, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-        """(subject, predicate, object) of the fact memories among `ids`."""
+    def facts(self, ids: Sequence[str], scope: Optional[str] = None) -> dict[str, tuple[str, str, str]]:
+        """(subject, predicate, object) of the fact memories among `ids` (of `scope` only, if given)."""
         if not ids:
             return {}
         with self.read() as conn:
-            return self._fact_parts(conn, ids)
+            return self._fact_parts(conn, ids, scope)
 
     def facts_matching(self, scope: str, subject: Optional[str] = None, predicate: Optional[str] = None,
                        obj: Optional[str] = None, limit: int = 500) -> list[str]:
