@@ -353,6 +353,41 @@ def test_a_memory_page_shows_its_provenance_and_its_chain(service):
         assert "mcp:store_memory" in old_page and "s-1" in old_page and "superseded by" in old_page
 
 
+def test_the_inspector_shows_the_block_why_each_line_and_why_not(service, seeded):
+    for n in range(30):
+        service.remember(SCOPE, f"Gardening log {n}: watered the tomatoes and basil", judge=False)
+    with running(service) as door:
+        client = signed_in(door)
+        page = client.get(f"/inspect?scope={SCOPE}&prompt=how do I drink my coffee")
+        assert page.status_code == 200
+        answer = service.inspect_recall(SCOPE, "how do I drink my coffee")
+        assert answer["block"] and answer["block"].splitlines()[1] in _text(page.text) or \
+            _text(answer["block"]).split()[0] in _text(page.text)
+        assert page.text.count('class="line"') == len(answer["lines"]) >= 1
+        assert "coffee black" in page.text and "keyword" in _text(page.text)
+        why = client.get(f"/inspect?scope={SCOPE}&prompt=how do I drink my coffee&why_not={seeded['cat']}")
+        verdict = service.why_not(SCOPE, "how do I drink my coffee", seeded["cat"])["verdict"]
+        assert why.status_code == 200 and verdict in _text(why.text)
+        other = client.get(f"/inspect?scope={SCOPE}&prompt=zebra launch&why_not={seeded['secret']}")
+        assert other.status_code == 404 and "zebra launch" not in other.text.split("</header>")[1].replace(
+            'value="zebra launch"', "")
+
+
+def test_sessions_show_what_each_turn_stored_and_recalled(service):
+    service.retain_turn(SCOPE, "chat-1", "I adopted a dog named Rex", "Congratulations on Rex!")
+    service.recall(SCOPE, "what is my dog called", session_id="chat-1")
+    service.retain_turn(SCOPE, "chat-1", "what is my dog called", "Rex")
+    with running(service) as door:
+        client = signed_in(door)
+        listed = client.get(f"/sessions?scope={SCOPE}")
+        assert listed.status_code == 200 and "chat-1" in listed.text
+        timeline = client.get(f"/session/chat-1?scope={SCOPE}")
+        assert timeline.status_code == 200
+        words = _text(timeline.text)
+        assert "I adopted a dog named Rex" in words and "recalled into it" in words
+        assert timeline.text.count('class="turn"') == len(service.session_timeline(SCOPE, "chat-1")["turns"])
+
+
 def test_beliefs_are_listed_and_a_conflict_resolved(service):
     a = service.set_belief(SCOPE, "Coffee is good for me", confidence=0.9)["id"]
     b = service.set_belief(SCOPE, "Coffee is not good for me", confidence=0.6)["id"]
