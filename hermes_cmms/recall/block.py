@@ -3,6 +3,8 @@ a recall event saying which memories went in at which rank (ids and ranks only).
 from __future__ import annotations
 
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Optional
 
 from ..common.checks import scope_of
@@ -19,6 +21,10 @@ log = logging.getLogger(__name__)
 LINE_TOKENS = 15  # enough candidates to fill the budget even with short memories (~15 tokens a line)
 MIN_CANDIDATES = 30
 KEEP_EVENTS = 1_000  # recall events a scope keeps (its newest; none older than recall_events.KEEP_DAYS)
+SETTLE_S = 10.0  # how long a read of the events waits for this process's queued ones
+# A recall event is written on a thread of its own, in the order recalled: its transaction (a
+# commit the disk must hold, ~20 ms) never lengthens the turn it was recalled for.
+_writer = ThreadPoolExecutor(1, thread_name_prefix="cmms-recall-events")
 
 
 def candidates(budget_tokens: int) -> int:
@@ -44,10 +50,21 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     return text
 
 
+def settled(timeout: float = SETTLE_S) -> None:
+    """Wait until the recall events this process queued are written (or given up)."""
+    _writer.submit(lambda: None).result(timeout)
+
+
 def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str]) -> None:
-    """The recall event; a store that cannot take it (read-only, busy) costs the event only."""
+    """Queue the recall event of a block that gave something (see _writer)."""
+    if memory_ids:
+        _writer.submit(_write, engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
+                       memory_ids, time.time())
+
+
+def _write(store, scope: str, session_id: Optional[str], memory_ids: list[str], at: float) -> None:
+    """The recall event; a store that cannot take it (read-only, busy, closed) costs the event only."""
     try:
-        recall_events.record(engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
-                             memory_ids, KEEP_EVENTS)
+        recall_events.record(store, scope, session_id, memory_ids, KEEP_EVENTS, at)
     except Exception as exc:  # noqa: BLE001 - a recall never fails for want of its event
         log.debug("hermes-cmms: recall event not recorded: %s", exc)

@@ -14,7 +14,7 @@ from ..common.text import clean, clean_key
 from ..store import recall_events
 from ..vectors.chroma import UNITS, owner
 from ..vectors.indexer import query_vector
-from .block import candidates, recall_block
+from .block import candidates, recall_block, settled
 from .shape import iso
 from .search import CANDIDATES, SENTENCE_CANDIDATES, VECTOR_FLOOR
 
@@ -32,6 +32,8 @@ def inspect_recall(engine: "Engine", scope: str, prompt: str, budget_tokens: Opt
     given) and why each line is there. With `session_id`, what that session's recalls already
     put in front of the model is left out, as Hermes' prefetch leaves it out."""
     scope, budget = scope_of(scope), _budget(engine, budget_tokens)
+    if session_id:
+        settled()
     seen = recall_events.recalled_ids(engine.store, scope, clean_key(session_id)) if session_id else None
     why = _inspected(engine, scope, prompt, budget, seen)
     left_out = why["packing"].get("left_out", {})

@@ -9,6 +9,7 @@ from ..common.errors import InvalidInput
 from ..common.text import clean_key
 from ..store import recall_events
 from ..store.models import Memory
+from .block import settled
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -20,6 +21,7 @@ MAX_PAGE = 500
 def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> list[dict]:
     """The scope's sessions, newest first: session_id, started_at, turns, flushed_at, recalls."""
     _page(offset, limit)
+    settled()
     return recall_events.sessions(engine.store, scope_of(scope), offset, limit)
 
 
@@ -27,6 +29,7 @@ def recent_recalls(engine: "Engine", scope: Optional[str] = None, limit: int = 1
     """The newest recalls (of `scope`, or of every scope), newest first: scope, session_id,
     turn, at and `recalled` [{memory_id, rank}]."""
     _page(0, limit)
+    settled()
     return recall_events.recent(engine.store, scope_of(scope) if scope is not None else None, limit)
 
 
@@ -37,6 +40,7 @@ def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidInput("The session id must be a non-empty string.")
     key = clean_key(session_id)
+    settled()
     stored, recalls = recall_events.session_memories(engine.store, scope, key), recall_events.of_session(
         engine.store, scope, key)
     if not stored and not recalls:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional, Sequence
 
-from sqlalchemy import Connection, case, delete, func, insert, literal, select, text
+from sqlalchemy import Connection, delete, func, insert, select, text
 from sqlmodel import Field, SQLModel
 
 from ._rows import _memory
@@ -61,29 +61,27 @@ def migrate(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
-def record(store: Store, scope: str, session_id: Optional[str], memory_ids: Sequence[str], keep: int) -> None:
-    """One recall's event: `memory_ids` in block order, each kept only if it is still stored
-    (a memory forgotten meanwhile is never named); the session's next turn is read in the same
-    statement. Every PRUNE_EVERY events the scope keeps only its newest `keep` of KEEP_DAYS."""
-    now = time.time()
-    turn = (select(func.coalesce(func.max(ConversationSession.last_turn), 0) + 1)
-            .where(ConversationSession.scope == scope, ConversationSession.session_id == session_id)
+def record(store: Store, scope: str, session_id: Optional[str], memory_ids: Sequence[str], keep: int,
+           at: Optional[float] = None) -> None:
+    """One recall's event, made `at` (now): `memory_ids` in block order (rank 1 first), those
+    still stored (a memory forgotten meanwhile is never named; none left, no event), with the
+    turn it was recalled for (the one after the session's last turn stored before `at`). Every
+    PRUNE_EVERY events the scope keeps only its newest `keep` of KEEP_DAYS."""
+    now = time.time() if at is None else at
+    turn = (select(func.coalesce(func.max(Memory.turn), 0) + 1)
+            .where(Memory.scope == scope, Memory.session_id == session_id, Memory.created_at < now)
             .scalar_subquery()) if session_id else None
     with store.writing() as conn:
+        # (ids are unique store-wide, and were read from this scope)
+        kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(list(memory_ids)))).scalars())
+        if not kept:
+            return
         event = conn.execute(insert(RecallEvent).values(scope=scope, session_id=session_id, turn=turn, at=now)
                              .returning(RecallEvent.id)).scalar_one()
-        if memory_ids:
-            conn.execute(insert(RecalledMemory).from_select(
-                ["event_id", "rank", "memory_id"],
-                select(literal(event), _rank(memory_ids), Memory.id)  # (ids are unique store-wide,
-                .where(Memory.id.in_(list(memory_ids)))))  # and were read from this scope)
+        conn.execute(insert(RecalledMemory), [{"event_id": event, "rank": rank, "memory_id": m}
+                                              for rank, m in enumerate(memory_ids, 1) if m in kept])
         if event % PRUNE_EVERY == 0:
             prune(conn, scope, keep, now - KEEP_DAYS * 86400)
-
-
-def _rank(memory_ids: Sequence[str]):
-    """SQL for each memory id's rank: its 1-based position in `memory_ids`."""
-    return case({m: i for i, m in enumerate(memory_ids, 1)}, value=Memory.id, else_=0)
 
 
 def prune(conn: Connection, scope: str, keep: int, before: float) -> None:

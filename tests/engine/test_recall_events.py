@@ -6,6 +6,7 @@ from sqlalchemy import text
 
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.provider import CmmsMemoryProvider
+from hermes_cmms.recall.block import settled
 from hermes_cmms.store import recall_events
 
 pytestmark = pytest.mark.store
@@ -45,6 +46,7 @@ def test_a_hermes_turn_records_its_block_s_ids_in_order_with_session_and_turn(kw
 def test_events_hold_ids_and_ranks_only(keyword_service):
     _fill(keyword_service)
     keyword_service.recall(SCOPE, PROMPT, session_id="s2")
+    settled()  # (written on a thread of their own)
     with keyword_service.store.read() as conn:
         events = conn.execute(text("SELECT * FROM recall_events")).mappings().all()
         items = conn.execute(text("SELECT * FROM recalled_memories")).mappings().all()
@@ -98,21 +100,22 @@ def test_forget_all_leaves_no_recall_event_of_the_scope_and_keeps_the_others(key
 
 
 def test_retention_keeps_a_scope_s_newest_events(keyword_service):
-    office = _fill(keyword_service)
+    office, theirs = _fill(keyword_service), _fill(keyword_service, OTHER)
     keep = 3
     for _ in range(recall_events.PRUNE_EVERY):
         recall_events.record(keyword_service.store, SCOPE, "s2", [office], keep)
-    recall_events.record(keyword_service.store, OTHER, "s2", [], keep)
+    recall_events.record(keyword_service.store, OTHER, "s2", [theirs], keep)
     ids = [row[0] for row in _rows(keyword_service, "SELECT id FROM recall_events WHERE scope = :s ORDER BY id", s=SCOPE)]
     assert ids == list(range(recall_events.PRUNE_EVERY - keep + 1, recall_events.PRUNE_EVERY + 1))
-    assert _rows(keyword_service, "SELECT count(*) FROM recalled_memories") == [(keep,)]
+    assert _rows(keyword_service, "SELECT count(*) FROM recalled_memories") == [(keep + 1,)]
     assert len(keyword_service.recent_recalls(OTHER)) == 1
 
 
 def test_an_old_event_goes_at_the_next_pruning(keyword_service):
     with keyword_service.store.writing() as conn:
         recall_events.prune(conn, SCOPE, 1000, before=0)  # (nothing to prune: no error)
-    recall_events.record(keyword_service.store, SCOPE, "s2", [], 1000)
+    recall_events.record(keyword_service.store, SCOPE, "s2", [_fill(keyword_service)], 1000)
+    assert len(keyword_service.recent_recalls(SCOPE)) == 1
     with keyword_service.store.writing() as conn:
         conn.execute(text("UPDATE recall_events SET at = 0"))
         recall_events.prune(conn, SCOPE, 1000, before=1)
@@ -123,6 +126,7 @@ def test_sessions_timeline_and_recent_recalls(keyword_service):
     _fill(keyword_service)
     keyword_service.recall(SCOPE, PROMPT, session_id="s1")
     keyword_service.retain_turn(SCOPE, "s1", PROMPT, "Alice, Bob and the office.")
+    _fill(keyword_service, OTHER, session="x")
     keyword_service.recall(OTHER, PROMPT, session_id="x")
     sessions = keyword_service.sessions(SCOPE)
     assert [(s["session_id"], s["turns"], s["recalls"]) for s in sessions] == [("s1", 3, 1)]
@@ -153,4 +157,12 @@ def test_a_store_that_cannot_take_the_event_still_recalls(keyword_service):
     with keyword_service.store.writing() as conn:
         conn.execute(text("DROP TABLE recalled_memories"))
     assert "Lisbon" in keyword_service.recall(SCOPE, PROMPT, session_id="s1")
+    settled()
     assert _rows(keyword_service, "SELECT count(*) FROM recall_events") == [(0,)]  # (rolled back whole)
+
+
+def test_a_recall_that_gives_nothing_records_nothing(keyword_service):
+    _fill(keyword_service)
+    assert keyword_service.recall(SCOPE, "zebra quantum xylophone", session_id="s1") == ""
+    assert keyword_service.recall(OTHER, PROMPT, session_id="s1") == ""  # (an empty scope)
+    assert keyword_service.recent_recalls() == []
