@@ -16,7 +16,8 @@ SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 SHOWN_CHARS = 160  # of a memory's text, what the preview shows on its line
 COUNTED = (("facts", "fact"), ("beliefs", "belief row"), ("evidence", "piece of evidence", "pieces of evidence"),
            ("links", "link"), ("relations", "graph relation"), ("entities", "graph entity", "graph entities"),
-           ("vectors", "memory's vectors", "memories' vectors"), ("snapshots", "audit snapshot kept", "audit snapshots kept"))
+           ("vectors", "memory's vectors", "memories' vectors"), ("recalls", "line of recall history", "lines of recall history"),
+           ("snapshots", "audit snapshot kept", "audit snapshots kept"))
 
 
 def inert(text: str, limit: int = SHOWN_CHARS) -> str:

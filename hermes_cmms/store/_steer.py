@@ -9,6 +9,7 @@ from typing import Optional, Sequence
 
 from sqlalchemy import Connection, func, select, update
 
+from . import recall_events
 from ._forget import forgetting
 from ._knowledge import _learned_only_from, knowledge_clauses, orphaned_entities
 from ._rows import _by_ids, _event, _record
@@ -53,7 +54,8 @@ class SteerRows:
     def forget_preview(self, scope: str, ids: Sequence[str]) -> Optional[dict]:
         """What forgetting the memories `ids` of `scope` would delete, changing nothing:
         {"memories": [Memory], "cascaded": [(Memory, why)], "facts", "links", "beliefs",
-        "evidence", "relations", "entities", "vectors", "reembedded", "restored", "snapshots"};
+        "evidence", "relations", "entities", "vectors", "reembedded", "restored", "snapshots",
+        "recalls" (lines of recall events naming them)};
         the id of the first one not in `scope` (as a str) instead when one is missing."""
         with self.read() as conn:
             now = time.time()
@@ -75,7 +77,8 @@ class SteerRows:
                     "beliefs": counts["beliefs"], "evidence": counts["evidence"], "relations": counts["relations"],
                     "entities": len(orphaned_entities(conn, gone)), "vectors": len(gone),
                     "reembedded": len(plan.reembed), "restored": restored,
-                    "snapshots": len(gone) - len(plan.cascaded)}
+                    "snapshots": len(gone) - len(plan.cascaded),
+                    "recalls": count(recall_events.RecalledMemory, recall_events.naming(gone))}
 
     def set_pinned(self, scope: str, memory_id: str, pinned: bool, actor: str) -> Optional[Memory]:
         """Pin (or unpin) a memory of `scope`; None when it is not there. Pinning a working

@@ -96,9 +96,15 @@ def prune(conn: Connection, scope: str, keep: int, before: float) -> None:
     conn.execute(delete(RecallEvent).where(old))
 
 
+def naming(ids: Sequence[str]):
+    """The recall events' lines that name these memories: what drop_memories deletes and a
+    forget's preview counts."""
+    return RecalledMemory.memory_id.in_(list(ids))
+
+
 def drop_memories(conn: Connection, ids: Sequence[str]) -> None:
     """No recall event names these (deleted) memories any more."""
-    conn.execute(delete(RecalledMemory).where(RecalledMemory.memory_id.in_(list(ids))))
+    conn.execute(delete(RecalledMemory).where(naming(ids)))
 
 
 def drop_scope(conn: Connection, scope: str) -> None:

@@ -179,12 +179,14 @@ def _rich_scope(svc) -> dict:
     first = svc.remember(SCOPE, "The wifi password hint is the cat's name.")
     svc.remember(SCOPE, "Their kettle is fine.", tags=["theirs"])
     svc.remember(OTHER, "Alice lives in Paris.")
+    assert "Lisbon" in svc.recall(SCOPE, "Did Bob move to Lisbon? Is the kettle broken? Where does Alice live?")
+    assert svc.recent_recalls(SCOPE)  # (written on a thread of its own: this waits for it)
     return {"learned": learned["id"], "user": user, "reply": reply, "note": notes[0], "summary": summary,
             "belief": belief, "first": first}
 
 
 def _all_rows(svc) -> dict:
-    counts = {table: _count(svc, table) for table in TABLES}
+    counts = {table: _count(svc, table) for table in (*TABLES, "recalled_memories")}
     counts["vector deletes"] = sql(svc, "SELECT count(*) FROM outbox WHERE op = 'delete'")[0][0]
     counts["snapshots"] = sql(svc, "SELECT count(*) FROM audit_log WHERE snapshot IS NOT NULL")[0][0]
     counts["current"] = sql(svc, "SELECT count(*) FROM memories WHERE superseded_by IS NULL")[0][0]
@@ -207,10 +209,12 @@ def test_the_preview_lists_exactly_what_the_forget_then_removes(keyword_service)
 
     assert svc.forget_many(SCOPE, asked, actor="cli") == 3
     after = _all_rows(svc)
-    gone = {table: before[table] - after[table] for table in TABLES}
+    gone = {table: before[table] - after[table] for table in (*TABLES, "recalled_memories")}
     assert gone == {"memories": len(asked) + len(cascaded), "facts": preview["facts"], "links": preview["links"],
                     "beliefs": preview["beliefs"], "evidence": preview["evidence"],
-                    "relations": preview["relations"], "entities": preview["entities"]}
+                    "relations": preview["relations"], "entities": preview["entities"],
+                    "recalled_memories": preview["recalls"]}
+    assert preview["recalls"] >= 2  # the recall's lines of the turn and the kettle
     assert after["vector deletes"] - before["vector deletes"] == preview["vectors"] == len(asked) + len(cascaded)
     assert after["snapshots"] - before["snapshots"] == preview["snapshots"] == len(asked)
     # the other note of the summary is current again, as the preview said
