@@ -14,21 +14,17 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable, Optional, Sequence
 
-from sqlalchemy import Connection, exists, select
-
 from ..common import lifecycle_rules as lifecycle
 from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
 from ..recall.shape import iso, verification_status
-from ..store.models import Belief, Evidence, Forgetting, Memory
+from ..store import belief_rows
+from ..store.belief_rows import DECLARED, MARKERS, MERGED, SETTLED
 
 REFLECT_MODES = ("overview", "contradictions", "relations", "decay", "topics", "evidence_audit", "confidence")
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")
 LIFECYCLE_STATES = ("active", "superseded", "discarded", "contradicted")  # the contract's coarse states
-DECLARED = "belief"  # source_type of evidence naming another belief that contradicts this one
-SETTLED = "settled"  # marker row: the contest with the belief it names (memory_id) was settled by a merge
-MERGED = "merged"  # marker row: this belief was merged (resolve_conflict) from the belief it names
-MARKERS = (SETTLED, MERGED)  # rows of the evidence table that are links, not evidence
+# DECLARED, SETTLED, MERGED, MARKERS: the evidence rows' source types that are links (store/belief_rows.py)
 SOURCE_TYPES = ("fact", "decision", "observation", "user_statement")  # the contract's, for sources
 TIE_CONFIDENCE = 0.05  # confidences this close are a tie for the auto rule
 AUTO_RESOLVE_GAP = 0.5  # the contract's auto_resolve: a bigger confidence gap supersedes the lower
@@ -179,39 +175,27 @@ def contested_by(records: list[Record]) -> dict[str, list[str]]:
 # -- loading ------------------------------------------------------------------------------------
 
 
-def query(scope: str):
-    """Every belief of the scope (none while it is being forgotten): its memory columns and its
-    proposition."""
-    return (select(*Memory.__table__.columns, Belief.proposition_key, Belief.topic, Belief.polarity,
-                   Belief.creator)
-            .join(Belief, Belief.memory_id == Memory.id).where(Belief.scope == scope, Memory.scope == scope,
-                                                                ~exists().where(Forgetting.scope == scope)))
+query, current = belief_rows.query, belief_rows.current  # (the selections load and one read)
 
 
-def current(q):
-    """`q` narrowed to current beliefs (neither superseded nor archived)."""
-    return q.where(Memory.superseded_by.is_(None), Memory.state != "archived")
-
-
-def load(conn: Connection, scope: str, q) -> list[Record]:
+def load(conn, scope: str, q) -> list[Record]:
     """The beliefs `q` selects, with their evidence (oldest first)."""
-    records = [_as_record(row._mapping) for row in conn.execute(q)]
-    by_id = {r.id: r for r in records}
-    for start in range(0, len(records), 500):
-        chunk = [r.id for r in records[start:start + 500]]
-        for e in conn.execute(select(Evidence).where(Evidence.scope == scope, Evidence.belief_id.in_(chunk))
-                              .order_by(Evidence.id)):
+    records = []
+    for row, evidence in belief_rows.rows(conn, scope, q):
+        record = _as_record(row)
+        records.append(record)
+        for e in evidence:
             if e.source_type in MARKERS:
-                _mark(by_id[e.belief_id], e)
+                _mark(record, e)
                 continue
-            by_id[e.belief_id].evidence.append({
+            record.evidence.append({
                 "memory_id": e.memory_id, "source": e.source, "stance": e.stance, "note": e.note, "at": e.at,
                 "source_type": e.source_type or "observation", "source_ref": e.source_ref, "weight": e.weight,
                 "exists": True})
     return records
 
 
-def _mark(r: Record, row: Evidence) -> None:
+def _mark(r: Record, row) -> None:
     """A marker row read into its record: a settled contest, or a belief it was merged from."""
     if row.source_type == SETTLED:
         r.settled[row.memory_id] = row.source_ref
@@ -228,32 +212,29 @@ def _as_record(row) -> Record:
                   seq=row["seq"], updated_at=row["updated_at"], creator=row["creator"])
 
 
-def mark_missing(conn: Connection, scope: str, records: list[Record]) -> None:
+def mark_missing(conn, scope: str, records: list[Record]) -> None:
     """Flag evidence whose memory no longer exists in the scope (`exists` False)."""
     cited = list({e["memory_id"] for r in records for e in r.evidence if e["memory_id"]})
-    present = set()
-    for start in range(0, len(cited), 500):
-        present |= {i for i, s in conn.execute(select(Memory.id, Memory.scope).where(
-            Memory.id.in_(cited[start:start + 500]))) if s == scope}
+    present = belief_rows.present(conn, scope, cited)
     for r in records:
         for e in r.evidence:
             e["exists"] = e["memory_id"] is None or e["memory_id"] in present
 
 
-def one(conn: Connection, scope: str, belief_id) -> Record:
+def one(conn, scope: str, belief_id) -> Record:
     """A belief of the scope by id; UnknownMemory if there is none."""
-    found = load(conn, scope, query(scope).where(Memory.id == belief_id)) if isinstance(belief_id, str) else []
+    found = load(conn, scope, belief_rows.with_id(query(scope), belief_id)) if isinstance(belief_id, str) else []
     if not found:
         raise UnknownMemory(f"Unknown belief id {belief_id!r} in this scope.")
     return found[0]
 
 
-def dicts(conn: Connection, scope: str, records: Sequence[Record]) -> list[dict]:
+def dicts(conn, scope: str, records: Sequence[Record]) -> list[dict]:
     """Belief dicts, each with the current beliefs that contradict it."""
     keys = list({r.proposition for r in records})
     named = list({e["memory_id"] for r in records for e in r.evidence if e["source_type"] == DECLARED})
-    rivals = load(conn, scope, current(query(scope)).where(Belief.proposition_key.in_(keys))) if keys else []
-    rivals += load(conn, scope, current(query(scope)).where(Memory.id.in_(named))) if named else []
+    rivals = load(conn, scope, belief_rows.with_keys(current(query(scope)), keys)) if keys else []
+    rivals += load(conn, scope, belief_rows.among(current(query(scope)), named)) if named else []
     known = {r.id: r for r in [*rivals, *records]}
     contested = contested_by(list(known.values()))
     return [belief_dict(r, contested.get(r.id, [])) for r in records]

@@ -10,19 +10,18 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from sqlalchemy import Connection, exists, func, insert, or_, select, update
-
 from . import _reflect
 from ..common import lifecycle_rules as lifecycle
 from ._proposition import read_proposition, worded
-from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, MARKERS, MERGED, REFLECT_MODES, SETTLED,
+from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, MERGED, REFLECT_MODES, SETTLED,
                        SOURCE_TYPES, Record, auto_winner, confidence_gap, negation)
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id
-from ..store.models import Belief, Evidence, Link, Memory
+from ..store import belief_rows
+from ..store.models import Memory
 from ..common.plugins import run_redactors
-from ..store.store import event as _event, filtered as _filtered, record as _record
+from ..store.store import event as _event, record as _record
 from ..common.text import clean, clean_key
 from ..recall.search import search
 from ..recall.shape import receipt_response
@@ -158,7 +157,7 @@ def _memory_key(ref: str) -> str:
     return clean_key(stored_id(ref))
 
 
-def _replaced(conn: Connection, scope: str, supersedes) -> Optional[Record]:
+def _replaced(conn, scope: str, supersedes) -> Optional[Record]:
     """The belief `supersedes` names (None for none); it must not be superseded already."""
     if supersedes is None:
         return None
@@ -168,10 +167,9 @@ def _replaced(conn: Connection, scope: str, supersedes) -> Optional[Record]:
     return old
 
 
-def _holding(conn: Connection, scope: str, key: str, polarity: int) -> Optional[Record]:
+def _holding(conn, scope: str, key: str, polarity: int) -> Optional[Record]:
     """The newest current belief of the scope with this proposition and polarity."""
-    found = _reflect.load(conn, scope, _reflect.current(_reflect.query(scope)).where(
-        Belief.proposition_key == key, Belief.polarity == polarity).order_by(Memory.seq.desc()).limit(1))
+    found = _reflect.load(conn, scope, belief_rows.holding(scope, key, polarity))
     return found[0] if found else None
 
 
@@ -287,7 +285,7 @@ def _challenge(engine: "Engine", scope: str, belief: Record, rows: list[dict], s
     now = time.time()
     rows = [{**row, "belief_id": belief.id, "scope": scope, "at": now} for row in rows]
     with engine.store.writing() as conn:
-        conn.execute(insert(Evidence), rows)
+        belief_rows.add_evidence(conn, rows)
         _record(conn, [_event(now, "evidence", source, scope, belief.id, stance=-1, rows=len(rows))])
     return {"id": belief.id, "action": "challenged", "superseded_ids": [],
             "belief": _show(engine, scope, [belief.id])[0], "receipt": _receipt(engine, scope, belief.id, creator)}
@@ -319,12 +317,12 @@ def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, stat
     ranked = _ranked(engine, scope, _text(text, "The text filter")) if text is not None else None
     with engine.store.read() as conn:
         if belief_id is not None:
-            q = q.where(Memory.id == _reflect.one(conn, scope, clean_key(belief_id)).id)
+            q = belief_rows.with_id(q, _reflect.one(conn, scope, clean_key(belief_id)).id)
         if ranked is None:
-            matched = conn.execute(select(func.count()).select_from(q.subquery())).scalar_one()
-            records = _reflect.load(conn, scope, q.order_by(Memory.seq.desc()).limit(limit).offset(offset))
+            matched = belief_rows.count(conn, q)
+            records = _reflect.load(conn, scope, belief_rows.newest_page(q, limit, offset))
         else:
-            found = {r.id: r for r in _reflect.load(conn, scope, q.where(Memory.id.in_(ranked)))}
+            found = {r.id: r for r in _reflect.load(conn, scope, belief_rows.among(q, ranked))}
             hits = [found[i] for i in ranked if i in found]
             matched, records = len(hits), hits[offset:offset + limit]
         used = {"proposition": text or "", **{k: v for k, v in filters.items() if v is not None},
@@ -337,17 +335,7 @@ def _narrowed(scope: str, state, min_confidence: Optional[float], tags: tuple[st
     """The scope's beliefs narrowed by state, confidence, tags and receipt prefix."""
     if state is not None and state not in STATE_FILTERS:
         raise InvalidInput(f"Unknown belief state {state!r}; choose one of {', '.join(STATE_FILTERS)}.")
-    source = _prefix(source, "source")
-    q = _filtered(_reflect.query(scope), None, tags)
-    if state == "superseded":
-        q = q.where(Memory.superseded_by.is_not(None))
-    elif state == "contested":
-        q = _reflect.current(q).where(_contradicted(scope))
-    elif state is not None:
-        q = q.where(Memory.state == state, Memory.superseded_by.is_(None))
-    if min_confidence is not None:
-        q = q.where(Memory.confidence >= min_confidence)
-    return q.where(Memory.source.startswith(source, autoescape=True)) if source is not None else q
+    return belief_rows.narrowed(scope, state, min_confidence, tags, _prefix(source, "source"))
 
 
 def _prefix(value, name: str) -> Optional[str]:
@@ -362,46 +350,9 @@ def _coarse_narrowed(scope: str, q, lifecycle_state, creator, source_id):
     if lifecycle_state is not None and lifecycle_state not in LIFECYCLE_STATES:
         raise InvalidInput(f"Unknown lifecycle state {lifecycle_state!r}; choose one of "
                            f"{', '.join(LIFECYCLE_STATES)}.")
-    if lifecycle_state in ("active", "contradicted"):
-        contested = _contradicted(scope)
-        q = _reflect.current(q).where(contested if lifecycle_state == "contradicted" else ~contested)
-    elif lifecycle_state == "superseded":
-        q = q.where(Memory.superseded_by.is_not(None))
-    elif lifecycle_state == "discarded":
-        q = q.where(Memory.superseded_by.is_(None), Memory.state == "archived")
     creator, source_id = _prefix(creator, "creator"), _prefix(source_id, "source_id")
-    if creator is not None:
-        q = q.where(or_(Belief.creator == creator, Belief.creator.startswith(f"{creator}:", autoescape=True)))
-    if source_id is not None:
-        refs = list({source_id, shown_id(source_id)})  # a door gives a dashed UUID as stored
-        q = q.where(exists(select(Evidence.id).where(
-            Evidence.belief_id == Memory.id, Evidence.scope == scope, Evidence.source_type.not_in((DECLARED, *MARKERS)),
-            or_(Evidence.memory_id == _memory_key(source_id), Evidence.source_ref.in_(refs)))))
-    return q
-
-
-def _contradicted(scope: str):
-    """SQL: a current belief of the scope states the negation of this one, or was declared to
-    contradict it (resolve_conflict's auto_resolve), and no merge settled the two."""
-    rival, rival_memory = Belief.__table__.alias("rival"), Memory.__table__.alias("rival_memory")
-    negated = exists(select(rival.c.memory_id).join(rival_memory, rival_memory.c.id == rival.c.memory_id).where(
-        rival.c.scope == scope, rival.c.proposition_key == Belief.proposition_key,
-        rival.c.polarity == -Belief.polarity, rival_memory.c.superseded_by.is_(None),
-        rival_memory.c.state != "archived", ~_settled(scope, rival.c.memory_id)))
-    cited, cited_memory = Evidence.__table__.alias("declared"), Memory.__table__.alias("declared_memory")
-    declared = exists(select(cited.c.id).join(cited_memory, cited_memory.c.id == cited.c.memory_id).where(
-        cited.c.belief_id == Memory.id, cited.c.scope == scope, cited.c.source_type == DECLARED,
-        cited.c.stance < 0, cited_memory.c.superseded_by.is_(None), cited_memory.c.state != "archived",
-        ~_settled(scope, cited.c.memory_id)))
-    return or_(negated, declared)
-
-
-def _settled(scope: str, rival):
-    """SQL: a merge settled the contest between this belief and `rival` (a marker row on either)."""
-    mark = Evidence.__table__.alias("settled")
-    return exists(select(mark.c.id).where(mark.c.scope == scope, mark.c.source_type == SETTLED, or_(
-        (mark.c.belief_id == Memory.id) & (mark.c.memory_id == rival),
-        (mark.c.belief_id == rival) & (mark.c.memory_id == Memory.id))))
+    cited = None if source_id is None else (_memory_key(source_id), list({source_id, shown_id(source_id)}))
+    return belief_rows.coarse_narrowed(scope, q, lifecycle_state, creator, cited)  # (a dashed UUID as stored too)
 
 
 def _ranked(engine: "Engine", scope: str, text: str) -> list[str]:
@@ -525,8 +476,7 @@ def _auto_resolve(engine: "Engine", scope: str, a: Record, b: Record, actor: str
                  "source_ref": "", "weight": 1.0}
                 for mine, other in ((a, b), (b, a)) if not negation(a, b)
                 and not any(e["source_type"] == DECLARED and e["memory_id"] == other.id for e in mine.evidence)]
-        if rows:
-            conn.execute(insert(Evidence), rows)
+        belief_rows.add_evidence(conn, rows)
         answer = {"strategy": strategy, "auto_resolve": True, "rule": "confidence gap", "winner": None,
                   "kept": [a.id, b.id], "superseded": [], "archived": [], "merged": None,
                   "contradiction": True}
@@ -534,7 +484,7 @@ def _auto_resolve(engine: "Engine", scope: str, a: Record, b: Record, actor: str
     return {**answer, "resolution": "contradicted"}, {r.id: f"contradicted: {why}" for r in (a, b)}
 
 
-def _pair(conn: Connection, scope: str, belief_a, belief_b) -> tuple[Record, Record]:
+def _pair(conn, scope: str, belief_a, belief_b) -> tuple[Record, Record]:
     """Both beliefs, each current in the scope."""
     pair = _reflect.one(conn, scope, clean_key(belief_a)), _reflect.one(conn, scope, clean_key(belief_b))
     for r in pair:
@@ -547,10 +497,9 @@ def _pair(conn: Connection, scope: str, belief_a, belief_b) -> tuple[Record, Rec
     return pair
 
 
-def _archive(conn: Connection, scope: str, records: list[Record], actor: str, now: float) -> list[dict]:
+def _archive(conn, scope: str, records: list[Record], actor: str, now: float) -> list[dict]:
     """Move the beliefs to state 'archived'; their lifecycle events."""
-    conn.execute(update(Memory).where(Memory.scope == scope, Memory.id.in_([r.id for r in records]))
-                 .values(state="archived", updated_at=now))
+    belief_rows.archive(conn, scope, [r.id for r in records], now)
     return [_event(now, "lifecycle", actor or "cmms", scope, r.id, state_from=r.state, state_to="archived",
                    reason="discarded in a conflict resolution") for r in records]
 
@@ -566,8 +515,7 @@ def _merge(engine: "Engine", scope: str, a: Record, b: Record, merged_text: str,
     """A new belief (merged_text) with both one's evidence and tags (the first MAX_TAGS),
     learned from whatever either was learned from; a and b stay as they are (the contract's
     merge). A text that restates a or b is refused: keep_a or keep_b says that."""
-    with engine.store.read() as conn:
-        sources = list(conn.execute(select(Link.source_id).where(Link.memory_id.in_([a.id, b.id]))).scalars())
+    sources = belief_rows.learned_from(engine.store, [a.id, b.id])
     text = _redact(engine, scope, _text(merged_text, "The merged text"))
     reading = _reading(text, None)
     for r in (a, b):
@@ -583,7 +531,7 @@ def _merge(engine: "Engine", scope: str, a: Record, b: Record, merged_text: str,
               "archived": [], "merged": item.id, "contradiction": negation(a, b)}
     now = time.time()
     with engine.store.writing() as conn:
-        conn.execute(insert(Evidence), [{**_marker(SETTLED, other.id, item.id, actor, "settled by a merge"),
+        belief_rows.add_evidence(conn, [{**_marker(SETTLED, other.id, item.id, actor, "settled by a merge"),
                                          "belief_id": mine.id, "scope": scope, "at": now}
                                         for mine, other in ((a, b), (b, a))])
         _record(conn, [_resolution(now, actor, scope, answer, a, b)])
@@ -621,7 +569,7 @@ def reflect(engine: "Engine", scope: str, mode: str, *, now: Optional[float] = N
     if not isinstance(strict_same_context, bool):
         raise InvalidInput(f"strict_same_context must be true or false, not {strict_same_context!r}.")
     with engine.store.read() as conn:
-        records = _reflect.load(conn, scope, _reflect.query(scope).order_by(Memory.seq))
+        records = _reflect.load(conn, scope, belief_rows.oldest_first(_reflect.query(scope)))
         records = _reflect.narrowed(records, topic, min_confidence, limit)
         _reflect.mark_missing(conn, scope, records)
     at = time.time() if now is None else now
