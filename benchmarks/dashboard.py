@@ -1,0 +1,210 @@
+"""The dashboard (`hermes-cmms ui`) measured and photographed.
+
+    python benchmarks/dashboard.py --memories 100000          # each page's time at that size
+    python benchmarks/dashboard.py --screenshots docs/dashboard   # a PNG of every page
+
+Timing: a keyword-only store (CMMS_EMBEDDER=none) in a temporary Hermes home is filled with
+synthetic chat turns (benchmarks/chat.py) straight into SQL, 5,000 rows a transaction, as the
+store writes them (keyword index kept by its triggers; no vectors, so the `meaning` search is not
+timed); then each page is fetched through a real uvicorn on 127.0.0.1 (median of --runs, after
+one warm-up), and the recall inspector is timed against a plain prefetch (`recall`) of the same
+prompt. Screenshots: a small demo store, the same server, Debian's headless chromium.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from chat import Chat  # noqa: E402
+
+SCOPE = "local:default"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=100_000, help="Memories in the timed store.")
+    parser.add_argument("--runs", type=int, default=5, help="Fetches of each page (the median is reported).")
+    parser.add_argument("--screenshots", metavar="DIR", help="Photograph every page into DIR instead.")
+    parser.add_argument("--json", metavar="OUT", help="Also write the figures to this file.")
+    return parser.parse_args(argv)
+
+
+def start(service, allow_changes: bool = False):
+    """The dashboard over `service` in a thread; (door, server)."""
+    import uvicorn
+
+    from hermes_cmms.ui import Door, make_app
+    from hermes_cmms.ui._serve import bind
+
+    sock = bind("127.0.0.1", 0)
+    door = Door(port=sock.getsockname()[1], allow_changes=allow_changes)
+    server = uvicorn.Server(uvicorn.Config(make_app(service, door), log_level="warning", lifespan="off"))
+    threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+    while not server.started:
+        time.sleep(0.02)
+    return door, server
+
+
+def fill(service, target: int) -> float:
+    """`target` synthetic chat memories in SQL, as the store writes them; seconds taken."""
+    from sqlalchemy import insert
+
+    from hermes_cmms.store.models import ConversationSession, Memory
+    from hermes_cmms.store.store import NewMemory, Store
+
+    chat, started, count, turn = Chat(seed=11), time.perf_counter(), 0, 0
+    while count < target:
+        rows, sessions, now = [], [], time.time() - (target - count)  # spread over the last ~day
+        while len(rows) < min(5000, target - count):
+            session, number = f"chat-{turn // 20:05d}", turn % 20 + 1
+            if number == 1:
+                sessions.append({"scope": SCOPE, "session_id": session, "started_at": now, "last_turn": 20,
+                                 "flushed_at": now})
+            for role, content in zip(("user", "assistant"), chat.turn()):
+                row = Store._row(NewMemory(SCOPE, content, role=role, session_id=session, source="hermes",
+                                           tags=["bulk"] if turn % 7 == 0 else []), now)
+                row.update(turn=number)
+                rows.append(row)
+            turn += 1
+        with service.store.write() as conn:
+            if sessions:
+                conn.execute(insert(ConversationSession), sessions)
+            conn.execute(insert(Memory), rows)
+        count += len(rows)
+    return time.perf_counter() - started
+
+
+def pages(service) -> dict[str, str]:
+    some = service.browse(SCOPE, limit=1)["items"][0]
+    session = service.sessions(SCOPE, limit=1)[0]["session_id"]
+    return {"overview": "/", "memories": f"/memories?scope={SCOPE}",
+            "memories, page 100": f"/memories?scope={SCOPE}&offset=4950",
+            "memories, keyword search": f"/memories?scope={SCOPE}&query=kayaking+Lisbon",
+            "memories, tag + date filter": f"/memories?scope={SCOPE}&tags=bulk&since=2000-01-01&sort=oldest",
+            "memory": f"/memory/{some['id']}?scope={SCOPE}",
+            "why recalled": f"/inspect?scope={SCOPE}&prompt=Where+did+I+go+kayaking%3F",
+            "sessions": f"/sessions?scope={SCOPE}", "session": f"/session/{session}?scope={SCOPE}",
+            "beliefs": f"/beliefs?scope={SCOPE}", "graph": f"/graph?scope={SCOPE}&q=Alice",
+            "audit": f"/audit?scope={SCOPE}"}
+
+
+def timed(client, path: str, runs: int) -> float:
+    client.get(path).raise_for_status()  # warm-up
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        client.get(path).raise_for_status()
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times) * 1000, 1)
+
+
+def median_ms(call, runs: int) -> float:
+    call()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times) * 1000, 1)
+
+
+def measure(args) -> dict:
+    import httpx
+
+    from hermes_cmms import MemoryService, Settings
+
+    with tempfile.TemporaryDirectory() as home:
+        (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
+        service = MemoryService(Settings.load(home, embedder="none"), scheduler=False, start_indexer=False)
+        fill_s = fill(service, args.memories)
+        service.learn(SCOPE, "Alice works at Acme. Bob works at Acme. Alice lives in Lisbon.")
+        door, server = start(service)
+        client = httpx.Client(base_url=f"http://127.0.0.1:{door.port}", timeout=120)
+        client.get(f"/?token={door.token}")
+        result = {"memories": service.status()["memories"], "fill_s": round(fill_s, 1),
+                  "pages_ms": {name: timed(client, path, args.runs) for name, path in pages(service).items()}}
+        prompt = "Where did I go kayaking?"
+        result["prefetch_ms"] = median_ms(lambda: service.recall(SCOPE, prompt), args.runs)
+        result["inspector_ms"] = median_ms(lambda: service.inspect_recall(SCOPE, prompt), args.runs)
+        server.should_exit = True
+        service.close()
+    return result
+
+
+def screenshots(directory: Path) -> list[Path]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    from hermes_cmms import MemoryService, Settings
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as home:
+        (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
+        service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+        demo(service)
+        door, server = start(service, allow_changes=True)
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900", "--hide-scrollbars"):
+            options.add_argument(flag)
+        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+        base = f"http://127.0.0.1:{door.port}"
+        driver.get(door.url())
+        cat = service.browse(SCOPE, query="cat", state="all")["items"]
+        shots = {"overview": "/", "memories": f"/memories?scope={SCOPE}",
+                 "memory": f"/memory/{cat[0]['id']}?scope={SCOPE}",
+                 "why-recalled": f"/inspect?scope={SCOPE}&prompt=What+is+my+cat+called%3F&why_not="
+                                 f"{service.browse(SCOPE, query='Lisbon')['items'][0]['id']}",
+                 "sessions": f"/session/chat-1?scope={SCOPE}", "beliefs": f"/beliefs?scope={SCOPE}",
+                 "graph": f"/graph?scope={SCOPE}&q=Alice", "audit": f"/audit?scope={SCOPE}",
+                 "forget-preview": f"/forget?scope={SCOPE}&id={cat[0]['id']}"}
+        written = []
+        for name, path in shots.items():
+            driver.get(base + path)
+            height = driver.execute_script("return document.body.scrollHeight")
+            driver.set_window_size(1280, min(max(height + 40, 600), 2400))
+            written.append(directory / f"{name}.png")
+            driver.save_screenshot(str(written[-1]))
+        driver.quit()
+        server.should_exit = True
+        service.close()
+    return written
+
+
+def demo(service) -> None:
+    """A small store worth looking at: turns in two sessions, a correction, notes, beliefs, a graph."""
+    service.retain_turn(SCOPE, "chat-1", "I adopted a cat, she is called Biscuit", "Biscuit is a lovely name!")
+    service.recall(SCOPE, "What is my cat called?", session_id="chat-1")
+    service.retain_turn(SCOPE, "chat-1", "What is my cat called?", "Your cat is called Biscuit.")
+    service.retain_turn(SCOPE, "chat-2", "I moved from Berlin to Lisbon last month", "How is Lisbon treating you?")
+    old = service.remember(SCOPE, "I drink my coffee with milk", tags=["food"], source="mcp:store_memory")
+    service.correct(SCOPE, old, "I drink my coffee black", actor="ui")
+    service.remember(SCOPE, "Dentist appointment on Friday at 10:00", tags=["calendar"])
+    service.remember(SCOPE, "A note that tries <script>alert(1)</script> and a bidi \u202etxet\u202c trick")
+    service.learn(SCOPE, "Alice works at Acme. Bob works at Acme. Alice lives in Lisbon. Bob lives in Porto.")
+    service.set_belief(SCOPE, "Coffee is good for me", confidence=0.9)
+    service.set_belief(SCOPE, "Coffee is not good for me", confidence=0.6)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.screenshots:
+        for path in screenshots(Path(args.screenshots)):
+            print(path)
+        return
+    result = measure(args)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
