@@ -612,6 +612,9 @@ class MemoryService:
         if self.indexer.started:  # (one never started was asked for no vector work: a write starts it)
             self.indexer.drain(drain_timeout)
         self.indexer.stop()
+        from .recall.block import settled
+
+        settled()  # the recall events this process queued are written before the store closes
         self.store.close()
 
 

@@ -27,6 +27,7 @@ SETTINGS: dict[str, tuple[str, Any]] = {
     "consolidate_interval_s": ("CMMS_CONSOLIDATE_INTERVAL_S", 21600),
     "consolidation_llm": ("CMMS_CONSOLIDATION_LLM", "off"),
     "snapshot_days": ("CMMS_SNAPSHOT_DAYS", 30),
+    "recall_events": ("CMMS_RECALL_EVENTS", 1000),
     "llm": ("CMMS_LLM", "off"),
     "llm_model": ("CMMS_LLM_MODEL", ""),
     "mirror": ("CMMS_MIRROR", "on"),
@@ -44,6 +45,7 @@ FIELD_TYPES: dict[str, dict[str, Any]] = {
     "decay_interval_s": {"type": "integer", "minimum": 60, "maximum": 604_800, "step": 60},
     "consolidate_interval_s": {"type": "integer", "minimum": 60, "maximum": 604_800, "step": 60},
     "snapshot_days": {"type": "integer", "minimum": 1, "maximum": 3650, "step": 1},
+    "recall_events": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "step": 100},
     "scheduler": {"type": "boolean"},
     "mirror": {"type": "boolean"},
 }
@@ -90,6 +92,7 @@ class Settings:
     consolidate_interval_s: int = 21600
     consolidation_llm: str = "off"
     snapshot_days: int = 30
+    recall_events: int = 1000  # recall events a scope keeps (its newest; none older than 30 days)
     llm: str = "off"  # off | hermes | the base URL of an OpenAI-compatible endpoint
     llm_model: str = ""
     mirror: str = "on"
@@ -121,7 +124,7 @@ class Settings:
                 values[name], sources[name] = default, "default"
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{home_path / 'cmms' / 'cmms.db'}"
-        for name in ("recall_tokens", *INTERVALS):
+        for name in ("recall_tokens", "recall_events", *INTERVALS):
             values[name] = _positive_int(name, values[name])
         _check_embedder(values["embedder"])
         values["llm"] = _check_llm(values["llm"])

@@ -25,6 +25,7 @@ DESCRIPTIONS = {
     "consolidate_interval_s": "Seconds between consolidation runs",
     "consolidation_llm": "Who writes consolidation summaries (hermes: your model through Hermes)",
     "snapshot_days": "Days a forgotten memory's snapshot stays in the audit trail",
+    "recall_events": "Recall events (which memories each turn was given, ids only) a scope keeps",
     "llm": "Model for extraction and routing: off, hermes, or an OpenAI-compatible http(s) URL",
     "llm_model": "Model name sent to that URL (empty: \"default\")",
     "mirror": "Mirror MEMORY.md / USER.md into memory",

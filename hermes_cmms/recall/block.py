@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Optional
 
 from ..common.checks import scope_of
@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 
 LINE_TOKENS = 15  # enough candidates to fill the budget even with short memories (~15 tokens a line)
 MIN_CANDIDATES = 30
-KEEP_EVENTS = 1_000  # recall events a scope keeps (its newest; none older than recall_events.KEEP_DAYS)
 SETTLE_S = 10.0  # how long a read of the events waits for this process's queued ones
 # A recall event is written on a thread of its own, in the order recalled: its transaction (a
 # commit the disk must hold, ~20 ms) never lengthens the turn it was recalled for.
@@ -50,21 +49,23 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     return text
 
 
-def settled(timeout: float = SETTLE_S) -> None:
-    """Wait until the recall events this process queued are written (or given up)."""
-    _writer.submit(lambda: None).result(timeout)
+def settled(timeout: float = SETTLE_S) -> bool:
+    """Wait (`timeout` at most) until the recall events this process queued are written or
+    given up; whether they are."""
+    return not wait([_writer.submit(lambda: None)], timeout).not_done
 
 
 def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str]) -> None:
     """Queue the recall event of a block that gave something (see _writer)."""
     if memory_ids:
         _writer.submit(_write, engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
-                       memory_ids, time.time())
+                       memory_ids, engine.settings.recall_events, time.time())
 
 
-def _write(store, scope: str, session_id: Optional[str], memory_ids: list[str], at: float) -> None:
-    """The recall event; a store that cannot take it (read-only, busy, closed) costs the event only."""
+def _write(store, scope: str, session_id: Optional[str], memory_ids: list[str], keep: int, at: float) -> None:
+    """The recall event (the scope keeping its newest `keep`); a store that cannot take it
+    (read-only, busy, closed) costs the event only."""
     try:
-        recall_events.record(store, scope, session_id, memory_ids, KEEP_EVENTS, at)
+        recall_events.record(store, scope, session_id, memory_ids, keep, at)
     except Exception as exc:  # noqa: BLE001 - a recall never fails for want of its event
         log.debug("hermes-cmms: recall event not recorded: %s", exc)

@@ -42,6 +42,7 @@ ANSWERS = {
     "consolidate_interval_s": [""],
     "consolidation_llm": [""],
     "snapshot_days": ["45"],
+    "recall_events": [""],
     "llm": ["ftp://nope", "off"],
     "llm_model": [""],
     "mirror": [""],

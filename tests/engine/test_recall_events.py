@@ -111,6 +111,20 @@ def test_retention_keeps_a_scope_s_newest_events(keyword_service):
     assert len(keyword_service.recent_recalls(OTHER)) == 1
 
 
+def test_the_recall_events_setting_bounds_what_a_scope_keeps(home, monkeypatch):
+    from hermes_cmms import MemoryService, Settings
+
+    monkeypatch.setenv("CMMS_RECALL_EVENTS", "2")
+    with MemoryService(Settings.load(home, embedder="none"), scheduler=False) as service:
+        _fill(service)
+        for _ in range(recall_events.PRUNE_EVERY):
+            service.recall(SCOPE, PROMPT)
+        assert len(service.recent_recalls(SCOPE, limit=50)) == 2
+    monkeypatch.setenv("CMMS_RECALL_EVENTS", "0")
+    with pytest.raises(InvalidInput, match="recall_events must be positive"):
+        Settings.load(home)
+
+
 def test_an_old_event_goes_at_the_next_pruning(keyword_service):
     with keyword_service.store.writing() as conn:
         recall_events.prune(conn, SCOPE, 1000, before=0)  # (nothing to prune: no error)
