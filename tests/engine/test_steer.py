@@ -238,3 +238,15 @@ def test_a_forget_naming_a_missing_id_forgets_nothing(keyword_service):
         svc.forget_many(SCOPE, ids, actor="")
     assert svc.forget_many(SCOPE, [ids[0], ids[0], ids[1]], actor="ui") == 2
     assert sorted(e["memory_id"] for e in _events(svc, "forget")) == sorted(ids[:2])
+
+
+def test_an_export_keeps_what_was_pinned_and_corrected(keyword_service):
+    svc = keyword_service
+    pinned, wrong = svc.remember(SCOPE, "Remember the blue door."), svc.remember(SCOPE, "The gate is green.")
+    svc.pin(SCOPE, pinned, actor="cli")
+    right = svc.correct(SCOPE, wrong, "The gate is blue.", actor="cli")
+    records, corrected_at = list(svc.export(SCOPE)), _row(svc, wrong)["corrected_at"]
+    svc.forget_all(SCOPE, actor="cli")
+    svc.import_records(records)
+    assert (_row(svc, pinned)["pinned"], _row(svc, wrong)["corrected_at"]) == (1, corrected_at)
+    assert [h.memory.id for h in svc.search(SCOPE, "gate")] == [right]
