@@ -4,24 +4,20 @@ the rebuild) are written by hermes_cmms.store.graph_rows. See docs/graph.md."""
 from __future__ import annotations
 
 import re
-import time
 from collections import defaultdict
 from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
-
-from sqlalchemy import Connection, func, literal_column, or_, select, union_all
-from sqlalchemy.orm import aliased
 
 from ..common.bounds import MAX_QUERY_CHARS
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
 from ..common.ids import shown_id
-from ..common.text import STOPWORDS, clean, clean_key, like_literal, terms
-from ..store import graph_rows
+from ..common.text import STOPWORDS, clean, clean_key, terms
+from ..store import graph_reads, graph_rows
 from ..store._forget import forgetting
+from ..store.graph_reads import PathRows
 from ..store.graph_rows import CHUNK as _CHUNK
 from ..store.graph_rows import chunks, entity_key
-from ..store.models import Entity, Memory, Relation
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -42,40 +38,18 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 # -- reads --------------------------------------------------------------------------------
 
-def _live(now: float, memory=Memory):
-    """The relation's memory (joined, or an alias of it) has not expired."""
-    return or_(memory.expires_at.is_(None), memory.expires_at > now)
+_names, _degrees, _details = graph_reads.names, graph_reads.degrees, graph_reads.details
 
 
-def _names(conn: Connection, scope: str, ids: Iterable[str]) -> dict[str, str]:
-    """Names by id of the entities among `ids` that are in `scope`."""
-    found = {}
-    for chunk in chunks(list(set(ids))):
-        found.update(conn.execute(select(Entity.id, Entity.name)
-                                  .where(Entity.scope == scope, Entity.id.in_(chunk))).all())
-    return found
-
-
-def _neighbours(conn: Connection, scope: str, node: str, limit: int) -> list[dict]:
+def _neighbours(conn, scope: str, node: str, limit: int) -> list[dict]:
     """The first `limit` relations of `node` whose other end is in `scope`, current facts first,
-    then newest first: sorted and cut in SQL, so a hub hands back no more rows than any entity."""
-    now = time.time()
-
-    def side(mine, theirs, forward: str):
-        return (select(Relation.id, Relation.predicate, Relation.memory_id, Memory.seq, Memory.superseded_by,
-                       Entity.id.label("other"), Entity.name, literal_column(forward).label("forward"))
-                .join(Memory, Memory.id == Relation.memory_id).join(Entity, Entity.id == theirs)
-                .where(Relation.scope == scope, Entity.scope == scope, mine == node, _live(now)))
-
-    both = union_all(side(Relation.source_id, Relation.target_id, "1"),
-                     side(Relation.target_id, Relation.source_id, "0").where(Relation.source_id != node)).subquery()
-    rows = conn.execute(select(both).order_by(both.c.superseded_by.is_(None).desc(), both.c.seq.desc(), both.c.id)
-                        .limit(limit))
+    then newest first (sorted and cut in SQL, so a hub hands back no more rows than any entity)."""
+    rows = graph_reads.neighbours(conn, scope, node, limit)
     return [{"entity": {"id": r.other, "name": r.name}, "predicate": r.predicate, "forward": bool(int(r.forward)),
              "memory_id": r.memory_id, "current": r.superseded_by is None} for r in rows]
 
 
-def _describe_all(conn: Connection, scope: str, ids: list[str], limit: int,
+def _describe_all(conn, scope: str, ids: list[str], limit: int,
                   degrees: Optional[dict[str, int]] = None) -> list[dict]:
     """The entities `ids`, in this order, each with its degree and its first `limit` neighbours."""
     degrees = _degrees(conn, scope, ids) if degrees is None else degrees
@@ -168,7 +142,7 @@ def contract_view(answer: dict) -> dict:
 
 # -- query mode ---------------------------------------------------------------------------
 
-def _by_query(conn: Connection, scope: str, query: str, limit: int) -> list[dict]:
+def _by_query(conn, scope: str, query: str, limit: int) -> list[dict]:
     """The entities the query names (longest name first), else those whose name holds one of
     its content words (most words first); ties go to the better connected."""
     if forgetting(conn, scope):  # being forgotten (forget --all): an empty graph
@@ -195,17 +169,13 @@ def _grams(query: str) -> dict[str, int]:
     return grams
 
 
-def _named(conn: Connection, scope: str, query: str) -> dict[str, int]:
+def _named(conn, scope: str, query: str) -> dict[str, int]:
     """Entity ids whose key is one of the query's word runs, with the run's length."""
     grams = _grams(query)
-    found = {}
-    for chunk in chunks(list(grams)):
-        for row in conn.execute(select(Entity.id, Entity.key).where(Entity.scope == scope, Entity.key.in_(chunk))):
-            found[row.id] = grams[row.key]
-    return found
+    return {row.id: grams[row.key] for row in graph_reads.with_keys(conn, scope, list(grams))}
 
 
-def _mentioned(conn: Connection, scope: str, query: str) -> dict[str, int]:
+def _mentioned(conn, scope: str, query: str) -> dict[str, int]:
     """Entity ids whose key holds one of the query's content words as a whole word, with how
     many of them it holds (the first MAX_CANDIDATES such entities). The keys holding a word
     anywhere are read a page at a time and kept only when they hold it whole, so names that
@@ -214,12 +184,10 @@ def _mentioned(conn: Connection, scope: str, query: str) -> dict[str, int]:
     if not words:
         return {}
     whole = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)") for w in words]
-    page = (select(Entity.id, Entity.key).order_by(Entity.id).limit(_CHUNK)
-            .where(Entity.scope == scope, or_(*(Entity.key.like(f"%{like_literal(w)}%", escape="\\") for w in words))))
     found: dict[str, int] = {}
     after = None
     while len(found) < MAX_CANDIDATES:
-        rows = conn.execute(page if after is None else page.where(Entity.id > after)).all()
+        rows = graph_reads.holding(conn, scope, words, after, _CHUNK)
         for row in rows:
             hits = sum(1 for pattern in whole if pattern.search(row.key))
             if hits and len(found) < MAX_CANDIDATES:
@@ -227,20 +195,6 @@ def _mentioned(conn: Connection, scope: str, query: str) -> dict[str, int]:
         if len(rows) < _CHUNK:
             break
         after = rows[-1].id
-    return found
-
-
-def _degrees(conn: Connection, scope: str, ids: list[str]) -> dict[str, int]:
-    """How many relations (with an existing memory) touch each of `ids`; a loop counts once."""
-    found: dict[str, int] = {}
-    for column, loops in ((Relation.source_id, True), (Relation.target_id, False)):
-        query = (select(column, func.count()).join(Memory, Memory.id == Relation.memory_id)
-                 .where(Relation.scope == scope, or_(Memory.expires_at.is_(None), Memory.expires_at > time.time())))
-        if not loops:
-            query = query.where(Relation.source_id != Relation.target_id)
-        for chunk in chunks(ids):
-            for entity_id, count in conn.execute(query.where(column.in_(chunk)).group_by(column)):
-                found[entity_id] = found.get(entity_id, 0) + count
     return found
 
 
@@ -262,16 +216,16 @@ class _Adjacency:
     the two-hop links between two hubs (`links`). It reads at most MAX_ROWS rows (then raises
     _Cut); `truncated` says whether a read was cut short."""
 
-    def __init__(self, conn: Connection, scope: str, parallel: int):
-        self.conn, self.scope, self.now, self.parallel = conn, scope, time.time(), parallel
+    def __init__(self, conn, scope: str, parallel: int):
+        self.sql = PathRows(conn, scope, parallel)
         self.full: dict[str, list[_Step]] = {}
         self.counts: dict[str, tuple[int, int]] = {}
         self.left, self.truncated = MAX_ROWS, False
 
-    def _read(self, query, room: Optional[int] = None) -> list:
-        """The query's rows, at most `room` (more: `truncated`), counted against MAX_ROWS."""
+    def _read(self, read, room: Optional[int] = None) -> list:
+        """The rows `read(limit)` gives, at most `room` (more: `truncated`), counted against MAX_ROWS."""
         room = self.left if room is None else room
-        rows = self.conn.execute(query.limit(min(room, self.left) + 1)).all()
+        rows = read(min(room, self.left) + 1)
         self.left -= len(rows)
         if self.left < 0:
             self.truncated = True
@@ -279,20 +233,11 @@ class _Adjacency:
         self.truncated |= len(rows) > room
         return rows[:room]
 
-    def _rows(self, *where) -> list:
-        """The relations matching `where`, but of those from one entity to another only the
-        first `parallel` (current first, then oldest): a path through a later one ranks below
-        `parallel` paths through the same entities, so it is never shown."""
-        current = Memory.superseded_by.is_(None)
-        rank = func.row_number().over(partition_by=(Relation.source_id, Relation.target_id),
-                                      order_by=(current.desc(), Relation.id))
-        rows = (select(Relation.id, Relation.source_id, Relation.target_id, current.label("current"),
-                       rank.label("rank"))
-                .join(Memory, Memory.id == Relation.memory_id)
-                .where(Relation.scope == self.scope, _live(self.now), Relation.source_id != Relation.target_id, *where)
-                .subquery())
-        return self._read(select(rows.c.id, rows.c.source_id, rows.c.target_id, rows.c.current)
-                          .where(rows.c.rank <= self.parallel))
+    def _rows(self, **ends) -> list:
+        """The relations between the given `sources` / `targets`, but of those from one entity to
+        another only the first `parallel` (current first, then oldest): a path through a later
+        one ranks below `parallel` paths through the same entities, so it is never shown."""
+        return self._read(lambda limit: self.sql.relations(limit, **ends))
 
     def degrees(self, nodes: Iterable[str], side: Optional[int] = None) -> dict[str, int]:
         """How many relations each of `nodes` is the source (`side` 0) or target (1) of, or
@@ -301,11 +246,9 @@ class _Adjacency:
         nodes = set(nodes)
         missing = sorted(nodes - set(self.counts))
         self.counts.update((n, (0, 0)) for n in missing)
-        for at, column in enumerate((Relation.source_id, Relation.target_id)):
-            for chunk in chunks(missing):
-                for node, count in self.conn.execute(select(column, func.count()).where(column.in_(chunk))
-                                                     .group_by(column)):
-                    self.counts[node] = (count, self.counts[node][1]) if at == 0 else (self.counts[node][0], count)
+        for at in (0, 1):
+            for node, count in self.sql.counts(missing, at):
+                self.counts[node] = (count, self.counts[node][1]) if at == 0 else (self.counts[node][0], count)
         return {n: sum(self.counts[n]) if side is None else self.counts[n][side] for n in nodes}
 
     def steps(self, nodes: Iterable[str]) -> dict[str, list[_Step]]:
@@ -314,9 +257,9 @@ class _Adjacency:
         missing = [n for n in nodes if n not in self.full]
         read = {n: [] for n in missing}
         for chunk in chunks(missing):
-            for r in self._rows(Relation.source_id.in_(chunk)):
+            for r in self._rows(sources=chunk):
                 read[r.source_id].append((r.id, r.target_id, True, bool(r.current)))
-            for r in self._rows(Relation.target_id.in_(chunk)):
+            for r in self._rows(targets=chunk):
                 read[r.target_id].append((r.id, r.source_id, False, bool(r.current)))
         self.full.update((n, sorted(found, key=lambda s: (not s[3], s[0]))) for n, found in read.items())
         return {n: self.full[n] for n in nodes}
@@ -340,34 +283,23 @@ class _Adjacency:
         hidden from it (`|| ''`), else it may walk a hub's thousands of entries to find a few."""
         if not ends or not others:
             return
-        mine, theirs = (Relation.source_id, Relation.target_id) if forward else (Relation.target_id, Relation.source_id)
         side = 0 if forward else 1
-        if sum(self.degrees(ends, side).values()) > sum(self.degrees(others, 1 - side).values()):
-            mine = mine.concat("")
-        else:
-            theirs = theirs.concat("")
+        hide_mine = sum(self.degrees(ends, side).values()) > sum(self.degrees(others, 1 - side).values())
+        hidden = ("source", "target")[side if hide_mine else 1 - side]
         for chunk in chunks(ends):
             for known in chunks(sorted(others)):
-                yield from self._rows(mine.in_(chunk), theirs.in_(known))
+                mine, theirs = ("sources", "targets") if forward else ("targets", "sources")
+                yield from self._rows(**{mine: chunk, theirs: known}, hidden=hidden)
 
     def links(self, x: str, y: str, room: int) -> list[_Link]:
         """Up to `room` two-hop links x -> m -> y, joined in SQL from x's relations to y's
         through m (m's own index, never y's: `|| ''` keeps SQLite off it), so neither hub's
         relations are all read and the join stops at the limit."""
-        r1, r2, m1, m2 = aliased(Relation), aliased(Relation), aliased(Memory), aliased(Memory)
-        parts = [select(r1.id, middle.label("m"), literal_column(f1).label("f1"),
-                        m1.superseded_by.is_(None).label("c1"), r2.id.label("id2"),
-                        literal_column(f2).label("f2"), m2.superseded_by.is_(None).label("c2"))
-                 .join(m1, m1.id == r1.memory_id).join(r2, near == middle).join(m2, m2.id == r2.memory_id)
-                 .where(r1.scope == self.scope, r2.scope == self.scope, mine == x, far.concat("") == y,
-                        middle != x, middle != y, _live(self.now, m1), _live(self.now, m2))
-                 for mine, middle, f1 in ((r1.source_id, r1.target_id, "1"), (r1.target_id, r1.source_id, "0"))
-                 for near, far, f2 in ((r2.source_id, r2.target_id, "1"), (r2.target_id, r2.source_id, "0"))]
         return [(x, (r[0], r[2] == 1, bool(r[3])), r[1], (r[4], r[5] == 1, bool(r[6])), y)
-                for r in self._read(union_all(*parts), room)]
+                for r in self._read(lambda limit: self.sql.links(x, y, limit), room)]
 
 
-def _paths(conn: Connection, scope: str, source: str, target: str, depth: int, limit: int) -> dict:
+def _paths(conn, scope: str, source: str, target: str, depth: int, limit: int) -> dict:
     """The simple paths between two entities of `scope` (ids, checked), shortest and most
     current first."""
     if source == target:
@@ -475,16 +407,6 @@ def _two_hops(adj: _Adjacency, starts: set[str], ends: set[str]) -> Iterator[_Li
         yield from (link for link in adj.links(x, y, MAX_RANKED) if link[2] not in near)
 
 
-def _details(conn: Connection, ids: set[int]) -> dict:
-    """Predicate, provenance and whether the fact is current, by relation id."""
-    found = {}
-    for chunk in chunks(sorted(ids)):
-        found.update((r.id, r) for r in conn.execute(
-            select(Relation.id, Relation.predicate, Relation.memory_id, Memory.superseded_by.is_(None).label("current"))
-            .join(Memory, Memory.id == Relation.memory_id).where(Relation.id.in_(chunk))))
-    return found
-
-
 def _shown(path: _Path, edges: dict, names: dict[str, str]) -> dict:
     """A path as JSON: its length and each step from one entity to the next."""
     nodes, steps = path
@@ -512,7 +434,7 @@ def _mode(query, entity_id, source_id, target_id) -> tuple[str, list[str]]:
     return mode, [name for name in given if name not in MODES[mode]]
 
 
-def _require(conn: Connection, scope: str, value: str, argument: str = "entity_id",
+def _require(conn, scope: str, value: str, argument: str = "entity_id",
              resolved: Optional[list] = None) -> str:
     """The id of the entity of `scope` that `value` names: its id, else its name ("Server Alpha"
     finds "server alpha"), else its name without spaces ("serveralpha"); of several entities
@@ -523,12 +445,10 @@ def _require(conn: Connection, scope: str, value: str, argument: str = "entity_i
     if _names(conn, scope, [value]):
         return value
     keys = {entity_key(value), entity_key(shown_id(value))}  # a name that is a UUID reaches here stored
-    candidates = [i for (i,) in conn.execute(select(Entity.id).where(Entity.scope == scope, Entity.key.in_(keys)))]
+    candidates = [row.id for row in graph_reads.with_keys(conn, scope, sorted(keys))]
     key = entity_key(value)
     if not candidates and key:
-        squeezed = key.replace(" ", "")
-        candidates = [i for (i,) in conn.execute(select(Entity.id).where(
-            Entity.scope == scope, func.replace(Entity.key, " ", "") == squeezed).limit(MAX_CANDIDATES))]
+        candidates = graph_reads.squeezed(conn, scope, key.replace(" ", ""), MAX_CANDIDATES)
     if not candidates:
         raise UnknownEntity(f"Unknown entity id {value!r} in this scope (no entity has that id or name).")
     degrees = _degrees(conn, scope, candidates)
