@@ -300,7 +300,7 @@ class MemoryService:
 
     def scopes(self) -> list[dict]:
         """Every scope with its memories counted: {scope, memories, by_tier, by_kind, by_state
-        (active, superseded, expired), by_lifecycle (of the active ones), newest_at}."""
+        (active, superseded, expired), by_lifecycle, newest_at}."""
         from .ops import browse
 
         return browse.scopes(self.engine)
@@ -314,7 +314,7 @@ class MemoryService:
         superseded nor expired), superseded, expired, all, or a lifecycle state (candidate,
         validated, stale, archived: current ones in it); `since` / `until`: ISO dates or times
         or Unix times; `source`: a receipt prefix ("mcp", "hermes:", "import:"); `query` by
-        keyword or (`mode` "meaning") by meaning among the nearest memories, keyword instead,
+        keyword (every word) or (`mode` "meaning") among the nearest in meaning, keyword instead,
         saying so in "notice", when no vectors are loaded; `sort`: newest, oldest, confidence,
         or relevance (with a query). Items are memories in the one shape, with `pinned` and,
         with a query, `score`."""

@@ -29,7 +29,7 @@ NO_VECTORS = "Search by meaning is unavailable (no embedding model or vector ind
 
 def scopes(engine: "Engine", scope: Optional[str] = None) -> list[dict]:
     """Every scope (or one) with its memories counted: in all, by tier, by kind, by state
-    (active, superseded, expired), current ones by lifecycle state; and its newest memory's time."""
+    (active, superseded, expired), by lifecycle state; and its newest memory's time."""
     found = engine.store.scope_counts(scope_of(scope) if scope is not None else None)
     return [{**entry, "newest_at": iso(entry["newest_at"]) if entry["newest_at"] else None} for entry in found]
 

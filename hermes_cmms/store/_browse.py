@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from sqlalchemy import Connection, and_, case, func, literal, or_, select
+from sqlalchemy import Connection, func, or_, select
 
 from ..common.text import bounded_key, like_literal
 from ._forget import forgetting
@@ -92,12 +92,13 @@ class BrowseRows:
     """Store methods of browsing. Mixed into Store: they use its read() connections and its
     keyword index."""
 
-    def browse_rows(self, scope: str, filters: Filters, *, query: Optional[str] = None,
+    def browse_rows(self, scope: str, filters: Filters, *, query: Optional[str] = None, every: bool = True,
                     ids: Optional[Sequence[str]] = None, with_context: bool = False, sort: str = "newest",
                     offset: int = 0, limit: int = 50) -> tuple[list[tuple[Memory, Optional[float]]], int]:
         """One page of the memories of `scope` matching `filters` (and, with `query`, the keyword
-        index: any of its words; with `ids`, only those), sorted, with the keyword score of each
-        (None without a query), and how many match in all. A scope being forgotten has none."""
+        index: every one of its words, or any with `every` false; with `ids`, only those), sorted,
+        with the keyword score of each (None without a query), and how many match in all. A scope
+        being forgotten has none."""
         now = time.time()
         with self.read() as conn:
             if forgetting(conn, scope):
@@ -107,10 +108,11 @@ class BrowseRows:
                 where.append(Memory.id.in_(list(ids)))
             score, statement = None, select(Memory)
             if query is not None:
-                matches = self.keyword.matches(conn, scope, query, with_context)
+                matches = self.keyword.matches(conn, scope, query, with_context, every)
                 if matches is None:
                     return [], 0
-                found = matches.subquery("kw")
+                # the matches first, once (else SQLite reads the index again for every row of the scope)
+                found = matches.cte("kw").prefix_with("MATERIALIZED")
                 score = found.c.score
                 statement = select(Memory, score).join_from(Memory, found, found.c.seq == Memory.seq)
             statement = statement.where(*where)
@@ -119,22 +121,23 @@ class BrowseRows:
             return [(_memory_of(row), row.score if score is not None else None) for row in rows], total
 
     def scope_counts(self, scope: Optional[str] = None) -> list[dict]:
-        """Per scope (all of them, or one): its memories by tier, by kind, by browsing state
-        (active, superseded, expired) and by lifecycle state of the current ones, and the newest
-        memory's time. Scopes being forgotten are left out."""
+        """Per scope (all of them, or one): its memories by tier, by kind, by lifecycle state, by
+        browsing state (active: neither superseded nor expired; superseded; expired), and the
+        newest memory's time. Scopes being forgotten are left out. Three reads, each of an index
+        (ix_memories_scope_counts, and the partial indexes of superseded and expiring rows)."""
         now = time.time()
-        expired = and_(Memory.expires_at.is_not(None), Memory.expires_at <= now)
-        status = case((expired, literal("expired")), (Memory.superseded_by.is_not(None), literal("superseded")),
-                      else_=literal("active"))
-        query = (select(Memory.scope, Memory.tier, Memory.kind, Memory.state, status.label("status"),
-                        func.count().label("n"), func.max(Memory.created_at).label("newest"))
-                 .where(Memory.scope.not_in(select(Forgetting.scope)))
-                 .group_by(Memory.scope, Memory.tier, Memory.kind, Memory.state, status))
-        if scope is not None:
-            query = query.where(Memory.scope == scope)
+        kept = [Memory.scope.not_in(select(Forgetting.scope)), *([Memory.scope == scope] if scope is not None else [])]
+        counts = (select(Memory.scope, Memory.tier, Memory.kind, Memory.state, func.count().label("n"),
+                         func.max(Memory.created_at).label("newest"))
+                  .where(*kept).group_by(Memory.scope, Memory.tier, Memory.kind, Memory.state))
+        superseded = (select(Memory.scope, func.count()).where(
+            *kept, Memory.superseded_by.is_not(None), or_(Memory.expires_at.is_(None), Memory.expires_at > now))
+            .group_by(Memory.scope))
+        expired = (select(Memory.scope, func.count()).where(*kept, Memory.expires_at.is_not(None),
+                                                            Memory.expires_at <= now).group_by(Memory.scope))
         with self.read() as conn:
-            rows = conn.execute(query).all()
-        return _tallied(rows)
+            return _tallied(conn.execute(counts).all(), dict(conn.execute(superseded).all()),
+                            dict(conn.execute(expired).all()))
 
     def outbox_by_scope(self) -> dict[str, int]:
         """Vector work queued (index lag), by scope."""
@@ -231,15 +234,17 @@ def _memory_of(row) -> Memory:
     return Memory.model_construct(**{k: v for k, v in row._mapping.items() if k != "score"})
 
 
-def _tallied(rows) -> list[dict]:
+def _tallied(rows, superseded: dict[str, int], expired: dict[str, int]) -> list[dict]:
     scopes: dict[str, dict] = {}
     for row in rows:
         entry = scopes.setdefault(row.scope, {"scope": row.scope, "memories": 0, "by_tier": {}, "by_kind": {},
-                                              "by_state": {}, "by_lifecycle": {}, "newest_at": 0.0})
+                                              "by_lifecycle": {}, "by_state": {}, "newest_at": 0.0})
         entry["memories"] += row.n
-        for key, value in (("by_tier", row.tier), ("by_kind", row.kind), ("by_state", row.status)):
+        for key, value in (("by_tier", row.tier), ("by_kind", row.kind), ("by_lifecycle", row.state)):
             entry[key][value] = entry[key].get(value, 0) + row.n
-        if row.status == "active":
-            entry["by_lifecycle"][row.state] = entry["by_lifecycle"].get(row.state, 0) + row.n
         entry["newest_at"] = max(entry["newest_at"], row.newest or 0.0)
+    for name, entry in scopes.items():
+        gone, old = expired.get(name, 0), superseded.get(name, 0)
+        entry["by_state"] = {state: n for state, n in (("active", entry["memories"] - gone - old),
+                                                       ("superseded", old), ("expired", gone)) if n}
     return [scopes[name] for name in sorted(scopes)]

@@ -221,14 +221,6 @@ def _0010_belief_sources(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
-def _0013_memory_pinned(conn: Connection) -> None:
-    """A pinned memory (the user's: never decays, never expires, never consolidated) and when a
-    memory was corrected (replaced by the user's own words: it was wrong, so it is never recalled
-    again; it stays, superseded, in its history)."""
-    conn.execute(text("ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0"))
-    conn.execute(text("ALTER TABLE memories ADD COLUMN corrected_at DOUBLE PRECISION"))
-
-
 def _0011_browse_indexes(conn: Connection) -> None:
     """A scope's memories by kind and by tier (newest first within each) and by confidence: what
     a browse filters and sorts on (a tag, a source or a state filter then reads those rows only)."""
@@ -236,8 +228,18 @@ def _0011_browse_indexes(conn: Connection) -> None:
         "CREATE INDEX ix_memories_scope_kind_created ON memories (scope, kind, created_at)",
         "CREATE INDEX ix_memories_scope_tier_created ON memories (scope, tier, created_at)",
         "CREATE INDEX ix_memories_scope_confidence ON memories (scope, confidence)",
+        # a scope's counts by tier, kind and state read from the index alone (MemoryService.scopes)
+        "CREATE INDEX ix_memories_scope_counts ON memories (scope, tier, kind, state, created_at)",
     ):
         conn.execute(text(statement))
+
+
+def _0013_memory_pinned(conn: Connection) -> None:
+    """A pinned memory (the user's: never decays, never expires, never consolidated) and when a
+    memory was corrected (replaced by the user's own words: it was wrong, so it is never recalled
+    again; it stays, superseded, in its history)."""
+    conn.execute(text("ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE memories ADD COLUMN corrected_at DOUBLE PRECISION"))
 
 
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),

@@ -21,9 +21,10 @@ class KeywordIndex(Protocol):
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
 
-    def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False):
-        """Every row of `scope` holding any word of `query`, unbounded (a browse filters and
-        counts them in SQL): a select of (seq, score), higher score better; None without words."""
+    def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False, every: bool = False):
+        """Every row of `scope` holding any word of `query` (with `every`, all of them), unbounded
+        (a browse filters and counts them in SQL): a select of (seq, score), higher score better;
+        None without words."""
 
     def purge(self, conn: Connection, first: bool = True) -> bool:
         """One bounded step of rewriting the index so no trace of deleted rows is left in its
@@ -156,12 +157,12 @@ class SqliteKeywordIndex:
                      {"pages": -self.MERGE_PAGES if first else self.MERGE_PAGES})
         return conn.execute(text("SELECT total_changes()")).scalar_one() - before >= 2  # FTS5's "did work"
 
-    def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False):
+    def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False, every: bool = False):
         words = terms(query)
         if not words:
             return None
         columns = "{content context}" if with_context else "content"
-        quoted = " OR ".join(f'"{word}"' for word in words)  # words are quoted: no FTS syntax
+        quoted = (" AND " if every else " OR ").join(f'"{word}"' for word in words)  # quoted: no FTS syntax
         return text("SELECT rowid AS seq, -bm25(memories_fts, 1.0, 1.0, 0.0) AS score FROM memories_fts "
                     "WHERE memories_fts MATCH :kw_match").bindparams(
             kw_match=f'scope : "{_scope_token(scope)}" AND {columns} : ({quoted})').columns(seq=Integer, score=Float)
@@ -321,7 +322,7 @@ class PostgresKeywordIndex:
         store's scrub vacuums the table and rebuilds the GIN indexes (_postgres.scrub)."""
         return False
 
-    def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False):
+    def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False, every: bool = False):
         column = "fts_all" if with_context else "fts_content"
         words = terms(query)
         lexemes = list(conn.execute(self._LEXEMES, {"words": words}).scalars()) if words else []
@@ -329,7 +330,7 @@ class PostgresKeywordIndex:
             return None
         return text(f"SELECT seq, ts_rank({column}, CAST(:kw_query AS tsquery)) AS score FROM memories "
                     f"WHERE scope = :kw_scope AND {column} @@ CAST(:kw_query AS tsquery)").bindparams(
-            kw_query=" | ".join(_quoted(lexeme) for lexeme in lexemes), kw_scope=scope).columns(seq=Integer, score=Float)
+            kw_query=(" & " if every else " | ").join(_quoted(lexeme) for lexeme in lexemes), kw_scope=scope).columns(seq=Integer, score=Float)
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:

@@ -742,7 +742,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         """(memory id, score) pairs, best first. With `filters`, among every keyword match of
         the memories that pass them (in SQL: none is missed past the first hits)."""
         if filters is not None:
-            rows, _ = self.browse_rows(scope, filters, query=query, with_context=with_context,
+            rows, _ = self.browse_rows(scope, filters, query=query, every=False, with_context=with_context,
                                        sort="relevance", limit=limit)
             return [(memory.id, score) for memory, score in rows]
         with self.read() as conn:

@@ -44,6 +44,7 @@ def test_browse_filters_sorts_and_pages_in_sql(keyword_service):
     assert svc.browse(S, tier="episodic", kind="observation", source="hermes:")["total"] == 1
     assert svc.browse(S, source="HERMES:")["total"] == 0  # a prefix, exactly (LIKE would ignore case)
     assert svc.browse(S, query="kettle")["total"] == 2  # the other scope's kettle is not counted
+    assert [m["id"] for m in svc.browse(S, query="red kettle")["items"]] == [first]  # every word
     second = svc.browse(S, offset=1, limit=1)
     assert (second["total"], second["offset"], len(second["items"])) == (3, 1, 1)
     assert svc.browse(S, since=time.time() + 60)["total"] == 0
