@@ -27,8 +27,9 @@ def correct(engine: "Engine", scope: str, memory_id: str, text: str, *, actor: s
     """Store `text` as a new memory of the same tier, kind, role, session and tags that
     supersedes the memory `memory_id` (kept, marked corrected: it was wrong, so recall never
     shows it again); return the new id. The text is redacted and bounded like any note; the new
-    memory is queued for indexing (the outbox); a 'correct' event names both. A pinned memory's
-    correction is pinned. A belief is corrected by holding the right one (set_belief)."""
+    memory is queued for indexing (the outbox); a 'correct' event names both; all in the one
+    transaction of the write. A pinned memory's correction is pinned. A belief is corrected by
+    holding the right one (set_belief)."""
     scope, actor = scope_of(scope), _actor(actor)
     old = _found(engine, scope, memory_id)
     if old.superseded_by:
@@ -42,8 +43,7 @@ def correct(engine: "Engine", scope: str, memory_id: str, text: str, *, actor: s
     new = admission.store_note(engine, Key(scope), text, kind=old.kind, tier=old.tier, role=old.role,
                                tags=json.loads(old.tags or "[]"), source=f"{actor}:correct",
                                session_id=Key(old.session_id) if old.session_id else None, ttl_seconds=ttl,
-                               supersedes=[old.id], judge=False, dedup=False)
-    engine.store.mark_corrected(scope, old.id, new.id, actor, bool(old.pinned))
+                               supersedes=[old.id], judge=False, dedup=False, corrects=True)
     return new.id
 
 

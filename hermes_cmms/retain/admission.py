@@ -43,10 +43,11 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                fact: Optional[tuple[str, str, str]] = None, detail: Optional[dict] = None,
                learned_from: Sequence[str] = (), supersedes: Sequence[str] = (), replaces: Sequence[str] = (),
                duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True,
-               belief: Optional[dict] = None, evidence: Sequence[dict] = (), role: Optional[str] = None) -> NewMemory:
+               belief: Optional[dict] = None, evidence: Sequence[dict] = (), role: Optional[str] = None,
+               corrects: bool = False) -> NewMemory:
     """Store one explicit memory; return it with its id and whether it reinforced one
-    (the arguments are described at MemoryService.store_note; `role`, a message's, for a
-    corrected one)."""
+    (the arguments are described at MemoryService.store_note; `role`, a message's, and
+    `corrects`, for a user's correction of what it supersedes: see lifecycle/steer.py)."""
     _check_note(content, confidence, ttl_seconds)
     tags = tags_of(tags)
     scope, session_id = scope_of(scope), clean_key(session_id) if session_id else None
@@ -58,7 +59,7 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                      confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
                      detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
                      replaces=tuple(replaces), duplicate_of=duplicate_of, dedup=dedup, belief=belief,
-                     evidence=tuple(evidence))
+                     evidence=tuple(evidence), corrects=corrects)
     _retain(engine, scope, session_id, [item], turn_of=None, judge=judge)
     return item
 

@@ -111,16 +111,16 @@ class SteerRows:
             _record(conn, [_event(now, "tag", actor, scope, memory.id, added=list(add), removed=list(remove))])
             return tags
 
-    def mark_corrected(self, scope: str, old_id: str, new_id: str, actor: str, pinned: bool) -> None:
-        """The last step of a correction: the old memory marked corrected (never recalled again),
-        the new one pinned if the old was, and the 'correct' event."""
-        now = time.time()
-        with self.writing() as conn:
-            conn.execute(update(Memory).where(Memory.id == old_id, Memory.scope == scope)
-                         .values(corrected_at=now, updated_at=now))
-            if pinned:
-                conn.execute(update(Memory).where(Memory.id == new_id).values(pinned=1, expires_at=None))
-            _record(conn, [_event(now, "correct", actor, scope, old_id, corrected_by=new_id)])
+    @staticmethod
+    def _corrected(conn: Connection, scope: str, old_ids: list[str], new: dict, now: float) -> list[dict]:
+        """Inside Store._add: the memories a correction supersedes marked corrected (never
+        recalled again), the correction pinned if one of them was, and a 'correct' event each
+        (its actor the correction's receipt)."""
+        olds = list(_by_ids(conn, scope, old_ids).values())
+        conn.execute(update(Memory).where(Memory.id.in_([m.id for m in olds])).values(corrected_at=now))
+        if any(m.pinned for m in olds):
+            conn.execute(update(Memory).where(Memory.id == new["id"]).values(pinned=1, expires_at=None))
+        return [_event(now, "correct", new["source"], scope, m.id, corrected_by=new["id"]) for m in olds]
 
     def steerable(self, scope: str, memory_id: str) -> Optional[Memory]:
         """The memory `memory_id` of `scope` as a user may steer it (live: not expired, its scope

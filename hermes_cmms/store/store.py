@@ -280,6 +280,8 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                 if item.supersedes:
                     events += self.supersede(conn, row["scope"], list(item.supersedes), row["id"],
                                               now, conflict=row["tier"] != "episodic")
+                if item.corrects:  # in the same transaction: a correction never leaves the wrong one current
+                    events += self._corrected(conn, row["scope"], list(item.supersedes), row, now)
                 if row["id"] in renewed:
                     events += self.supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
                                               conflict=False, reason="renewed")

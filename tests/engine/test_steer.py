@@ -43,7 +43,7 @@ def test_a_correction_supersedes_the_old_memory_and_the_next_recall_finds_only_t
     before = _row(service, old)
     assert before["superseded_by"] == new and before["corrected_at"] is not None  # kept, superseded
     [event] = _events(service, "correct", old)
-    assert (event["actor"], event["detail"]) == ("cli", {"corrected_by": new})
+    assert (event["actor"], event["detail"]) == ("cli:correct", {"corrected_by": new})
     block = service.recall(SCOPE, "What is the storage unit door code?")
     assert "9931" in block and "4412" not in block
     assert [h.memory.id for h in service.search(SCOPE, "storage unit door code")] == [new]
