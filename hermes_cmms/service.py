@@ -333,10 +333,15 @@ class MemoryService:
 
     def overview(self, scope: Optional[str] = None) -> dict:
         """The store (or one scope) at a glance: scopes with counts and index lag, health, the
-        latest writes and recalls."""
+        latest writes and recalls (an overview shows no recalls rather than fail on them)."""
         from .ops import browse
 
-        return browse.overview(self.engine, scope, recalls=[])
+        try:
+            recalls = self.recent_recalls(scope, browse.LATEST)
+        except Exception as exc:  # noqa: BLE001 - the rest of the overview stands
+            log.warning("hermes-cmms: the overview could not read the latest recalls: %s", exc)
+            recalls = []
+        return browse.overview(self.engine, scope, recalls=recalls)
 
     def recall(self, scope: str, query: str, budget_tokens: Optional[int] = None,
                session_id: Optional[str] = None, seen: Optional[set[str]] = None) -> str:

@@ -138,7 +138,7 @@ def test_nothing_crosses_scopes(keyword_service):
 
 def test_overview_has_counts_lag_health_and_the_latest_writes(keyword_service):
     svc = keyword_service
-    svc.remember(S, "First.")
+    first = svc.remember(S, "First.")
     svc.remember(OTHER, "Second.")
     view = svc.overview()
     assert {c["scope"] for c in view["scopes"]} == {S, OTHER}
@@ -148,4 +148,7 @@ def test_overview_has_counts_lag_health_and_the_latest_writes(keyword_service):
     assert health["database"] == "ok" and health["embedder"] == "warn"  # keyword-only
     assert [(w["content"], w["scope"]) for w in view["latest_writes"]] == [("Second.", OTHER), ("First.", S)]
     assert view["latest_recalls"] == []
+    svc.recall(S, "First?")
+    (recall,) = svc.overview(S)["latest_recalls"]
+    assert recall["scope"] == S and [r["memory_id"] for r in recall["recalled"]] == [first]
     assert [w["content"] for w in svc.overview(S)["latest_writes"]] == ["First."]
