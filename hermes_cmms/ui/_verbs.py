@@ -65,4 +65,5 @@ def error_page(request: Request, exc: Exception) -> Response:
     """An engine error as a page: 404 for what is not in this scope, 501 for a verb this engine
     lacks, 400 for anything else the caller asked wrongly."""
     status = 404 if isinstance(exc, (UnknownMemory, UnknownEntity, NotHere)) else 501 if isinstance(exc, Missing) else 400
-    return request.app.state.pages("error.html", status=status, message=str(exc), scope=None)
+    page = "error_fragment.html" if request.headers.get("hx-request") else "error.html"  # htmx swaps it in
+    return request.app.state.pages(page, status=status, message=str(exc), scope=None)

@@ -337,6 +337,8 @@ def test_memories_are_found_filtered_sorted_and_paged(service, seeded):
         assert oldest.index("coffee black") < oldest.index("Biscuit")
         assert "zebra" not in client.get(f"/memories?scope={SCOPE}&query=zebra").text.split('id="results"')[1]
         assert client.get(f"/memories?scope={SCOPE}&since=2999-01-01").text.count('class="memory"') == 0
+        by_meaning = client.get(f"/memories?scope={SCOPE}&query=coffee&mode=meaning").text  # a keyword-only store
+        assert re.search(r'<p class="note" id="notice">[^<]+</p>', by_meaning) and "coffee black" in by_meaning
 
 
 def test_a_memory_page_shows_its_provenance_and_its_chain(service):
@@ -444,7 +446,7 @@ def test_correct_pin_and_tag_change_the_memory(service, seeded):
         assert service.memory_page(SCOPE, new)["memory"]["pinned"] is True
         assert post(client, door, f"/memory/{new}/tag", {"scope": SCOPE, "tags": "+cats -nothing"}).status_code == 303
         assert "cats" in service.memory_page(SCOPE, new)["memory"]["tags"]
-        assert [e.actor for e in service.audit_log(SCOPE, action="correct")] == ["ui"]
+        assert [e.actor.split(":")[0] for e in service.audit_log(SCOPE, action="correct")] == ["ui"]  # the door
 
 
 def test_forget_shows_a_preview_then_forgets(service, seeded):
@@ -471,3 +473,13 @@ def test_forgetting_a_scope_needs_its_name_typed(service, seeded):
         done = post(client, door, "/scope/forget", {"scope": SCOPE, "typed": SCOPE})
         assert done.status_code == 303
         assert service.browse(SCOPE)["total"] == 0 and service.browse(OTHER)["total"] == 1
+
+
+def test_a_refused_change_says_why_in_a_fragment_htmx_swaps_in(service, seeded):
+    with running(service, allow_changes=True) as door:
+        client = signed_in(door)
+        wrong = post(client, door, "/scope/forget", {"scope": SCOPE, "typed": "<b>nope</b>"}, **{"hx-request": "true"})
+        assert wrong.status_code == 400
+        assert re.fullmatch(r'<p class="error">Type the scope&#39;s name, [^<]+ exactly to forget all of it\.</p>\s*',
+                            wrong.text)
+        assert service.browse(SCOPE)["total"] == 2
