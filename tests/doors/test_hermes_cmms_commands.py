@@ -38,7 +38,10 @@ def test_hermes_cmms_status_and_search_are_the_hermes_cmms_commands(home):
     found = hermes(home, "cmms", "search", "boiler").stdout
     assert "The boiler was serviced in March." in found
     listed = hermes(home, "cmms", "--help").stdout
-    assert all(name in listed for name in ("status", "search", "doctor", "audit-log", "forget", "edit", "pin", "tag"))
+    assert all(name in listed for name in ("status", "search", "doctor", "audit-log", "forget", "edit", "pin", "tag",
+                                           "inspect"))
+    inspected = hermes(home, "cmms", "inspect", "When was the boiler serviced?").stdout
+    assert "- note: The boiler was serviced in March." in inspected and "found by keyword #1" in inspected
     assert "never decays" in hermes(home, "cmms", "pin", boiler).stdout
     assert "Tags of" in hermes(home, "cmms", "tag", boiler, "+house", "-old").stdout
     assert "Unpinned" in hermes(home, "cmms", "unpin", boiler).stdout
