@@ -483,3 +483,16 @@ def test_a_refused_change_says_why_in_a_fragment_htmx_swaps_in(service, seeded):
         assert re.fullmatch(r'<p class="error">Type the scope&#39;s name, [^<]+ exactly to forget all of it\.</p>\s*',
                             wrong.text)
         assert service.browse(SCOPE)["total"] == 2
+
+
+def test_hermes_cmms_ui_inside_hermes_is_the_same_command():
+    import argparse
+
+    from hermes_cmms.cli._ui import cmd_ui
+    from hermes_cmms.hermes_plugin.cli import register_cli
+
+    parser = argparse.ArgumentParser(prog="hermes cmms")
+    register_cli(parser)
+    args = parser.parse_args(["ui", "--scope", "local:a", "--allow-changes", "--no-open", "--port", "0"])
+    assert args.cmms_func is cmd_ui and args.scope == "local:a" and args.allow_changes and args.no_open
+    assert args.host is None  # 127.0.0.1 unless named
