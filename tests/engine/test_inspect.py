@@ -180,3 +180,23 @@ def test_the_inspect_command_prints_each_line_with_why(home, capsys, monkeypatch
     assert f"Why not {shown_id(porto)}: Not found by any ranking" in out
     assert main(["inspect", PROMPT, "--budget", "0"]) == 1
     assert "token budget must be a positive whole number" in capsys.readouterr().err
+
+
+def test_why_not_says_a_memory_ranked_below_the_candidates_a_block_is_packed_from(keyword_service):
+    for i in range(45):
+        keyword_service.remember(SCOPE, f"Lisbon tram line {i} runs past stop {i * 7}", judge=False)
+    order = [hit.memory.id for hit in keyword_service.search(SCOPE, "Lisbon tram", 100)]
+    assert len(order) == 45
+    answer = keyword_service.why_not(SCOPE, "Lisbon tram", order[39], budget_tokens=200)
+    assert answer["position"] == 40 and answer["found_by"]["keyword"] >= 30
+    assert answer["verdict"].startswith("Ranked 40th, below the 30 candidates a block is packed from (the block's "
+                                        "last line ranked ")
+
+
+def test_why_not_says_a_repeated_text_is_packed_once(keyword_service):
+    twins = [keyword_service.store_note(SCOPE, "The Lisbon flat has a blue door", dedup=False).id for _ in range(2)]
+    inspected = keyword_service.inspect_recall(SCOPE, "Lisbon flat door")
+    (packed,) = [line["memory_id"] for line in inspected["lines"] if line["memory_id"] in twins]
+    (other,) = set(twins) - {packed}
+    assert keyword_service.why_not(SCOPE, "Lisbon flat door", other)["verdict"].endswith(
+        "but its text repeats a memory already in the block.")
