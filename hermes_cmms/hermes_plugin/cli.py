@@ -10,7 +10,7 @@ import sys
 from hermes_cmms.cli.commands import build_parser, exit_now, run, settled
 
 COMMANDS = ("status", "search", "doctor", "audit-log", "audit", "forget", "reindex", "export",
-            "import", "plugins", "ui", "edit", "pin", "unpin", "tag", "inspect")
+            "import", "plugins", "ui", "edit", "pin", "unpin", "tag", "inspect", "list", "show")
 
 
 def register_cli(subparser: argparse.ArgumentParser) -> None:

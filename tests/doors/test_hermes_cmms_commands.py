@@ -45,6 +45,8 @@ def test_hermes_cmms_status_and_search_are_the_hermes_cmms_commands(home):
     assert "never decays" in hermes(home, "cmms", "pin", boiler).stdout
     assert "Tags of" in hermes(home, "cmms", "tag", boiler, "+house", "-old").stdout
     assert "Unpinned" in hermes(home, "cmms", "unpin", boiler).stdout
+    assert "The boiler was serviced in March." in hermes(home, "cmms", "list", "--tag", "house").stdout
+    assert "Provenance" in hermes(home, "cmms", "show", boiler).stdout
 
 
 @pytest.mark.slow
