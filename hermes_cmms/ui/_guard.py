@@ -38,7 +38,7 @@ class Door:
     def hosts(self) -> frozenset[str]:
         """The Host headers answered: the loopback names, and an explicit --host's own."""
         names = set(LOOPBACK) | ({self.host} if self.host not in ("0.0.0.0", "::", "") else set())
-        return frozenset(f"{name}:{self.port}" for name in names)
+        return frozenset(f"{_bracketed(name)}:{self.port}" for name in names)
 
     @property
     def cookie(self) -> str:
@@ -47,7 +47,12 @@ class Door:
     def url(self) -> str:
         """The address to open: with the token, which the first visit trades for the cookie."""
         host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-        return f"http://{host}:{self.port}/?token={self.token}"
+        return f"http://{_bracketed(host)}:{self.port}/?token={self.token}"
+
+
+def _bracketed(host: str) -> str:
+    """An IPv6 address as a URL and a Host header write it: in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 class Guard:
@@ -104,7 +109,8 @@ def csrf_ok(door: Door, form_value: Optional[str], header_value: Optional[str]) 
 def _trade(request: Request, door: Door) -> Response:
     """The token for the cookie, then the same page without the token in its address."""
     rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-    response = RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303)
+    path = "/" + request.url.path.lstrip("/\\")  # never `//host`: the redirect stays on this dashboard
+    response = RedirectResponse(path + (f"?{urlencode(rest)}" if rest else ""), status_code=303)
     response.set_cookie(door.cookie, door.session, httponly=True, samesite="strict", path="/")
     return response
 

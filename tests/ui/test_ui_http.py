@@ -496,3 +496,19 @@ def test_hermes_cmms_ui_inside_hermes_is_the_same_command():
     args = parser.parse_args(["ui", "--scope", "local:a", "--allow-changes", "--no-open", "--port", "0"])
     assert args.cmms_func is cmd_ui and args.scope == "local:a" and args.allow_changes and args.no_open
     assert args.host is None  # 127.0.0.1 unless named
+
+
+def test_the_token_redirect_never_leaves_the_dashboard(service):
+    with running(service) as door, httpx.Client(base_url=base(door)) as client:
+        for path in ("//evil.example/x", "/\\evil.example/x", "///evil.example"):
+            answer = client.get(f"{base(door)}{path}?token={door.token}")
+            assert answer.status_code == 303 and answer.request.url.raw_path.startswith(path[:2].encode()), path
+            location = answer.headers["location"]
+            assert location.startswith("/") and not location.startswith(("//", "/\\")), (path, location)
+
+
+def test_an_ipv6_address_is_answered_in_brackets():
+    from hermes_cmms.ui import Door
+
+    door = Door(port=8123, host="::1")
+    assert "[::1]:8123" in door.hosts and door.url().startswith("http://[::1]:8123/?token=")
