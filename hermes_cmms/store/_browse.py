@@ -112,7 +112,9 @@ class BrowseRows:
                 if matches is None:
                     return [], 0
                 # the matches first, once (else SQLite reads the index again for every row of the scope)
-                found = matches.cte("kw").prefix_with("MATERIALIZED")
+                found = matches.cte("kw")
+                if conn.dialect.server_version_info >= ((3, 35) if conn.dialect.name == "sqlite" else (12,)):
+                    found = found.prefix_with("MATERIALIZED")  # (older versions know no such hint)
                 score = found.c.score
                 statement = select(Memory, score).join_from(Memory, found, found.c.seq == Memory.seq)
             statement = statement.where(*where)
