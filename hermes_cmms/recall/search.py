@@ -88,7 +88,7 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
 
 def _newest_facts(engine: "Engine", scope: str, filters: Filters, limit: int) -> list[Hit]:
     """No query: the facts matching `filters`, newest first."""
-    rows, _ = engine.store.browse_rows(scope, replace(filters, state="live"), limit=limit)
+    rows, _ = engine.store.browse_rows(scope, replace(filters, state="live"), limit=limit, count=False)
     return [Hit(memory, 0.0) for memory, _ in rows]
 
 

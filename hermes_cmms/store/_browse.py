@@ -94,11 +94,12 @@ class BrowseRows:
 
     def browse_rows(self, scope: str, filters: Filters, *, query: Optional[str] = None, every: bool = True,
                     ids: Optional[Sequence[str]] = None, with_context: bool = False, sort: str = "newest",
-                    offset: int = 0, limit: int = 50) -> tuple[list[tuple[Memory, Optional[float]]], int]:
+                    offset: int = 0, limit: int = 50, count: bool = True
+                    ) -> tuple[list[tuple[Memory, Optional[float]]], int]:
         """One page of the memories of `scope` matching `filters` (and, with `query`, the keyword
         index: every one of its words, or any with `every` false; with `ids`, only those), sorted,
         with the keyword score of each (None without a query), and how many match in all. A scope
-        being forgotten has none."""
+        being forgotten has none. Without `count`, the total is not counted (-1)."""
         now = time.time()
         with self.read() as conn:
             if forgetting(conn, scope):
@@ -118,7 +119,7 @@ class BrowseRows:
                 score = found.c.score
                 statement = select(Memory, score).join_from(Memory, found, found.c.seq == Memory.seq)
             statement = statement.where(*where)
-            total = conn.execute(select(func.count()).select_from(statement.subquery())).scalar_one()
+            total = conn.execute(select(func.count()).select_from(statement.subquery())).scalar_one() if count else -1
             rows = conn.execute(statement.order_by(*_order(sort, score)).offset(offset).limit(limit))
             return [(_memory_of(row), row.score if score is not None else None) for row in rows], total
 

@@ -745,7 +745,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         the memories that pass them (in SQL: none is missed past the first hits)."""
         if filters is not None:
             rows, _ = self.browse_rows(scope, filters, query=query, every=False, with_context=with_context,
-                                       sort="relevance", limit=limit)
+                                       sort="relevance", limit=limit, count=False)
             return [(memory.id, score) for memory, score in rows]
         with self.read() as conn:
             return [] if forgetting(conn, scope) else self.keyword.search(conn, scope, query, limit, with_context)
