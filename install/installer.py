@@ -31,6 +31,10 @@ FILES = {  # packaged template -> destination inside the Hermes home
     "plugin__init__.py": PLUGIN_DIR / "__init__.py",
     "plugin.yaml": PLUGIN_DIR / "plugin.yaml",
     "plugin_cli.py": PLUGIN_DIR / "cli.py",  # `hermes cmms …` (Hermes' provider-commands convention)
+    # the Memory tab of the Hermes Dashboard (a user plugin's dashboard/, as Hermes' web server finds it)
+    "dashboard_manifest.json": PLUGIN_DIR / "dashboard" / "manifest.json",
+    "dashboard_index.js": PLUGIN_DIR / "dashboard" / "dist" / "index.js",
+    "dashboard_plugin_api.py": PLUGIN_DIR / "dashboard" / "plugin_api.py",
     "HOOK.yaml": HOOK_DIR / "HOOK.yaml",
     "handler.py": HOOK_DIR / "handler.py",
 }

@@ -1,0 +1,296 @@
+// hermes-cmms: the Memory tab of the Hermes Dashboard (read-only).
+// No build step, no dependency: the host's React renders one <div>, and this file fills it with
+// DOM nodes whose text is set with textContent only. Memory text is hostile: it is never parsed
+// as markup, and its invisible characters (bidi overrides, zero-width) are shown as markers.
+// Data: the plugin's JSON routes under /api/plugins/cmms/, fetched with the SDK's fetchJSON.
+(function () {
+  "use strict";
+  var SDK = window.__HERMES_PLUGIN_SDK__;
+  if (!SDK || !window.__HERMES_PLUGINS__) return;
+  var React = SDK.React;
+  var API = "/api/plugins/cmms";
+  var INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+  function visible(value) {
+    var text = value === null || value === undefined ? "" : String(value);
+    return text.replace(INVISIBLE, function (c) {
+      return "\u27e6U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7";
+    });
+  }
+
+  // el("p", {className: "x", onclick: f}, "text", child, ...): strings become text nodes.
+  var LOOK = {
+    button: { border: "1px solid rgba(127,127,127,.5)", borderRadius: "4px", padding: "2px 10px", margin: "4px 4px 4px 0", cursor: "pointer" },
+    h3: { fontWeight: "bold", margin: "16px 0 4px" },
+    input: { border: "1px solid rgba(127,127,127,.5)", padding: "2px 6px", background: "transparent" },
+    textarea: { border: "1px solid rgba(127,127,127,.5)", padding: "4px 6px", background: "transparent" }
+  };
+
+  function el(tag, props) {
+    var node = document.createElement(tag);
+    if (LOOK[tag]) Object.assign(node.style, LOOK[tag]);
+    Object.keys(props || {}).forEach(function (key) {
+      if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), props[key]);
+      else if (key === "data") Object.keys(props.data).forEach(function (k) { node.dataset[k] = props.data[k]; });
+      else if (key === "style") Object.assign(node.style, props.style);
+      else node[key] = props[key];
+    });
+    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
+    return node;
+  }
+
+  function add(node, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) { child.forEach(function (c) { add(node, c); }); return; }
+    node.appendChild(typeof child === "object" ? child : document.createTextNode(visible(child)));
+  }
+
+  function query(params) {
+    var parts = [];
+    Object.keys(params).forEach(function (k) {
+      var v = params[k];
+      if (v !== null && v !== undefined && v !== "") parts.push(encodeURIComponent(k) + "=" + encodeURIComponent(v));
+    });
+    return parts.length ? "?" + parts.join("&") : "";
+  }
+
+  function get(path, params) {
+    return SDK.fetchJSON(API + path + query(params || {}));
+  }
+
+  function problem(err) {  // fetchJSON throws Error("<status>: <body>")
+    var text = String(err && err.message || err);
+    var body = text.replace(/^\d+:\s*/, "");
+    try { var parsed = JSON.parse(body); if (parsed && typeof parsed.detail === "string") return parsed.detail; } catch (e) { /* plain text */ }
+    return text;
+  }
+
+  var BOX = { border: "1px solid rgba(127,127,127,.35)", borderRadius: "6px", padding: "8px 12px", margin: "8px 0" };
+  var MONO = { fontFamily: "monospace", whiteSpace: "pre-wrap", overflowWrap: "anywhere" };
+
+  function App(root) {
+    this.root = root;
+    this.scope = "";
+    this.view = "overview";
+  }
+
+  App.prototype.start = function () {
+    var self = this;
+    this.scopeSelect = el("select", { className: "cmms-scope", onchange: function () { self.scope = this.value; self.show(self.view); } });
+    this.nav = el("nav", { className: "cmms-nav", style: { display: "flex", gap: "8px", alignItems: "center", flexWrap: "wrap" } },
+      this.tab("overview", "Overview"), this.tab("memories", "Memories"), this.tab("inspect", "Why recalled"),
+      el("label", { style: { marginLeft: "auto" } }, "Scope ", this.scopeSelect));
+    this.body = el("div", { className: "cmms-body" });
+    add(this.root, [el("h2", { style: { fontSize: "1.25rem", margin: "0 0 8px" } }, "Memory (hermes-cmms)"),
+      this.nav, el("p", { style: { opacity: 0.7, fontSize: ".85em" } },
+        "Read-only. To correct, pin, tag or forget, run: hermes-cmms ui --allow-changes"), this.body]);
+    get("/scopes").then(function (answer) {
+      self.scope = answer["default"];
+      var names = answer.scopes.map(function (s) { return s.scope; });
+      if (names.indexOf(self.scope) < 0) names.unshift(self.scope);
+      names.forEach(function (name) { add(self.scopeSelect, el("option", { value: name }, name)); });
+      self.scopeSelect.value = self.scope;
+      self.show("overview");
+    }, function (err) { self.fail(err); });
+  };
+
+  App.prototype.tab = function (view, label) {
+    var self = this;
+    return el("button", { type: "button", className: "cmms-tab-" + view, onclick: function () { self.show(view); } }, label);
+  };
+
+  App.prototype.clear = function () {
+    while (this.body.firstChild) this.body.removeChild(this.body.firstChild);
+    return this.body;
+  };
+
+  App.prototype.fail = function (err) {
+    add(this.clear(), el("p", { className: "cmms-error", role: "alert" }, problem(err)));
+  };
+
+  App.prototype.show = function (view) {
+    this.view = view;
+    if (view === "overview") return this.overview();
+    if (view === "memories") return this.memories();
+    return this.inspector();
+  };
+
+  App.prototype.overview = function () {
+    var self = this;
+    add(this.clear(), el("p", null, "Loading\u2026"));
+    get("/overview", { scope: this.scope }).then(function (o) {
+      var body = self.clear();
+      add(body, el("h3", null, "Scopes"));
+      (o.scopes || []).forEach(function (s) {
+        add(body, el("div", { className: "cmms-scope-card", style: BOX },
+          el("strong", null, s.scope), " \u2014 " + s.memories + " memories",
+          el("div", null, "by tier: " + counts(s.by_tier) + "; by kind: " + counts(s.by_kind)),
+          el("div", null, "waiting to be indexed: " + (s.vectors_pending || 0) + "; newest: " + (s.newest_at || "\u2014"))));
+      });
+      add(body, el("h3", null, "Health"));
+      add(body, el("ul", null, (o.health || []).map(function (c) {
+        return el("li", null, "[" + c.level + "] " + c.name + ": " + c.detail);
+      })));
+      add(body, el("h3", null, "Latest writes"));
+      add(body, self.list(o.latest_writes || []));
+      add(body, el("h3", null, "Latest recalls"));
+      add(body, el("ul", null, (o.latest_recalls || []).map(function (r) {
+        return el("li", null, (r.at || "") + " session " + (r.session_id || "\u2014") + ": " +
+          ((r.recalled || r.memories || []).length) + " memories");
+      })));
+    }, function (err) { self.fail(err); });
+  };
+
+  function counts(map) {
+    return Object.keys(map || {}).map(function (k) { return k + " " + map[k]; }).join(", ") || "\u2014";
+  }
+
+  App.prototype.list = function (items) {
+    var self = this;
+    if (!items.length) return el("p", { className: "cmms-empty" }, "Nothing here.");
+    return el("ul", { className: "cmms-list", style: { listStyle: "none", padding: 0 } }, items.map(function (m) {
+      return el("li", { className: "cmms-item", data: { id: m.id }, style: BOX },
+        el("div", { style: { opacity: 0.7, fontSize: ".85em" } },
+          [m.kind, m.tier, m.state, m.pinned ? "pinned" : "", m.created_at, "via " + (m.source || "\u2014")].filter(Boolean).join(" \u00b7 ")),
+        el("div", { className: "cmms-text", style: MONO }, m.content),
+        el("button", { type: "button", className: "cmms-open", onclick: function () { self.memory(m.id); } }, "Provenance"));
+    }));
+  };
+
+  App.prototype.memories = function (filters) {
+    var self = this;
+    filters = filters || { q: "", mode: "keyword", state: "active", offset: 0 };
+    var search = el("input", { type: "search", className: "cmms-search", placeholder: "Search memories", value: filters.q });
+    var mode = el("select", { className: "cmms-mode" }, el("option", { value: "keyword" }, "keywords"), el("option", { value: "meaning" }, "meaning"));
+    var state = el("select", { className: "cmms-state" }, ["active", "superseded", "expired", "all"].map(function (s) { return el("option", { value: s }, s); }));
+    mode.value = filters.mode; state.value = filters.state;
+    var results = el("div", { className: "cmms-results" });
+    function run(offset) {
+      var asked = { q: search.value, mode: mode.value, state: state.value, offset: offset || 0 };
+      add(empty(results), el("p", null, "Loading\u2026"));
+      get("/memories", { scope: self.scope, q: asked.q, mode: asked.mode, state: asked.state, offset: asked.offset }).then(function (page) {
+        empty(results);
+        add(results, el("p", { className: "cmms-total" }, page.total + " memories" + (page.total > page.items.length ? ", " + (page.offset + 1) + "\u2013" + (page.offset + page.items.length) + " shown" : "")));
+        if (page.notice) add(results, el("p", { className: "cmms-notice" }, page.notice));
+        add(results, self.list(page.items));
+        if (page.offset > 0) add(results, el("button", { type: "button", onclick: function () { run(Math.max(page.offset - page.limit, 0)); } }, "Previous"));
+        if (page.offset + page.items.length < page.total) add(results, el("button", { type: "button", className: "cmms-next", onclick: function () { run(page.offset + page.limit); } }, "Next"));
+      }, function (err) { add(empty(results), el("p", { className: "cmms-error", role: "alert" }, problem(err))); });
+    }
+    var form = el("form", { className: "cmms-search-form", onsubmit: function (e) { e.preventDefault(); run(0); }, style: { display: "flex", gap: "8px" } },
+      search, mode, state, el("button", { type: "submit" }, "Search"));
+    add(this.clear(), [form, results]);
+    run(filters.offset);
+  };
+
+  function empty(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+
+  App.prototype.memory = function (id) {
+    var self = this;
+    add(this.clear(), el("p", null, "Loading\u2026"));
+    get("/memory", { scope: this.scope, id: id }).then(function (page) {
+      var m = page.memory, p = page.provenance || {}, c = page.confidence || {};
+      var body = self.clear();
+      add(body, [
+        el("button", { type: "button", onclick: function () { self.show("memories"); } }, "\u2190 Memories"),
+        el("h3", null, "Memory " + m.id),
+        el("div", { className: "cmms-memory-text", style: Object.assign({}, BOX, MONO) }, m.content),
+        el("h3", null, "Provenance"),
+        el("dl", { className: "cmms-provenance" }, pairs({
+          "receipt": p.source, "door": p.door, "session": p.session_id, "turn": p.turn, "created": p.created_at,
+          "updated": p.updated_at, "reinforcements": p.reinforcements, "state": m.state, "kind": m.kind, "tier": m.tier,
+          "tags": (m.tags || []).join(", ")
+        })),
+        el("h3", null, "Confidence"),
+        el("dl", null, pairs({ "now": c.now, "reliability": c.reliability, "last seen": c.last_seen_at,
+          "after decay": c.after_decay ? c.after_decay.confidence + " (" + c.after_decay.state + ")" : "", "pinned": c.pinned })),
+        chain("Supersedes", page.supersedes), chain("Superseded by", page.superseded_by),
+        el("h3", null, "Audit"),
+        el("ul", null, (page.audit || []).map(function (a) { return el("li", null, a.at + " " + a.action + " by " + a.actor); }))
+      ]);
+    }, function (err) { self.fail(err); });
+  };
+
+  function pairs(map) {
+    var out = [];
+    Object.keys(map).forEach(function (k) {
+      var v = map[k];
+      if (v === null || v === undefined || v === "") v = "\u2014";
+      out.push(el("dt", { style: { fontWeight: "bold" } }, k), el("dd", { style: { margin: "0 0 4px 16px", overflowWrap: "anywhere" } }, String(v)));
+    });
+    return out;
+  }
+
+  function chain(title, links) {
+    if (!links || !links.length) return null;
+    return [el("h3", null, title), el("ul", null, links.map(function (l) {
+      return el("li", { style: MONO }, (l.id || "") + ": " + (l.content || l.text || ""));
+    }))];
+  }
+
+  App.prototype.inspector = function () {
+    var self = this;
+    var prompt = el("textarea", { className: "cmms-prompt", rows: 3, placeholder: "A prompt, as the user would type it", style: { width: "100%" } });
+    var out = el("div", { className: "cmms-inspection" });
+    function inspect(e) {
+      e.preventDefault();
+      add(empty(out), el("p", null, "Loading\u2026"));
+      get("/inspect", { scope: self.scope, prompt: prompt.value }).then(function (r) {
+        empty(out);
+        add(out, [
+          el("h3", null, "The block Hermes would get (" + r.tokens + " of " + r.budget_tokens + " tokens)"),
+          el("pre", { className: "cmms-block", style: Object.assign({}, BOX, MONO) }, r.block || "(nothing recalled)"),
+          el("h3", null, "Why each line"), self.lines(r.lines || [], prompt.value),
+          el("h3", null, "Ranked next, did not fit"), self.lines(r.next || [], prompt.value)]);
+      }, function (err) { add(empty(out), el("p", { className: "cmms-error", role: "alert" }, problem(err))); });
+    }
+    var picked = el("input", { className: "cmms-pick", placeholder: "a memory id", size: 38 });
+    var verdict = el("span", { className: "cmms-pick-verdict" });
+    function whyNot(e) {
+      e.preventDefault();
+      get("/why_not", { scope: self.scope, prompt: prompt.value, id: picked.value }).then(function (w) {
+        verdict.textContent = " " + visible(w.verdict);
+      }, function (err) { verdict.textContent = " " + visible(problem(err)); });
+    }
+    add(this.clear(), [el("form", { className: "cmms-inspect-form", onsubmit: inspect }, prompt,
+      el("button", { type: "submit" }, "Inspect")),
+      el("form", { className: "cmms-pick-form", onsubmit: whyNot }, "Why not this one? ", picked,
+        el("button", { type: "submit" }, "Ask"), verdict), out]);
+  };
+
+  App.prototype.lines = function (lines, prompt) {
+    var self = this;
+    if (!lines.length) return el("p", { className: "cmms-empty" }, "None.");
+    return el("ol", { className: "cmms-lines" }, lines.map(function (line) {
+      var verdict = el("span", { className: "cmms-verdict" });
+      return el("li", { className: "cmms-line", style: BOX },
+        el("div", { style: MONO }, line.text),
+        el("div", { style: { fontSize: ".85em" } }, "found by: " + counts(line.found_by) +
+          "; fused " + fixed(line.fused) + "; score " + fixed(line.score) + "; nudges: " + nudges(line.nudges)),
+        el("button", { type: "button", className: "cmms-open", onclick: function () { self.memory(line.memory_id); } }, "Provenance"),
+        " ",
+        el("button", { type: "button", className: "cmms-why-not", onclick: function () {
+          get("/why_not", { scope: self.scope, prompt: prompt, id: line.memory_id }).then(function (w) {
+            verdict.textContent = " " + visible(w.verdict);
+          }, function (err) { verdict.textContent = " " + visible(problem(err)); });
+        } }, "Where does it stand?"), verdict);
+    }));
+  };
+
+  function fixed(n) { return typeof n === "number" ? n.toFixed(3) : "\u2014"; }
+  function nudges(map) {
+    return Object.keys(map || {}).map(function (k) { return k + " " + fixed(map[k]); }).join(", ") || "\u2014";
+  }
+
+  function MemoryTab() {
+    var ref = React.useRef(null);
+    React.useEffect(function () {
+      var node = ref.current;
+      if (node) new App(node).start();
+      return function () { if (node) empty(node); };
+    }, []);
+    return React.createElement("div", { ref: ref, className: "cmms-tab", style: { padding: "16px" } });
+  }
+
+  window.__HERMES_PLUGINS__.register("cmms", MemoryTab);
+})();
