@@ -62,9 +62,12 @@ def service(kw_home):
 
 
 def _until(driver, condition, what: str):
+    """Wait for `condition`, through the page being replaced under it (htmx going to the next page)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, WAIT_S).until(lambda d: condition(d), message=what)
+    wait = WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
+    return wait.until(lambda d: condition(d), message=what)
 
 
 def _css(driver, selector: str):
