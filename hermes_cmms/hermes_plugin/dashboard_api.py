@@ -22,7 +22,8 @@ router = APIRouter()
 
 LIMIT = 50  # memories a page, at most
 TEXT_MOST = 4000  # characters of a prompt or query
-_services: dict[str, Any] = {}
+_services: dict[str, Any] = {}  # the MemoryService of each Hermes home, opened at its first request
+_owners: dict[str, str] = {}  # the profile owner's scope in each home
 _lock = threading.Lock()
 
 
@@ -77,12 +78,19 @@ def _sentence(exc: Exception) -> str:
 
 
 def _scope(scope: Optional[str]) -> str:
-    """The scope a request names, or the profile owner's (what the provider gives the CLI user)."""
+    """The scope a request names, or the profile owner's (what the provider gives the CLI user),
+    worked out once per home: local_scope sets $HERMES_HOME for a moment, which a server's
+    concurrent requests should not see more than once."""
     if scope:
         return scope[:TEXT_MOST]
     from ..common.scopes import local_scope
 
-    return local_scope(_home())
+    home = _home()
+    with _lock:
+        key = str(home.expanduser().resolve())
+        if key not in _owners:
+            _owners[key] = local_scope(home)
+        return _owners[key]
 
 
 def _no_prompt() -> JSONResponse:

@@ -154,6 +154,36 @@ def test_web_server_mounts_our_router_read_only(home, monkeypatch):
     assert all(route.methods == {"GET"} for route in router.routes), "no change routes in the tab"
 
 
+def test_a_profile_gets_its_own_store_and_scope(tmp_path, monkeypatch):
+    """Hermes resolves the active profile's home per request; the tab opens that home's store and
+    shows its owner's scope (local:<profile>, as the provider gives the profile's CLI user)."""
+    from fastapi.testclient import TestClient
+
+    profile = tmp_path / "root" / "profiles" / "work"
+    profile.mkdir(parents=True)
+    install(profile)
+    service = MemoryService(Settings.load(profile, embedder="none"), scheduler=False)
+    try:
+        service.remember("local:work", "the work profile's own note", source="cli:test")
+    finally:
+        service.close()
+    monkeypatch.setenv("HERMES_HOME", str(profile))
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
+    from hermes_cli import web_server
+    from hermes_cmms.hermes_plugin.dashboard_api import close_all
+
+    web_server._get_dashboard_plugins(force_rescan=True)
+    web_server._mount_plugin_api_routes()
+    try:
+        with TestClient(web_server.app) as app:
+            token = {"X-Hermes-Session-Token": web_server._SESSION_TOKEN}
+            assert app.get("/api/plugins/cmms/scopes", headers=token).json()["default"] == "local:work"
+            items = app.get("/api/plugins/cmms/memories", headers=token).json()["items"]
+            assert [m["content"] for m in items] == ["the work profile's own note"]
+    finally:
+        close_all()
+
+
 def test_plugin_api_imports_cheaply(home):
     """Hermes imports plugin_api.py by its path; that loads FastAPI and our router, not the engine."""
     code = ("import importlib.util, sys\n"
