@@ -13,6 +13,7 @@ from hermes_cmms.common.errors import InvalidInput, UnknownEntity
 from hermes_cmms.store import graph_rows
 from hermes_cmms.store.store import NewMemory
 
+from conftest import exported_home
 from db import sql
 
 SCOPE = "test:graph"
@@ -250,16 +251,39 @@ def _relation_rows(service):
         counts.extend(len(conn.exec_driver_sql(statement, parameters).fetchall()) for statement, parameters in seen)
 
 
-@pytest.fixture
-def hub(keyword_service) -> dict[str, str]:
+def _hub_facts(service) -> dict[str, str]:
     """5,000 facts about the user, Ana who knows the user, and a thing of theirs in Lisbon;
     entity ids by key."""
-    _bulk_facts(keyword_service, SCOPE, [("user", f"keeps item {n} in", f"box {n}") for n in range(5000)])
-    _bulk_facts(keyword_service, SCOPE, [("Ana", "knows", "user"), ("Box 7", "is in", "Lisbon")])
-    return _ids(keyword_service)
+    _bulk_facts(service, SCOPE, [("user", f"keeps item {n} in", f"box {n}") for n in range(5000)])
+    _bulk_facts(service, SCOPE, [("Ana", "knows", "user"), ("Box 7", "is in", "Lisbon")])
+    return _ids(service)
 
 
-def test_a_first_person_query_on_a_hub_reads_only_the_neighbours_it_shows(keyword_service, hub):
+@pytest.fixture
+def hub(keyword_service) -> dict[str, str]:
+    return _hub_facts(keyword_service)
+
+
+@pytest.fixture(scope="module")
+def read_hub(tmp_path_factory):
+    """The hub in a store of its own, made once for the tests that only read it (a search and
+    paths write nothing: the rows they read are counted, not changed)."""
+    from hermes_cmms import MemoryService, Settings
+
+    home = tmp_path_factory.mktemp("hub") / "hermes_home"
+    home.mkdir()
+    with pytest.MonkeyPatch.context() as env, exported_home(home, env):
+        service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+        try:
+            _hub_facts(service)
+            yield service
+        finally:
+            service.close()
+
+
+@pytest.mark.store
+def test_a_first_person_query_on_a_hub_reads_only_the_neighbours_it_shows(read_hub):
+    keyword_service = read_hub
     with _relation_rows(keyword_service) as rows:
         [user] = graph.search(keyword_service.engine, SCOPE, query="Where do I keep things?", limit=20)["entities"]
     assert user["name"] == "user" and user["degree"] == 5001
@@ -268,7 +292,9 @@ def test_a_first_person_query_on_a_hub_reads_only_the_neighbours_it_shows(keywor
     assert sum(rows) <= 20 + 2, rows  # the neighbours shown and one degree count per direction
 
 
-def test_paths_through_a_hub_read_only_the_relations_that_can_be_on_them(keyword_service, hub):
+@pytest.mark.store
+def test_paths_through_a_hub_read_only_the_relations_that_can_be_on_them(read_hub):
+    keyword_service = read_hub
     route = [("Ana", "knows", "user", True), ("user", "keeps item 7 in", "box 7", True),
              ("box 7", "is in", "Lisbon", True)]
     for source, target, want in (("ana", "lisbon", route),
