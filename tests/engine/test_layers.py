@@ -87,10 +87,14 @@ def test_a_wheel_ships_every_folder():
     assert folders <= listed, folders - listed
 
 
-def test_the_paths_people_use_keep_their_faces():
+@pytest.mark.one_backend
+def test_the_paths_people_use_keep_their_faces(tmp_path):
     """The installed Hermes shims, the gateway hook, the console script and extractor plugins
     import these paths: each is the moved module itself (so a patch through either name holds)."""
     import importlib
+    import os
+    (tmp_path / "config.yaml").write_text("memory:\n  provider: cmms\n")  # a Hermes home: the dev server opens its store on import
+    env = {**os.environ, "HERMES_HOME": str(tmp_path)}
     code = (
         "import importlib, hermes_cmms.provider as p, hermes_cmms.hermes.provider as q; assert p is q\n"
         "import hermes_cmms.extract._facts as a, hermes_cmms.knowledge.extract._facts as b; assert a is b\n"
@@ -98,9 +102,9 @@ def test_the_paths_people_use_keep_their_faces():
         "from hermes_cmms.cli import main; from hermes_cmms.hooks.specs import hookimpl; import hermes_cmms.mcp_bridge.dev_server\n"
         "from hermes_cmms import MemoryService, Settings, NewMemory, hookimpl as h; assert h is hookimpl\n"
         "from hermes_cmms.provider import CmmsMemoryProvider, on_gateway_event, on_session_finalize\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd="/", env=env)
     assert done.returncode == 0, done.stderr
     cli = subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "--help"], capture_output=True, text=True,
-                         timeout=120, cwd="/")
+                         timeout=120, cwd="/", env=env)
     assert cli.returncode == 0 and "install-hermes-plugin" in cli.stdout
     assert importlib.import_module("hermes_cmms.cli").main.__module__.startswith("hermes_cmms.cli.")
