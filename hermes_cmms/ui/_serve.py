@@ -1,9 +1,15 @@
 """`hermes-cmms ui`: start the dashboard on a loopback port and say (and open) its address."""
 from __future__ import annotations
 
+import html
+import os
+import signal
 import socket
 import sys
+import tempfile
+import threading
 import webbrowser
+from pathlib import Path
 from typing import Optional
 
 from ._guard import LOOPBACK, Door
@@ -26,11 +32,37 @@ def serve(service, *, host: Optional[str] = None, port: int = 0, scope: Optional
               "guards it, over plain HTTP)", file=sys.stderr)
     print(f"hermes-cmms dashboard ({'changes allowed' if allow_changes else 'read-only'}"
           f"{', scope ' + scope if scope else ''}): {door.url()}", flush=True)
-    if open_browser:
-        webbrowser.open(door.url())
+    opener = _opener(door.url()) if open_browser else None
+    if opener:
+        webbrowser.open(opener.as_uri())
     config = uvicorn.Config(make_app(service, door), log_level="warning", proxy_headers=False,
                             server_header=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    _exit_on_sigterm()
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if opener:
+            opener.unlink(missing_ok=True)
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the process through its `finally` blocks (the opener removed, the store closed):
+    uvicorn stops on it, then raises it again with the handler found before it started."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+
+
+def _opener(url: str) -> Path:
+    """A page only this user can read that sends the browser on to `url`: the browser is started
+    with the page's name, so the token stays out of its command line, which every local user can
+    read (ps, /proc/PID/cmdline). Removed when the dashboard stops."""
+    handle, name = tempfile.mkstemp(prefix="hermes-cmms-ui-", suffix=".html")  # mode 0600
+    shown = html.escape(url, quote=True)
+    with os.fdopen(handle, "w", encoding="utf-8") as page:
+        page.write(f'<!doctype html>\n<meta charset="utf-8">\n<meta name="referrer" content="no-referrer">\n'
+                   f'<meta http-equiv="refresh" content="0;url={shown}">\n<title>hermes-cmms dashboard</title>\n'
+                   f'<p><a href="{shown}">Open the hermes-cmms dashboard</a></p>\n')
+    return Path(name)
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -56,7 +56,8 @@ def number(text: Optional[str], name: str, default: int, most: int = 10**9) -> i
     """A whole number from the query, or a one-sentence error."""
     if text in (None, ""):
         return default
-    if not text.isdigit() or int(text) > most:
+    digits = text.lstrip("0") or "0"  # ASCII digits only: `²` is a digit to isdigit, not to int
+    if not (text.isascii() and text.isdigit()) or len(digits) > len(str(most)) or int(digits) > most:
         raise InvalidInput(f"{name} must be a whole number from 0 to {most:,}, not {text[:40]!r}.")
     return int(text)
 

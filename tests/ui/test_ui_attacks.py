@@ -1,0 +1,84 @@
+"""The dashboard attacked: what a hostile page, a hostile memory, a crafted address or a local
+user could try against a real `hermes-cmms ui` (uvicorn on 127.0.0.1, a real SQLite store,
+httpx as the browser; the process itself where the process is the point). Each test is an attack
+that once worked, and holds the fix."""
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dashboard import running, signed_in
+from hermes_cmms import MemoryService, Settings
+
+pytestmark = pytest.mark.one_backend
+
+SCOPE = "local:default"
+
+
+@pytest.fixture
+def service(kw_home):
+    svc = MemoryService(Settings.load(kw_home), scheduler=False)
+    svc.remember(SCOPE, "I drink my coffee black every morning")
+    yield svc
+    svc.close()
+
+
+def test_a_number_in_other_digits_or_too_long_is_one_sentence(service):
+    """`²` is a digit to str.isdigit but not to int(), and int() refuses 4,301 digits: both were a
+    500 (a traceback in the log, the connection reset) instead of the page's one sentence."""
+    with running(service) as door:
+        client = signed_in(door)
+        for path in ("/memories?offset=%C2%B2", "/inspect?prompt=coffee&budget=%C2%B2",
+                     "/sessions?offset=" + "9" * 5000, "/audit?offset=%D9%A3"):
+            answer = client.get(path)
+            assert answer.status_code == 400, (path[:60], answer.text[-300:])
+            assert re.search(r'<p class="error">(offset|budget) must be a whole number from 0 to [\d,]+, not '
+                             r"[^<]{1,60}\.</p>", answer.text), path[:60]
+
+
+# -- the token never reaches another local user ----------------------------------------------------
+
+BROWSER = """#!/bin/sh
+# a browser that only writes down what it was asked to open (its argv is what `ps` shows)
+printf '%s\\n' "$@" > "$0.args"
+"""
+
+
+@pytest.mark.slow
+def test_the_browser_is_opened_without_the_token_in_any_command_line(service, kw_home, tmp_path):
+    """webbrowser.open(url) runs the browser with the token in its argv, which every local user
+    reads in /proc/PID/cmdline (ps): the browser is given a file only the user can read, which
+    sends it on to the token's address, and which is gone when the dashboard stops."""
+    browser = tmp_path / "browser"
+    browser.write_text(BROWSER)
+    browser.chmod(0o700)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_cmms.cli", "ui", "--hermes-home", str(kw_home)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "BROWSER": str(browser), "DISPLAY": ""})
+    try:
+        url = re.search(r"(http://\S+)", proc.stdout.readline()).group(1)
+        token = url.split("token=")[1]
+        args = Path(f"{browser}.args")
+        deadline = time.monotonic() + 30
+        while not args.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        opened = args.read_text().split()
+        assert len(opened) == 1 and token not in opened[0] and opened[0].startswith("file://"), opened
+        page = Path(opened[0][len("file://"):])
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and page.stat().st_uid == os.getuid()
+        html = page.read_text()
+        assert f'content="0;url={url.replace("&", "&amp;")}"' in html and '<meta name="referrer" content="no-referrer">' in html
+        with httpx.Client(follow_redirects=True) as client:
+            assert client.get(url).status_code == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+    assert not page.exists()
