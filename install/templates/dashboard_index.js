@@ -9,12 +9,14 @@
   if (!SDK || !window.__HERMES_PLUGINS__) return;
   var React = SDK.React;
   var API = "/api/plugins/cmms";
-  var INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+  // as the dashboard's pages: format (bidi, zero-width, tag letters), controls but newline and tab,
+  // lone surrogates, private use and unassigned code points, each one a marker
+  var INVISIBLE = /(?![\n\t])[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}]/gu;
 
   function visible(value) {
     var text = value === null || value === undefined ? "" : String(value);
     return text.replace(INVISIBLE, function (c) {
-      return "\u27e6U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7";
+      return "\u27e6U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27e7";
     });
   }
 
