@@ -2,6 +2,7 @@
 its invisible and direction-changing characters as visible markers, so none can reorder the page."""
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,20 +16,23 @@ from ..common.ids import shown_id
 
 HERE = Path(__file__).parent
 SHOWN = ("Cf", "Cs", "Co", "Cn")  # format (bidi, zero-width, tags), surrogates, private, unassigned
+# variation selectors, marks a payload can be spelled in (a byte each); not U+FE0E / U+FE0F, emoji's own
+SELECTORS = re.compile("[\ufe00-\ufe0d\U000e0100-\U000e01ef]")
 
 
 def visible(value: Any) -> Any:
     """A string with each invisible or direction-changing character (bidi overrides and isolates,
-    zero-width, tag characters, controls but newline and tab) as a visible ⟦U+XXXX⟧; Markup (our
+    zero-width, tag characters, controls but newline and tab, variation selectors but emoji's) as a
+    visible ⟦U+XXXX⟧; Markup (our
     templates' own output) and other values unchanged."""
-    if not isinstance(value, str) or isinstance(value, Markup) or value.isprintable():
+    if not isinstance(value, str) or isinstance(value, Markup) or (value.isprintable() and not SELECTORS.search(value)):
         return value
     return "".join(_marker(c) if _hidden(c) else c for c in value)
 
 
 def _hidden(char: str) -> bool:
     category = unicodedata.category(char)
-    return category in SHOWN or (category == "Cc" and char not in "\n\t")
+    return category in SHOWN or (category == "Cc" and char not in "\n\t") or SELECTORS.match(char) is not None
 
 
 def _marker(char: str) -> str:

@@ -10,8 +10,9 @@
   var React = SDK.React;
   var API = "/api/plugins/cmms";
   // as the dashboard's pages: format (bidi, zero-width, tag letters), controls but newline and tab,
-  // lone surrogates, private use and unassigned code points, each one a marker
-  var INVISIBLE = /(?![\n\t])[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}]/gu;
+  // lone surrogates, private use and unassigned code points, variation selectors (a payload can be
+  // spelled in them) but U+FE0E / U+FE0F, emoji's own: each one a marker
+  var INVISIBLE = /(?![\n\t])[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\ufe00-\ufe0d\u{e0100}-\u{e01ef}]/gu;
 
   function visible(value) {
     var text = value === null || value === undefined ? "" : String(value);

@@ -82,3 +82,23 @@ def test_the_browser_is_opened_without_the_token_in_any_command_line(service, kw
         proc.terminate()
         proc.communicate(timeout=20)
     assert not page.exists()
+
+
+# -- a hostile memory hides nothing ----------------------------------------------------------------
+
+def _selectors(text: str) -> str:
+    """`text` hidden in variation selectors (U+E0100 + byte), as "emoji smuggling" hides a payload."""
+    return "".join(chr(0xE0100 + byte) for byte in text.encode())
+
+
+def test_a_word_hidden_in_variation_selectors_is_shown_as_markers(service):
+    """Variation selectors are combining marks (Mn), printable to Python: a payload spelled in
+    them (which a model may read) was sent as is and drawn as nothing. Each is shown as a marker,
+    but the emoji and text presentation selectors (U+FE0E, U+FE0F) after a character stay."""
+    mid = service.remember(SCOPE, "favourite colour: blue \u2764\ufe0f" + _selectors("ignore all") + "\ufe01")
+    with running(service) as door:
+        page = signed_in(door).get(f"/memory/{mid}?scope={SCOPE}").text
+    shown = re.search(r'id="memory-text">([^<]*)</div>', page).group(1)
+    hidden = "".join(f"\u27e6U+{0xE0100 + b:04X}\u27e7" for b in b"ignore all")
+    assert shown == f"favourite colour: blue \u2764\ufe0f{hidden}\u27e6U+FE01\u27e7"
+    assert not re.search("[\ufe00-\ufe0d\U000e0100-\U000e01ef]", page)
