@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from ._peer import same_user
+
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
@@ -79,6 +81,8 @@ def refused(request: Request, door: Door) -> Optional[Response]:
     host = request.headers.get("host", "")
     if host not in door.hosts:
         return _no(403, f"This dashboard answers at {sorted(door.hosts)[0]} only, not at Host {host[:80]!r}.")
+    if not same_user(request.scope.get("client"), request.scope.get("server")):
+        return _no(403, "This dashboard answers the user who started it, not another user of this machine.")
     given = request.query_params.get("token")
     if given is not None:
         return _trade(request, door) if _same(given, door.token) else _no(401, "That token is not this start's.")

@@ -102,3 +102,42 @@ def test_a_word_hidden_in_variation_selectors_is_shown_as_markers(service):
     hidden = "".join(f"\u27e6U+{0xE0100 + b:04X}\u27e7" for b in b"ignore all")
     assert shown == f"favourite colour: blue \u2764\ufe0f{hidden}\u27e6U+FE01\u27e7"
     assert not re.search("[\ufe00-\ufe0d\U000e0100-\U000e01ef]", page)
+
+
+# -- another user of this machine --------------------------------------------------------------------
+
+OTHER_USER = """
+import sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"Cookie": sys.argv[2]})
+try:
+    answer = urllib.request.urlopen(request, timeout=30)
+    print(answer.status, answer.read().decode()[:2000])
+except urllib.error.HTTPError as refused:
+    print(refused.code, refused.read().decode())
+"""
+
+
+def _as_nobody(url: str, cookie: str = "") -> tuple[int, str]:
+    """`url` fetched by user nobody (uid 65534), in a process of its own."""
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                           OTHER_USER, url, cookie], capture_output=True, text=True, timeout=60, cwd="/")
+    status, _, body = done.stdout.partition(" ")
+    return int(status), body
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/proc/net/tcp").exists(),
+                    reason="needs root (to become another user) and Linux's /proc/net/tcp")
+def test_another_local_user_with_the_token_or_the_cookie_is_refused(service):
+    """Cookies ignore ports: any server of another user on 127.0.0.1 that the browser visits is
+    sent the dashboard's cookie, and a token can leak (a shared terminal log, a screenshot). The
+    kernel says which user owns the other end of a loopback connection: only ours is answered."""
+    with running(service) as door:
+        own = signed_in(door)
+        assert "coffee" in own.get("/memories").text
+        cookie = f"{door.cookie}={own.cookies[door.cookie]}"
+        for url, sent in ((f"http://127.0.0.1:{door.port}/memories", cookie),
+                          (f"http://127.0.0.1:{door.port}/?token={door.token}", ""),
+                          (f"http://localhost:{door.port}/memories", cookie)):
+            status, body = _as_nobody(url, sent)
+            assert status == 403 and "coffee" not in body and "another user" in body, (url, status, body[:200])
+        assert "coffee" in own.get("/memories").text
