@@ -22,7 +22,7 @@ def tags_of(tags) -> tuple[str, ...]:
     if tags is None:
         return ()
     if isinstance(tags, str) or not isinstance(tags, (list, tuple)) \
-            or not all(isinstance(t, str) and t.strip() for t in tags):
+            or not all(isinstance(t, str) and clean(t).strip() for t in tags):  # `\x00` cleans to nothing
         raise InvalidInput("Tags must be a list of non-empty strings.")
     if len(tags) > MAX_TAGS:
         raise InvalidInput(f"At most {MAX_TAGS} tags, not {len(tags)}.")

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from dashboard import running, signed_in
+from dashboard import post, running, signed_in
 from hermes_cmms import MemoryService, Settings
 
 pytestmark = pytest.mark.one_backend
@@ -141,3 +141,14 @@ def test_another_local_user_with_the_token_or_the_cookie_is_refused(service):
             status, body = _as_nobody(url, sent)
             assert status == 403 and "coffee" not in body and "another user" in body, (url, status, body[:200])
         assert "coffee" in own.get("/memories").text
+
+
+def test_a_tag_of_only_invisible_characters_is_refused_not_stored_empty(service):
+    """`+\\x00` passed the tag check (a non-empty string) and was stored as the empty tag once cleaned."""
+    mid = service.remember(SCOPE, "My cat is called Biscuit", tags=["pets"])
+    with running(service, allow_changes=True) as door:
+        client = signed_in(door)
+        answer = post(client, door, f"/memory/{mid}/tag", {"scope": SCOPE, "tags": "+\x00 +ok"}, **{"hx-request": "true"})
+        assert answer.status_code == 400
+        assert answer.text == '<p class="error">Tags must be a list of non-empty strings.</p>', answer.text
+    assert service.memory_page(SCOPE, mid)["memory"]["tags"] == ["pets"]
