@@ -80,8 +80,8 @@ def test_the_browser_is_opened_without_the_token_in_any_command_line(service, kw
             assert client.get(url).status_code == 200
     finally:
         proc.terminate()
-        proc.communicate(timeout=20)
-    assert not page.exists()
+        _, err = proc.communicate(timeout=20)
+    assert not page.exists() and token not in err  # nor in the log
 
 
 # -- a hostile memory hides nothing ----------------------------------------------------------------
@@ -152,3 +152,30 @@ def test_a_tag_of_only_invisible_characters_is_refused_not_stored_empty(service)
         assert answer.status_code == 400
         assert answer.text == '<p class="error">Tags must be a list of non-empty strings.</p>', answer.text
     assert service.memory_page(SCOPE, mid)["memory"]["tags"] == ["pets"]
+
+
+# -- a page on another site ------------------------------------------------------------------------
+
+def _rows(home: Path) -> dict:
+    """Every row of every table of the store (the keyword index's shadow tables but)."""
+    import sqlite3
+
+    with sqlite3.connect(home / "cmms" / "cmms.db") as db:
+        tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'") if "fts" not in t]
+        return {t: db.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables}
+
+
+def test_no_read_route_changes_anything(service, kw_home):
+    """A page on another port of 127.0.0.1 is the same site (SameSite=Strict lets the cookie go
+    with its <img src>): every GET, the inspector and the forget preview among them, must change
+    nothing in the store, not a recall event, not an access count."""
+    mid = service.remember(SCOPE, "My cat is called Biscuit", tags=["pets"])
+    before = _rows(kw_home)
+    with running(service, allow_changes=True) as door:
+        client = signed_in(door)
+        for path in ("/", f"/?scope={SCOPE}", "/memories?query=cat", "/memories?query=cat&mode=meaning",
+                     f"/memory/{mid}", "/inspect?prompt=what is my cat called", f"/inspect?prompt=cat&why_not={mid}",
+                     "/sessions", "/beliefs", "/graph?q=cat", "/audit", f"/forget?id={mid}"):
+            assert client.get(path).status_code == 200, path
+            assert client.head(path).status_code == 200, path
+    assert _rows(kw_home) == before
