@@ -179,3 +179,20 @@ def test_no_read_route_changes_anything(service, kw_home):
             assert client.get(path).status_code == 200, path
             assert client.head(path).status_code == 200, path
     assert _rows(kw_home) == before
+
+
+# -- a huge memory -----------------------------------------------------------------------------------
+
+def test_a_huge_memory_is_shown_whole_on_its_page_only(service):
+    """A chat user's 200,000-character memory made the overview (its latest writes) and every
+    page that lists it as a value (a chain, a preview) carry all of it: megabytes a page."""
+    huge = "start " + "blah " * 40_000 + "end"
+    mid = service.remember(SCOPE, huge)
+    newer = service.correct(SCOPE, mid, "short now", actor="test")
+    with running(service) as door:
+        client = signed_in(door)
+        for path in ("/", f"/?scope={SCOPE}", f"/memory/{newer}?scope={SCOPE}", f"/forget?id={mid}"):
+            page = client.get(path).text
+            assert "start blah" in page and len(page) < 40_000, (path, len(page))
+        whole = client.get(f"/memory/{mid}?scope={SCOPE}").text
+        assert re.search(r'id="memory-text">start (blah ){40000}end</div>', whole)
