@@ -1,6 +1,7 @@
 """The dashboard (`hermes-cmms ui`) measured and photographed.
 
     python benchmarks/dashboard.py --memories 100000          # each page's time at that size
+    python benchmarks/dashboard.py --home /tmp/h100k          # the same, the store kept there (and reused)
     python benchmarks/dashboard.py --screenshots docs/dashboard   # a PNG of every page
 
 Timing: a keyword-only store (CMMS_EMBEDDER=none) in a temporary Hermes home is filled with
@@ -13,6 +14,7 @@ prompt. Screenshots: a small demo store, the same server, Debian's headless chro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -34,6 +36,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=5, help="Fetches of each page (the median is reported).")
     parser.add_argument("--screenshots", metavar="DIR", help="Photograph every page into DIR instead.")
     parser.add_argument("--json", metavar="OUT", help="Also write the figures to this file.")
+    parser.add_argument("--home", metavar="DIR", help="Keep the timed store in this Hermes home, and reuse it "
+                        "when it is there already (filled by an earlier run) instead of filling it again.")
     return parser.parse_args(argv)
 
 
@@ -128,12 +132,15 @@ def measure(args) -> dict:
 
     from hermes_cmms import MemoryService, Settings
 
-    with tempfile.TemporaryDirectory() as home:
+    with (contextlib.nullcontext(args.home) if args.home else tempfile.TemporaryDirectory()) as home:
+        Path(home).mkdir(parents=True, exist_ok=True)
         (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
         service = MemoryService(Settings.load(home, embedder="none"), scheduler=False, start_indexer=False)
-        fill_s = fill(service, args.memories)
-        print(f"filled {args.memories:,} memories in {fill_s:.0f} s", file=sys.stderr, flush=True)
-        service.learn(SCOPE, "Alice works at Acme. Bob works at Acme. Alice lives in Lisbon.")
+        fill_s = 0.0
+        if service.status()["memories"] == 0:
+            fill_s = fill(service, args.memories)
+            print(f"filled {args.memories:,} memories in {fill_s:.0f} s", file=sys.stderr, flush=True)
+            service.learn(SCOPE, "Alice works at Acme. Bob works at Acme. Alice lives in Lisbon.")
         door, server = start(service)
         client = httpx.Client(base_url=f"http://127.0.0.1:{door.port}", timeout=30)
         client.get(f"/?token={door.token}")

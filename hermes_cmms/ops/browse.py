@@ -3,6 +3,8 @@ memories (by keyword or by meaning), and an overview of the store (counts, index
 the latest writes and recalls). Every filter applies in SQL (store/_browse.py)."""
 from __future__ import annotations
 
+import time
+import weakref
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -24,6 +26,7 @@ SORTS = ("newest", "oldest", "confidence", "relevance")
 MAX_PAGE, MAX_OFFSET = 200, 10**9
 MEANING_CANDIDATES = 500  # nearest memories a search by meaning filters (in SQL) and pages through
 LATEST = 10  # writes (and recalls) an overview shows
+HEALTH_SECONDS = 5.0  # an overview's health lines are reused this long
 NO_VECTORS = "Search by meaning is unavailable (no embedding model or vector index is loaded): these are keyword matches."
 
 
@@ -87,17 +90,30 @@ def latest_writes(engine: "Engine", scope: Optional[str], limit: int = LATEST) -
 
 def overview(engine: "Engine", scope: Optional[str] = None, recalls: Sequence[dict] = ()) -> dict:
     """The store at a glance (or one scope of it): the scopes with their counts and index lag
-    (vector work queued), health (what `doctor` checks, for this running engine), the latest
-    writes and the latest recalls (`recalls`, given by the caller)."""
-    from .doctor import engine_checks
-
+    (vector work queued), health (what `doctor` checks, for this running engine, checked again
+    after HEALTH_SECONDS), the latest writes and the latest recalls (`recalls`, given by the caller)."""
     scope = scope_of(scope) if scope is not None else None
     lag = engine.store.outbox_by_scope()
     found = [{**entry, "vectors_pending": lag.get(entry["scope"], 0)} for entry in scopes(engine, scope)]
-    health = [{"level": level, "name": name, "detail": detail}
-              for level, name, detail in engine_checks(engine.settings, _embedder_check(engine), engine.store)]
-    return {"scopes": found, "index_lag": sum(e["vectors_pending"] for e in found), "health": health,
+    return {"scopes": found, "index_lag": sum(e["vectors_pending"] for e in found), "health": _health(engine),
             "latest_writes": latest_writes(engine, scope), "latest_recalls": list(recalls)[:LATEST]}
+
+
+_last_health: tuple = (None, 0.0, [])  # (the engine, as a weak reference; when; its health lines)
+
+
+def _health(engine: "Engine") -> list[dict]:
+    """What `doctor` checks, for this running engine: the same lines for HEALTH_SECONDS (they
+    cost ~25 ms, mostly reading package metadata, and a dashboard's overview is reloaded often)."""
+    global _last_health
+    from .doctor import engine_checks
+
+    ref, at, lines = _last_health
+    if ref is None or ref() is not engine or time.monotonic() - at > HEALTH_SECONDS:
+        lines = [{"level": level, "name": name, "detail": detail}
+                 for level, name, detail in engine_checks(engine.settings, _embedder_check(engine), engine.store)]
+        _last_health = (weakref.ref(engine), time.monotonic(), lines)
+    return [dict(line) for line in lines]
 
 
 def _embedder_check(engine: "Engine") -> tuple[str, str, str]:

@@ -242,6 +242,15 @@ def _0013_memory_pinned(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE memories ADD COLUMN corrected_at DOUBLE PRECISION"))
 
 
+def _0014_browse_tally(conn: Connection) -> None:
+    """A scope's counts in one pass of one index: by tier, kind and state (as
+    ix_memories_scope_counts, which it replaces) and which are superseded or expired, so a
+    browse's total (active memories, by tier, kind or date) is counted from the index alone."""
+    conn.execute(text("DROP INDEX ix_memories_scope_counts"))
+    conn.execute(text("CREATE INDEX ix_memories_scope_tally ON memories "
+                      "(scope, tier, kind, state, created_at, superseded_by, expires_at)"))
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -254,7 +263,8 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0010_belief_sources", _0010_belief_sources),
                                     ("0011_browse_indexes", _0011_browse_indexes),
                                     ("0012_recall_events", recall_events.migrate),
-                                    ("0013_memory_pinned", _0013_memory_pinned)]
+                                    ("0013_memory_pinned", _0013_memory_pinned),
+                                    ("0014_browse_tally", _0014_browse_tally)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

@@ -152,3 +152,40 @@ def test_overview_has_counts_lag_health_and_the_latest_writes(keyword_service):
     (recall,) = svc.overview(S)["latest_recalls"]
     assert recall["scope"] == S and [r["memory_id"] for r in recall["recalled"]] == [first]
     assert [w["content"] for w in svc.overview(S)["latest_writes"]] == ["First."]
+
+
+def test_a_common_words_page_is_the_same_whichever_way_it_is_read(keyword_service, monkeypatch):
+    """Many matches walk the sort's index and score the page's rows only; few are joined and
+    scored all: the same items, scores and totals either way, for every sort, filter and page."""
+    from hermes_cmms.store import _browse
+
+    svc = keyword_service
+    for i in range(40):
+        svc.remember(S, f"The boat {i} sails {'far ' * (i % 4)}at dawn.", tags=["sea"] if i % 3 == 0 else [],
+                     confidence=0.5 + (i % 5) / 10, judge=False)
+    svc.remember_fact(S, "the boat", "is moored in", "Porto")
+    svc.remember_fact(S, "the boat", "is moored in", "Lisbon")  # supersedes the one in Porto
+    svc.remember(OTHER, "Another scope's boat sails at dawn.")
+    asked = [dict(query=q, sort=sort, tags=tags, state=state, offset=offset, limit=7)
+             for q in ("boat", "boat far", "dawn sails") for sort in ("newest", "oldest", "confidence", "relevance")
+             for tags in ([], ["sea"]) for state in ("active", "all") for offset in (0, 5, 30)]
+    joined = [svc.browse(S, **a) for a in asked]
+    monkeypatch.setattr(_browse, "COMMON_MATCHES", 0)  # every query is "common" now
+    walked = [svc.browse(S, **a) for a in asked]
+    assert walked == joined
+    assert any(page["total"] > 7 and len(page["items"]) == 7 for page in joined)
+    assert all(isinstance(item["score"], float) for page in walked for item in page["items"])  # each scored
+
+
+def test_the_overviews_health_is_reused_for_a_few_seconds_only(keyword_service, monkeypatch):
+    from hermes_cmms.ops import browse
+
+    svc = keyword_service
+    config = svc.settings.home / "config.yaml"
+    config.write_text("memory:\n  provider: cmms\n")
+    level = lambda: {h["name"]: h["level"] for h in svc.overview()["health"]}["config"]  # noqa: E731
+    assert level() == "ok"
+    config.write_text("memory:\n  provider: holographic\n")
+    assert level() == "ok"  # the same lines, within HEALTH_SECONDS
+    monkeypatch.setattr(browse, "HEALTH_SECONDS", 0.0)
+    assert level() == "FAIL"
