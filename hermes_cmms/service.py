@@ -607,6 +607,19 @@ class MemoryService:
 
         return import_records(self.engine, records, **kwargs)
 
+    def import_foreign(self, path, **kwargs) -> dict:
+        """Import another tool's file, or only say what it would add (see
+        ops.formats.run.import_foreign)."""
+        from .ops.formats.run import import_foreign
+
+        return import_foreign(self.engine, path, **kwargs)
+
+    def import_formats(self) -> list[str]:
+        """The names of the formats `import_foreign` reads."""
+        from .ops.formats import READERS
+
+        return sorted(READERS)
+
     def __exit__(self, *exc) -> None:
         self.close()
 

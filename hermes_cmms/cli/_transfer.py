@@ -106,9 +106,12 @@ def cmd_import(args) -> int:
     try:
         kwargs = {"scope": args.scope, "progress": progress, "actor": "cli:import"}
         if args.file == "-":
+            if args.source not in (None, "cmms") or args.dry_run:
+                raise InvalidInput("Only a hermes-cmms export is read from standard input, and not for a dry run; "
+                                   "name the file.")
             summary = service.import_records(sys.stdin.buffer, **kwargs)
         else:
-            summary = service.import_file(args.file, **kwargs)
+            summary = service.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)
         if args.wait:
             summary["indexed"] = service.drain(3600.0)
     finally:
@@ -128,10 +131,19 @@ def register(add: Callable) -> None:
                    help="The scope to export (default: local:default, the Hermes CLI user's).")
     p.add_argument("--output", "-o", help="Write to this file (default: standard output).")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
-    p = add("import", cmd_import, "Import a file written by `hermes-cmms export`; what is already "
-                                  "stored is skipped, so importing twice adds nothing.")
-    p.add_argument("file", help="The export file, or '-' to read standard input.")
-    p.add_argument("--scope", help="Import into this scope instead of the one the file was exported from.")
+    p = add("import", cmd_import, "Import a file written by `hermes-cmms export` or by another memory or chat "
+                                  "tool (see --from); what is already stored is skipped, so importing twice "
+                                  "adds nothing.")
+    p.add_argument("file", help="The file (or folder, for formats that are one), or '-' to read a hermes-cmms "
+                                "export from standard input.")
+    p.add_argument("--from", dest="source", metavar="FORMAT",
+                   help="The file's format (default: recognised from the file): cmms, hermes-state, hermes-memory, "
+                        "hermes-holographic, chatgpt, ... (an unknown name's error lists them all).")
+    p.add_argument("--dry-run", action="store_true",
+                   help="Only say what would be added (sessions, memories, facts, scopes, dates, what is skipped "
+                        "and why, what is already stored); write nothing.")
+    p.add_argument("--scope", help="Import into this scope instead of the file's (an export's scope; the Hermes "
+                                   "user's for other formats; the local user's, local:<profile>, by default).")
     p.add_argument("--wait", action="store_true",
                    help="Load the embedding model and wait until the new memories are in the vector index.")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")

@@ -1,0 +1,189 @@
+"""Foreign formats: a reader per format turns another tool's file into the records of a
+hermes-cmms export (ops/_transfer_records.py), and `run.import_foreign` writes them with the
+export's import (ops/transfer.py): checked, redacted, idempotent by id, in batches.
+
+A reader is a module of this package (every module whose name does not start with `_`, but
+`run`) with:
+
+* `NAME: str`, the format's name (`hermes-cmms import --from NAME`);
+* `sniff(path: Path) -> bool`, cheap: a few KiB read at most, never the whole file;
+* `records(path: Path, *, scope: str) -> Iterator[dict | Skipped]`, streamed: for each
+  conversation first its session record, then its memory records (and a fact record after the
+  memory that states it). A record is an export record: `"type"` says which
+  ("session", "memory", "fact"; the memory's own `kind` column is "message", "note" or
+  "observation"). Build them with `session()`, `memory()` and `fact()` below, which fill in
+  the ids (`stable_id`), the source (`import:NAME`) and the receipts. A record may carry a
+  `"scope"` (a Hermes user's scope); without one it goes to `scope`. A memory whose
+  `created_at` is None is dated by its session, a session whose `started_at` is None by the
+  file's modification time (the dry run counts both). What the reader leaves out on purpose it
+  yields as `Skipped(reason, where)`; a file it cannot read as its format raises InvalidInput
+  with one sentence naming the position (line, byte offset, conversation index).
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any, Iterator, Optional
+
+from ...common.errors import InvalidInput
+
+__all__ = ["READERS", "Skipped", "detect", "fact", "memory", "session", "stable_id", "streamed_json_array",
+           "timestamp"]
+
+_NAMESPACE = uuid.UUID("5b0c3c2e-6d1f-5f0e-9a57-0c6d2f6a1e29")  # hermes-cmms imports; never change it
+_NOT_READERS = frozenset({"run"})
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something of the file a reader leaves out on purpose (a system message, a tool call, an
+    empty message): the pipeline counts it by `reason`; `where` names it in the file."""
+
+    reason: str
+    where: str
+
+
+def _readers() -> dict[str, ModuleType]:
+    found = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
+        if info.name.startswith("_") or info.name in _NOT_READERS:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if all(hasattr(module, name) for name in ("NAME", "sniff", "records")):  # (not a helper module)
+            found[module.NAME] = module
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    if name == "READERS":  # loaded on first use: the readers import this module's helpers
+        return _readers()
+    raise AttributeError(name)
+
+
+def detect(path: Path) -> str:
+    """The name of the format whose reader recognises `path`. A file no reader recognises but
+    named *.jsonl is taken for a hermes-cmms export, whose import names its bad line."""
+    readers = _readers()
+    for name, reader in sorted(readers.items(), key=lambda item: item[0] != "cmms"):  # our own first
+        if _sniffed(reader, path):
+            return name
+    if path.suffix.lower() == ".jsonl" and "cmms" in readers:
+        return "cmms"
+    raise InvalidInput(f"{str(path)!r} is not a file of a format hermes-cmms imports "
+                       f"({', '.join(readers)}); name one with --from.")
+
+
+def _sniffed(reader: ModuleType, path: Path) -> bool:
+    """Whether the reader recognises the file; a sniff that fails on a hostile file (deep
+    nesting, bad bytes, an unreadable path) recognises nothing."""
+    try:
+        return bool(reader.sniff(path))
+    except (OSError, ValueError, RecursionError, UnicodeError, InvalidInput):
+        return False
+
+
+def stable_id(fmt: str, *parts: Any) -> str:
+    """An id made of the format's name and the original ids, as 32 hex digits: importing the
+    same file again gives the same ids, so it adds nothing."""
+    return uuid.uuid5(_NAMESPACE, "\x1f".join([fmt, *map(str, parts)])).hex
+
+
+def timestamp(value: Any) -> Optional[float]:
+    """Seconds since the epoch from epoch seconds (or milliseconds: anything past the year
+    5000), a numeric string, or ISO 8601 (a time without a zone is UTC); None for anything
+    else (null, empty, NaN, garbage)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            return _iso(text)
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    seconds = float(value) / 1000.0 if value > 1e11 else float(value)
+    return seconds if seconds < 1e11 else None
+
+
+def _iso(text: str) -> Optional[float]:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def streamed_json_array(handle: IO[bytes], where: str = "the file") -> Iterator[Any]:
+    """The items of a top-level JSON array, one at a time, in bounded memory (ijson, the
+    maintained streaming parser with a C backend). InvalidInput names the item that broke."""
+    import ijson
+
+    first = _first_byte(handle)
+    if first != b"[":
+        raise InvalidInput(f"{where} is not a JSON array (it starts with {first.decode('latin-1')!r}).")
+    index = -1
+    try:
+        for index, item in enumerate(ijson.items(handle, "item", use_float=True)):
+            yield item
+    except ijson.JSONError as exc:
+        raise InvalidInput(f"{where} is not valid JSON after item {index + 1} ({exc}).") from None
+
+
+def _first_byte(handle: IO[bytes]) -> bytes:
+    """The first byte that is not white space (or a byte-order mark), the handle rewound."""
+    start = handle.tell()
+    head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    handle.seek(start)
+    return head[:1]
+
+
+# -- the records a reader yields ------------------------------------------------------------
+
+def session(fmt: str, conversation: Any, *, started_at: Optional[float], turns: int = 0,
+            ended_at: Optional[float] = None, scope: Optional[str] = None) -> dict:
+    """The session record of a conversation (its id: stable_id(fmt, conversation)). It counts
+    as flushed and extracted, so the session hooks leave an imported conversation alone."""
+    record = {"type": "session", "session_id": stable_id(fmt, conversation), "started_at": started_at,
+              "last_turn": turns, "flushed_at": ended_at if ended_at is not None else started_at,
+              "extracted_turn": turns}
+    return _scoped(record, scope)
+
+
+def memory(fmt: str, parts: tuple, content: str, *, original: str, created_at: Optional[float],
+           updated_at: Optional[float] = None, tier: str = "episodic", kind: str = "message",
+           role: Optional[str] = None, turn: Optional[int] = None, conversation: Any = None,
+           tags: tuple = (), confidence: float = 1.0, scope: Optional[str] = None) -> dict:
+    """A memory record: id stable_id(fmt, *parts); `original` names it in the file (e.g.
+    "chatgpt:conv/<id>/msg/<id>") and goes into its receipt; `conversation` is the original
+    id of its session, if it has one."""
+    confidence = min(1.0, max(0.0, float(confidence)))
+    record = {"type": "memory", "id": stable_id(fmt, *parts), "tier": tier, "kind": kind, "role": role,
+              "content": content, "session_id": None if conversation is None else stable_id(fmt, conversation),
+              "turn": turn, "source": f"import:{fmt}", "tags": list(tags), "confidence": confidence,
+              "reliability": confidence, "created_at": created_at,
+              "updated_at": updated_at if updated_at is not None else created_at,
+              "last_seen_at": updated_at if updated_at is not None else created_at,
+              "receipts": [{"source": f"import:{fmt}", "original": original}]}
+    return _scoped(record, scope)
+
+
+def fact(fmt: str, parts: tuple, subject: str, predicate: str, obj: str, *, scope: Optional[str] = None) -> dict:
+    """The fact record of the memory stable_id(fmt, *parts) (yield it after that memory)."""
+    record = {"type": "fact", "memory_id": stable_id(fmt, *parts), "subject": subject, "predicate": predicate,
+              "object": obj}
+    return _scoped(record, scope)
+
+
+def _scoped(record: dict, scope: Optional[str]) -> dict:
+    if scope is not None:
+        record["scope"] = scope
+    return record

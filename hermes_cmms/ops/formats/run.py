@@ -1,0 +1,217 @@
+"""Import a foreign file: its reader's records are spooled, one temporary file per scope (an
+export of that scope, header first), then imported by ops/transfer's import, which checks
+every record before it writes, writes in batches and skips what is stored. A reader that fails
+midway leaves nothing written; an import that stops while writing keeps the batches it wrote,
+and importing again adds only the rest (the ids are stable). A dry run reads and checks the
+same way and says what would be added, without writing."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional, Union
+
+from . import Skipped, _readers, detect
+from .. import transfer
+from .._transfer_records import FORMAT, KINDS, VERSION, parse, row_of
+from ...common.checks import scope_of
+from ...common.errors import InvalidInput
+from ...common.scopes import local_scope
+from ...store import transfer_rows
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+HEADER_BYTES = 1024  # room kept at the top of a spool for its header line
+KEYS = {"session": "session_id", "memory": "id", "fact": "memory_id"}
+
+__all__ = ["import_foreign"]
+
+
+def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Optional[str] = None,
+                   scope: Optional[str] = None, dry_run: bool = False, progress: Optional[transfer.Progress] = None,
+                   actor: str = "") -> dict:
+    """Import `path` (of format `fmt`, else detected) into the scopes its reader names (into
+    `scope` alone, if given); with `dry_run`, only say what would be added. See the module
+    docstring."""
+    path = Path(path)
+    try:
+        path.stat()
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
+    readers = _readers()
+    name = fmt or detect(path)
+    if name not in readers:
+        raise InvalidInput(f"Unknown format {name!r}; choose one of {', '.join(readers)}.")
+    if name == "cmms" and not dry_run:  # our own export: its import checks the header's counts too
+        return {"format": name, **transfer.import_file(engine, path, scope=scope, progress=progress, actor=actor)}
+    progress = progress or (lambda phase, done, total: None)
+    default = scope_of(scope) if scope is not None else local_scope(Path(engine.settings.home))
+    reading = _Reading(path, scope is not None, default)
+    try:
+        for done, item in enumerate(readers[name].records(path, scope=default), 1):
+            reading.take(item)
+            if done % transfer.CHUNK == 0:
+                progress("reading", done, None)
+        reading.close()
+        summary = {"format": name, "path": str(path), "dry_run": dry_run, **reading.summary()}
+        if dry_run:
+            summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
+        else:
+            summary["scopes"] = {s: _written(engine, spool, progress, actor or f"import:{name}")
+                                 for s, spool in reading.spools.items()}
+        return summary
+    finally:
+        for spool in reading.spools.values():
+            spool.handle.close()
+
+
+class _Spool:
+    """One scope's records as an export file: a header line (written last, into the room kept
+    for it), then one record a line."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope, self.counts = scope, Counter()
+        self.handle = tempfile.TemporaryFile()
+        self.handle.write(b" " * (HEADER_BYTES - 1) + b"\n")
+        self.seen: dict[str, set] = {kind: set() for kind in KEYS}
+
+    def add(self, record: dict) -> None:
+        self.counts[KINDS[record["type"]].plural] += 1
+        if record["type"] in KEYS:
+            self.seen[record["type"]].add(record[KEYS[record["type"]]])
+        self.handle.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    def close(self) -> None:
+        header = {"type": "header", "format": FORMAT, "version": VERSION, "scope": self.scope,
+                  "exported_at": time.time(), "counts": dict(self.counts)}
+        line = json.dumps(header, ensure_ascii=False).encode("utf-8")
+        self.handle.flush()
+        self.handle.seek(0)
+        self.handle.write(line.ljust(HEADER_BYTES - 1))
+        self.handle.flush()
+
+    def lines(self):
+        return transfer._lines_of(self.handle)
+
+
+class _Reading:
+    """What the reader gave, sorted into spools by scope, each record checked as it comes: the
+    skipped by reason, the dates filled in, the date range."""
+
+    def __init__(self, path: Path, forced: bool, default: str) -> None:
+        self.forced, self.default = forced, default
+        self.mtime = path.stat().st_mtime
+        self.spools: dict[str, _Spool] = {}
+        self.skipped: Counter = Counter()
+        self.examples: dict[str, str] = {}
+        self.dated = Counter()
+        self.started: dict[str, float] = {}  # session id -> started_at
+        self.first: Optional[float] = None
+        self.last: Optional[float] = None
+
+    def take(self, item) -> None:
+        if isinstance(item, Skipped):
+            self._skip(item.reason, item.where)
+            return
+        kind = item.get("type")
+        if kind not in KINDS:
+            raise InvalidInput(f"The reader gave a record of type {kind!r}; a reader gives session, memory and fact "
+                               f"records.")
+        record = dict(item)
+        named = record.pop("scope", None)
+        where = _where(record)
+        try:
+            scope = scope_of(self.default if self.forced or named is None else named)
+        except InvalidInput:
+            self._skip("its user names no scope hermes-cmms can store", where)
+            return
+        spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope))
+        self._date(record)
+        problem = self._problem(record, spool)
+        if problem:
+            self._skip(problem, where)
+            return
+        spool.add(record)
+
+    def _date(self, record: dict) -> None:
+        if record["type"] == "session":
+            if record.get("started_at") is None:
+                record["started_at"] = self.mtime
+                record["flushed_at"] = record.get("flushed_at") or self.mtime
+                self.dated["sessions dated by the file's modification time"] += 1
+            self.started[record["session_id"]] = record["started_at"]
+        elif record["type"] == "memory":
+            if record.get("created_at") is None:
+                started = self.started.get(record.get("session_id"))
+                record["created_at"] = started if started is not None else self.mtime
+                self.dated["memories dated by their conversation" if started is not None
+                           else "memories dated by the file's modification time"] += 1
+            for name in ("updated_at", "last_seen_at"):
+                if record.get(name) is None:
+                    record[name] = record["created_at"]
+            self.first = min(self.first or record["created_at"], record["created_at"])
+            self.last = max(self.last or record["created_at"], record["created_at"])
+
+    def _problem(self, record: dict, spool: _Spool) -> Optional[str]:
+        """Why the record cannot go into the spool, or None."""
+        kind = record["type"]
+        if kind in KEYS and record.get(KEYS[kind]) in spool.seen[kind]:
+            return f"a {kind} the file holds twice"
+        if kind == "fact" and record.get("memory_id") not in spool.seen["memory"]:
+            return "a fact whose memory was skipped"
+        try:
+            row_of(record, 0)
+        except InvalidInput as exc:
+            return str(exc).removeprefix("Line 0: ").removesuffix("; nothing was imported.")
+        return None
+
+    def _skip(self, reason: str, where: str) -> None:
+        self.skipped[reason] += 1
+        self.examples.setdefault(reason, where)
+
+    def close(self) -> None:
+        for spool in self.spools.values():
+            spool.close()
+
+    def summary(self) -> dict:
+        def shown(moment):
+            return None if moment is None else datetime.fromtimestamp(moment, timezone.utc).isoformat(timespec="seconds")
+
+        return {"read": {kind.plural: sum(s.counts[kind.plural] for s in self.spools.values())
+                         for name, kind in KINDS.items() if name in KEYS},
+                "from": shown(self.first), "to": shown(self.last), "dated": dict(self.dated),
+                "skipped": {reason: {"count": count, "first": self.examples[reason]}
+                            for reason, count in self.skipped.most_common()}}
+
+
+def _where(record: dict) -> str:
+    receipts = record.get("receipts") or [{}]
+    original = receipts[0].get("original") if isinstance(receipts[0], dict) else None
+    return str(original or record.get(KEYS.get(record.get("type"), "id")) or "")
+
+
+def _planned(engine: "Engine", spool: _Spool) -> dict:
+    """What importing the spool would add: the import's checking pass, then the ids already
+    stored (a re-import adds nothing)."""
+    plan = transfer._Plan()
+    for number, text in spool.lines():
+        plan.read(parse(text, number), number)
+    scope = plan.finish(engine.store, spool.scope)  # refuses ids another scope owns
+    with engine.store.read() as conn:
+        present = len(transfer_rows.owners(conn, list(plan.memories), transfer.CHUNK))
+        sessions = [{"session_id": sid} for sid in spool.seen["session"]]
+        fresh = len(transfer_rows.not_stored(conn, KINDS["session"], sessions, scope)) if sessions else 0
+    return {"sessions": {"new": fresh, "present": len(sessions) - fresh},
+            "memories": {"new": len(plan.memories) - present, "present": present},
+            "facts": {"in_file": plan.counts["facts"]}}
+
+
+def _written(engine: "Engine", spool: _Spool, progress, actor: str) -> dict:
+    summary = transfer._import(engine, spool.lines, spool.scope, progress, actor)
+    return {plural: summary[plural] for plural in ("sessions", "memories", "facts")} | {
+        "redacted": summary["redacted"], "queued_for_indexing": summary["queued_for_indexing"]}
