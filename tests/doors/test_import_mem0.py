@@ -1,0 +1,108 @@
+"""`hermes-cmms import` of mem0 and OpenMemory exports: a mem0 `get_all` dump (US/Pacific
+times of mem0 before 1.0.8, a repeated id, an expired and an empty memory, a gateway user of
+Hermes' mem0 provider, graph relations) and OpenMemory's backup ZIP (deleted, archived and
+paused memories, metadata as JSON text), through the command line on a real store."""
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from hermes_cmms.ops.formats import Skipped, mem0
+from inprocess import cli
+
+DATA = Path(__file__).parents[1] / "data" / "imports" / "mem0"
+GET_ALL, OPENMEMORY = DATA / "get_all.json", DATA / "memories_export.zip"
+
+
+def run(home, *args):
+    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
+
+
+def imported(home, *args):
+    result = run(home, "import", "--create", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def contents(home, query, scope="local:default"):
+    found = run(home, "search", query, "--scope", scope, "--json")
+    return [r["content"] for r in json.loads(found.stdout)["results"]] if found.stdout.startswith("{") else []
+
+
+def test_the_reader_keeps_offsets_and_skips_what_mem0_dropped():
+    records = list(mem0.records(GET_ALL, scope="local:default"))
+    memories = {r["content"]: r for r in records if not isinstance(r, Skipped) and r["type"] == "memory"}
+    peanuts = memories["Allergic to peanuts"]
+    assert datetime.fromtimestamp(peanuts["created_at"], timezone.utc).isoformat() == "2025-10-20T21:03:11.512345+00:00"
+    assert [r for r in records if isinstance(r, Skipped)] == [Skipped("expired in mem0", "results[4]"),
+                                                             Skipped("a memory without text", "results[5]")]
+    assert list(memories).count("Planning a trip to Kyoto in April") == 1  # the repeated id
+    assert memories["Planning a trip to Kyoto in April"]["tags"] == ["travel"]
+    assert memories["Telegram user 4242 keeps a sourdough starter called Gloop"]["scope"] == "user:telegram:4242"
+    assert "scope" not in peanuts  # hermes-user: the owner, into the scope the import is given
+    sessions = [r for r in records if not isinstance(r, Skipped) and r["type"] == "session"]
+    assert len(sessions) == 1 and memories["Books window seats on trains"]["session_id"] == sessions[0]["session_id"]
+    assert {(r["subject"], r["predicate"], r["object"]) for r in records
+            if not isinstance(r, Skipped) and r["type"] == "fact"} == {("user", "plans_trip_to", "kyoto"),
+                                                                      ("user", "allergic_to", "peanuts")}
+
+
+def test_openmemory_zip_skips_deleted_and_keeps_archived_as_archived():
+    records = [r for r in mem0.records(OPENMEMORY, scope="local:default")]
+    assert Skipped("deleted in mem0", "line 3") in records
+    memories = {r["content"]: r for r in records if not isinstance(r, Skipped)}
+    assert "Lives in Porto" not in memories
+    assert memories["Works on a bakery inventory app"]["state"] == "archived"
+    assert memories["Prefers oat milk in coffee"]["tags"] == ["preferences", "food"]
+    assert "Plays the cello on Sundays" in memories  # paused, and metadata given as JSON text
+
+
+@pytest.mark.store
+def test_dry_run_import_reimport_and_recall_in_each_users_scope(home):
+    dry = imported(home, "--dry-run", str(GET_ALL))
+    assert dry["format"] == "mem0"
+    assert {s: v["memories"]["new"] for s, v in dry["scopes"].items()} == {"local:default": 6,
+                                                                          "user:telegram:4242": 1}
+    assert dry["skipped"]["expired in mem0"] == {"count": 1, "first": "results[4]"}
+    assert dry["from"] == "2025-10-20T21:03:11+00:00"
+    assert json.loads(run(home, "status", "--json").stdout)["memories"] == 0
+
+    first = imported(home, str(GET_ALL))["scopes"]
+    assert (first["local:default"]["memories"]["added"], first["local:default"]["facts"]["added"]) == (6, 2)
+    again = imported(home, str(GET_ALL))["scopes"]
+    assert {s: v["memories"]["added"] for s, v in again.items()} == {"local:default": 0, "user:telegram:4242": 0}
+
+    assert contents(home, "allergic peanuts")[0] == "Allergic to peanuts"
+    assert contents(home, "sourdough starter") == []  # another user's memory is not the owner's
+    assert contents(home, "sourdough starter", "user:telegram:4242") == [
+        "Telegram user 4242 keeps a sourdough starter called Gloop"]
+
+
+@pytest.mark.store
+def test_scope_puts_every_user_in_the_one_scope_named(home):
+    summary = imported(home, "--scope", "local:work", str(GET_ALL))
+    assert list(summary["scopes"]) == ["local:work"]
+    assert "Telegram user 4242 keeps a sourdough starter called Gloop" in contents(home, "sourdough", "local:work")
+
+
+@pytest.mark.store
+def test_a_dump_cut_short_is_one_sentence_and_the_full_file_then_imports(home, tmp_path):
+    cut = tmp_path / "get_all.json"
+    cut.write_bytes(GET_ALL.read_bytes()[:1200])
+    failed = run(home, "import", "--create", str(cut))
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("error: 'get_all.json' is not valid JSON at results[") and \
+        failed.stderr.count("\n") == 1 and "Traceback" not in failed.stderr
+    assert json.loads(run(home, "status", "--json").stdout)["memories"] == 0  # nothing half-imported
+    done = imported(home, str(GET_ALL))["scopes"]["local:default"]["memories"]
+    assert done == {"added": 6, "skipped": 0}
+
+
+@pytest.mark.store
+def test_openmemory_import_and_reimport(home):
+    first = imported(home, str(OPENMEMORY))
+    assert first["scopes"]["local:default"]["memories"]["added"] == 3
+    assert imported(home, str(OPENMEMORY))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}
+    assert contents(home, "oat milk")[0] == "Prefers oat milk in coffee"
+    assert contents(home, "Porto") == []  # deleted in OpenMemory
