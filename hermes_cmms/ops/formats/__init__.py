@@ -135,7 +135,8 @@ def streamed_json_array(handle: IO[bytes], where: str = "the file") -> Iterator[
         for index, item in enumerate(ijson.items(handle, "item", use_float=True)):
             yield item
     except ijson.JSONError as exc:
-        raise InvalidInput(f"{where} is not valid JSON after item {index + 1} ({exc}).") from None
+        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__  # yajl adds a caret drawing
+        raise InvalidInput(f"{where} is not valid JSON after item {index + 1} ({problem}).") from None
 
 
 def _first_byte(handle: IO[bytes]) -> bytes:
