@@ -89,11 +89,13 @@ def test_a_chatgpt_conversations_file_is_not_taken_for_claude(tmp_path):
     ('[{"uuid": "a", "chat_messages": []}, {"uuid": "b", "chat_', "conversations.json is not valid JSON after item 1"),
     ('[{"uuid": "a", "chat_messages": []}, 7]', "Conversation 1 of conversations.json"),
     ('{"chat_messages": []}', "conversations.json is not a JSON array"),
+    (b'[{"uuid": "a", "chat_messages": [{"sender": "human", "text": "caf\xe9"}]}]',
+     "conversations.json is not valid JSON after item 0 (lexical error: invalid bytes in UTF8 string.)"),
 ])
 @pytest.mark.one_backend
 def test_a_file_that_is_not_a_claude_export_is_one_sentence_naming_the_place(home, tmp_path, content, position):
     bad = tmp_path / "conversations.json"
-    bad.write_text(content, encoding="utf-8")
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     result = run(home, "import", "--create", "--from", "claude", str(bad))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert position in result.stderr and result.stderr.count("\n") == 1

@@ -135,7 +135,9 @@ def streamed_json_array(handle: IO[bytes], where: str = "the file") -> Iterator[
         for index, item in enumerate(ijson.items(handle, "item", use_float=True)):
             yield item
     except ijson.JSONError as exc:
-        problem = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__  # yajl adds a caret drawing
+        said = exc.args[0] if exc.args else ""
+        said = (said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)).strip()
+        problem = said.splitlines()[0] if said else type(exc).__name__  # yajl adds a caret drawing, in bytes
         raise InvalidInput(f"{where} is not valid JSON after item {index + 1} ({problem}).") from None
 
 
