@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
+from typing import Optional
 
 
 def local_scope(home: Path) -> str:
@@ -23,3 +25,21 @@ def local_scope(home: Path) -> str:
             del os.environ["HERMES_HOME"]
         else:
             os.environ["HERMES_HOME"] = previous
+
+
+# Platforms where the one at the keyboard is the profile's owner: the CLI, the TUI, the desktop
+# app, an editor over ACP (and Hermes' own name for a local gateway source).
+LOCAL_PLATFORMS = frozenset({"cli", "tui", "desktop", "acp", "local"})
+
+
+def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: Optional[str],
+              conversation: Optional[str] = None) -> str:
+    """Gateway users get their own scope per platform; the local owner (CLI, TUI...) has the
+    profile's. A gateway platform that names no user (Hermes' api_server) gets a scope per
+    conversation (`conversation`: the gateway session key, else the chat or session id), never
+    the owner's; with none of them, a scope no one else can reach."""
+    if user_id:
+        return f"user:{platform or 'unknown'}:{user_id}"
+    if (platform or "cli") in LOCAL_PLATFORMS:
+        return f"local:{agent_identity or 'default'}"
+    return f"conversation:{platform}:{conversation or uuid.uuid4()}"

@@ -5,7 +5,6 @@ import json
 import logging
 import threading
 import time
-import uuid
 from pathlib import Path
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
@@ -15,6 +14,7 @@ from agent.memory_provider import MemoryProvider
 from .. import service as engine
 from ..common.config import Settings
 from ..common.errors import CmmsError, StoreUnavailable
+from ..common.scopes import LOCAL_PLATFORMS, scope_for  # (re-exported: the door's users name them here)
 from ..common.text import brief, clean_key
 from . import setup as cmms_setup
 from .host import HOST_SAYS_UNAVAILABLE, HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt, prefetch_timeout
@@ -24,22 +24,6 @@ log = logging.getLogger(__name__)
 _said: set[str] = set()  # unavailability reasons already logged by this process
 
 QUEUED_RESULT_TTL_S = 120.0
-# Platforms where the one at the keyboard is the profile's owner: the CLI, the TUI, the desktop
-# app, an editor over ACP (and Hermes' own name for a local gateway source).
-LOCAL_PLATFORMS = frozenset({"cli", "tui", "desktop", "acp", "local"})
-
-
-def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: Optional[str],
-              conversation: Optional[str] = None) -> str:
-    """Gateway users get their own scope per platform; the local owner (CLI, TUI...) has the
-    profile's. A gateway platform that names no user (Hermes' api_server) gets a scope per
-    conversation (`conversation`: the gateway session key, else the chat or session id), never
-    the owner's; with none of them, a scope no one else can reach."""
-    if user_id:
-        return f"user:{platform or 'unknown'}:{user_id}"
-    if (platform or "cli") in LOCAL_PLATFORMS:
-        return f"local:{agent_identity or 'default'}"
-    return f"conversation:{platform}:{conversation or uuid.uuid4()}"
 
 
 def _conversation(kwargs: Dict[str, Any], session_id: str) -> Optional[str]:
