@@ -595,6 +595,13 @@ class MemoryService:
 
         return export_scope(self.engine, scope, actor=actor)
 
+    def export_open(self, scope: str, fmt: str, directory=None, actor: str = ""):
+        """`scope` in an open format: memory-json's lines, or markdown notes written into
+        `directory` (see ops.formats._exports)."""
+        from .ops.formats._exports import export_open
+
+        return export_open(self.engine, scope, fmt, directory, actor=actor)
+
     def import_file(self, path, **kwargs) -> dict:
         """Import an export file (see ops.transfer.import_file)."""
         from .ops.transfer import import_file

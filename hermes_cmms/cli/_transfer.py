@@ -31,6 +31,8 @@ def _bar(args, description: str, total: Optional[int]):
 def cmd_export(args) -> int:
     service = _service(args)
     try:
+        if args.format == "markdown":
+            return _export_notes(args, service)
         if args.output in (None, "-") or _is_stdout(args.output):  # (/dev/stdout: no summary in it)
             _export(args, service, sys.stdout.buffer)  # (`| head`: main() ends quietly, exit 141)
             return 0
@@ -72,8 +74,34 @@ def _export_whole(args, service, target: Path) -> dict:
     return counts
 
 
+def _export_notes(args, service) -> int:
+    """The scope as a folder of Markdown notes (basic-memory's shape) at --output."""
+    if args.output in (None, "-"):
+        raise InvalidInput("A markdown export is a folder of notes: name it with --output.")
+    counts = service.export_open(args.scope, "markdown", Path(args.output), actor="cli:export")
+    print(json.dumps({"scope": args.scope, "output": args.output, "format": "markdown", "counts": counts},
+                     indent=2, ensure_ascii=False))
+    return 0
+
+
+def _export_lines(args, service, out) -> dict:
+    """The scope in the MCP memory server's JSON Lines; how many entity and relation lines."""
+    counts = {"entities": 0, "relations": 0}
+    bar = _bar(args, "exporting", None)
+    for line in service.export_open(args.scope, args.format, actor="cli:export"):
+        out.write(_line(line))
+        counts["entities" if line["type"] == "entity" else "relations"] += 1
+        if bar is not None:
+            bar.update()
+    if bar is not None:
+        bar.close()
+    return counts
+
+
 def _export(args, service, out) -> dict:
     """Write the scope's records to `out`, one JSON object a line; return the header's counts."""
+    if args.format == "memory-json":
+        return _export_lines(args, service, out)
     records = service.export(args.scope, actor="cli:export")
     header = next(records)
     out.write(_line(header))
@@ -129,7 +157,12 @@ def register(add: Callable) -> None:
                                   "one scope as JSON Lines (vectors are rebuilt on import).")
     p.add_argument("--scope", default="local:default",
                    help="The scope to export (default: local:default, the Hermes CLI user's).")
-    p.add_argument("--output", "-o", help="Write to this file (default: standard output).")
+    p.add_argument("--output", "-o", help="Write to this file (default: standard output); for markdown, "
+                                          "the folder of notes.")
+    p.add_argument("--format", choices=("jsonl", "memory-json", "markdown"), default="jsonl",
+                   help="jsonl (default): hermes-cmms' own, every record, for import; memory-json: the MCP memory "
+                        "server's entities and relations; markdown: a note per session or day, as basic-memory "
+                        "reads them.")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
     p = add("import", cmd_import, "Import a file written by `hermes-cmms export` or by another memory or chat "
                                   "tool (see --from); what is already stored is skipped, so importing twice "
