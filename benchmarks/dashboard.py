@@ -92,6 +92,8 @@ def pages(service) -> dict[str, str]:
     return {"overview": "/", "memories": f"/memories?scope={SCOPE}",
             "memories, page 100": f"/memories?scope={SCOPE}&offset=4950",
             "memories, keyword search": f"/memories?scope={SCOPE}&query=kayaking+Lisbon",
+            "memories, a common word": f"/memories?scope={SCOPE}&query=love",  # in a quarter of the rows; by relevance
+            "memories, a common word, newest first": f"/memories?scope={SCOPE}&query=love&sort=newest",
             "memories, tag + date filter": f"/memories?scope={SCOPE}&tags=bulk&since=2000-01-01&sort=oldest",
             "memory": f"/memory/{some['id']}?scope={SCOPE}",
             "why recalled": f"/inspect?scope={SCOPE}&prompt=Where+did+I+go+kayaking%3F",
@@ -149,6 +151,9 @@ def measure(args) -> dict:
         prompt = "Where did I go kayaking?"
         result["prefetch_ms"] = median_ms(lambda: service.recall(SCOPE, prompt), args.runs)
         result["inspector_ms"] = median_ms(lambda: service.inspect_recall(SCOPE, prompt), args.runs)
+        # a search with a tag and common words (each in a quarter of the rows): every match is ranked
+        result["search_tag_common_words_ms"] = median_ms(
+            lambda: service.search(SCOPE, "help love", tags=["bulk"]), args.runs)
         server.should_exit = True
         service.close()
     return result

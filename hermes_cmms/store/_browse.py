@@ -122,9 +122,17 @@ class BrowseRows:
                     where.append(Memory.seq.in_(select(matches.subquery().c.seq)))
                 score = found.c.score if scored else None
             joined = Memory.__table__ if found is None else Memory.__table__.join(found, found.c.seq == Memory.seq)
-            total = conn.execute(select(func.count()).select_from(joined).where(*where)).scalar_one() if count else -1
-            page = conn.execute(select(Memory.seq, *([score] if scored else [])).select_from(joined).where(*where)
+            counted = select(func.count()).select_from(joined).where(*where)
+            # ranked by relevance, every match is scored and sorted anyway: counted in the same pass
+            columns = [score, func.count().over().label("total")] if scored and count else [score] if scored else []
+            page = conn.execute(select(Memory.seq, *columns).select_from(joined).where(*where)
                                 .order_by(*_order(sort, score)).offset(offset).limit(limit)).all()
+            if not count:
+                total = -1
+            elif scored and (page or not offset):
+                total = page[0].total if page else 0
+            else:
+                total = conn.execute(counted).scalar_one()
             rows = _by_seq(conn, [row.seq for row in page])
             scores = ({row.seq: row.score for row in page} if scored else
                       _scores(conn, self.keyword, scope, query, with_context, every, list(rows)) if query is not None

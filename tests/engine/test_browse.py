@@ -175,6 +175,9 @@ def test_a_common_words_page_is_the_same_whichever_way_it_is_read(keyword_servic
     assert walked == joined
     assert any(page["total"] > 7 and len(page["items"]) == 7 for page in joined)
     assert all(isinstance(item["score"], float) for page in walked for item in page["items"])  # each scored
+    past = svc.browse(S, query="boat", sort="relevance", offset=500)  # past the last match: counted apart
+    assert (past["total"], past["items"]) == (svc.browse(S, query="boat", sort="newest")["total"], [])
+    assert past["total"] == 41  # the 40 boats and the current fact (the superseded one is not active)
 
 
 def test_the_overviews_health_is_reused_for_a_few_seconds_only(keyword_service, monkeypatch):
