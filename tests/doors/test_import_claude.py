@@ -5,7 +5,12 @@ that lives only in an attachment, a conversation without messages, hostile text,
 personal data), read as the file, the folder and the ZIP, through the command line on a real
 store."""
 import json
+import os
 import shutil
+import sqlite3
+import subprocess
+import sys
+import time
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -18,6 +23,7 @@ from inprocess import cli
 FOLDER = Path(__file__).parents[1] / "data" / "imports" / "claude"
 CONVERSATIONS = FOLDER / "conversations.json"
 TOMATOES = "7c2e9d44-bbbb-4ccc-8ddd-000000000002"
+ROOT = "00000000-0000-4000-8000-000000000000"
 
 
 def run(home, *args):
@@ -167,3 +173,48 @@ def test_a_conversation_goes_to_the_scope_asked_for(home, tmp_path):
     assert "No memories match" in run(home, "search", "balcony").stdout  # not in local:default
     found = json.loads(run(home, "search", "balcony", "--scope", "hermes:telegram:42", "--json").stdout)
     assert found["results"]
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_only
+def test_a_killed_import_keeps_its_committed_batches_and_the_next_run_adds_the_rest(home, tmp_path):
+    """A real `hermes-cmms import` process killed (SIGKILL) while it writes a 2,000-message
+    export: what it committed stays, whole; importing again adds exactly the rest."""
+    conversations = [{"uuid": f"c-{n}", "name": f"chat {n}", "created_at": "2025-01-01T00:00:00Z",
+                      "chat_messages": [
+                          {"uuid": f"c-{n}-q", "sender": "human", "text": f"Question {n} about plant {n}.",
+                           "created_at": "2025-01-01T00:00:01Z", "parent_message_uuid": ROOT},
+                          {"uuid": f"c-{n}-a", "sender": "assistant", "text": f"Answer {n}: water it.",
+                           "created_at": "2025-01-01T00:00:02Z", "parent_message_uuid": f"c-{n}-q"}]}
+                     for n in range(1000)]
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(conversations), encoding="utf-8")
+    command = [str(Path(sys.executable).with_name("hermes-cmms")), "import", "--create", "-q", str(export)]
+    environment = {**os.environ, "HERMES_HOME": str(home), "CMMS_EMBEDDER": "none"}
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    database, deadline = home / "cmms" / "cmms.db", time.monotonic() + 120
+    try:
+        while stored(database) == 0 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        process.kill()
+        process.wait()
+    early = stored(database)
+    assert 0 < early < 2000, "the import ended before it could be killed mid-way"
+    with sqlite3.connect(database) as conn:  # every message committed has its session
+        assert conn.execute("SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM sessions s "
+                            "WHERE s.session_id = m.session_id)").fetchone() == (0,)
+    rest = imported(home, str(export))["scopes"]["local:default"]["memories"]
+    assert rest == {"added": 2000 - early, "skipped": early}
+    assert stored(database) == 2000
+
+
+def stored(database: Path) -> int:
+    """The memories committed in the database so far (0 before it exists)."""
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    except sqlite3.OperationalError:  # created, not yet migrated
+        return 0
