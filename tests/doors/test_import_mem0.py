@@ -106,3 +106,53 @@ def test_openmemory_import_and_reimport(home):
     assert imported(home, str(OPENMEMORY))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}
     assert contents(home, "oat milk")[0] == "Prefers oat milk in coffee"
     assert contents(home, "Porto") == []  # deleted in OpenMemory
+
+
+@pytest.mark.parametrize("name, data", [
+    ("platform.json", json.dumps({"count": 2, "next": None, "previous": None, "results": [
+        {"id": "p1", "memory": "Likes jazz", "user_id": "sam", "session_id": "s9", "categories": ["music"],
+         "created_at": "2026-03-01T10:00:00Z"},
+        {"id": "p2", "memory": "Lives in Oslo", "user_id": "kim", "created_at": "2026-03-02T10:00:00Z"}]})),
+    ("v1.json", json.dumps([{"id": "p1", "memory": "Likes jazz", "user_id": "sam", "run_id": "s9",
+                             "metadata": {"categories": ["music"]}, "created_at": 1772359200},
+                            {"id": "p2", "memory": "Lives in Oslo", "user_id": "kim", "created_at": 1772445600}])),
+    ("memories.jsonl.gz", None),
+])
+def test_every_shape_of_a_dump_reads_the_same(tmp_path, name, data):
+    path = tmp_path / name
+    if data is None:
+        import gzip
+        lines = [{"id": "p1", "content": "Likes jazz", "state": "active", "categories": ["music"],
+                  "created_at": "2026-03-01T10:00:00+00:00"},
+                 {"id": "p2", "content": "Lives in Oslo", "state": "active", "created_at": "2026-03-02T10:00:00Z"}]
+        path.write_bytes(gzip.compress("\n".join(json.dumps(line) for line in lines).encode()))
+    else:
+        path.write_text(data, encoding="utf-8")
+    assert mem0.sniff(path)
+    memories = [r for r in mem0.records(path, scope="local:default") if r["type"] == "memory"]
+    assert [(m["content"], m["tags"], m["created_at"]) for m in memories] == [
+        ("Likes jazz", ["music"], 1772359200.0), ("Lives in Oslo", [], 1772445600.0)]
+    if data is not None:  # two users: the first is the owner, the other keeps a scope of their own
+        assert "scope" not in memories[0] and memories[1]["scope"] == "user:mem0:kim"
+
+
+def test_a_big_dump_is_read_in_bounded_memory(tmp_path):
+    """A 25 MB get_all dump on one line, streamed: the reader never holds the whole of it."""
+    import tracemalloc
+
+    path = tmp_path / "get_all.json"
+    items = ({"id": f"id-{n}", "memory": f"memory {n} " + "lorem ipsum " * 100, "user_id": "hermes-user",
+              "created_at": "2026-01-01T00:00:00Z"} for n in range(20_000))
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"results": [')
+        out.write(", ".join(json.dumps(item) for item in items))
+        out.write("]}")
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        count = sum(1 for record in mem0.records(path, scope="local:default") if record["type"] == "memory")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 20_000
+    assert size > 20 * 2**20 and peak < size / 5, (size, peak)
