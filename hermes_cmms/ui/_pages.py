@@ -39,6 +39,9 @@ def memory(request: Request):
 def inspect(request: Request):
     scope, q = scope_of(request), request.query_params
     prompt, budget = q.get("prompt", ""), number(q.get("budget"), "budget", 0, 100_000) or None
+    if not prompt.strip() and q.get("from_memory", "").strip():  # a past turn: what its user said
+        said = call(request, "memory_page", scope, memory_id(q["from_memory"]))["memory"]
+        prompt = said.get("content") or ""
     answer = call(request, "inspect_recall", scope, prompt, budget_tokens=budget) if prompt.strip() else None
     why = None
     if prompt.strip() and q.get("why_not", "").strip():

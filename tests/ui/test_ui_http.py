@@ -390,6 +390,26 @@ def test_sessions_show_what_each_turn_stored_and_recalled(service):
         assert timeline.text.count('class="turn"') == len(service.session_timeline(SCOPE, "chat-1")["turns"])
 
 
+def test_a_past_turn_of_a_session_is_inspected_from_its_timeline(service):
+    """Pick a past turn: its user message is the prompt, whole (the timeline shows only its start)."""
+    long_tail = " and then " + "the rest of what I said " * 10 + "ends here"
+    service.retain_turn(SCOPE, "chat-2", "I adopted a dog named Rex", "Congratulations on Rex!")
+    ids = service.retain_turn(SCOPE, "chat-2", "what is my dog called" + long_tail, "Rex")
+    with running(service) as door:
+        client = signed_in(door)
+        timeline = client.get(f"/session/chat-2?scope={SCOPE}")
+        links = re.findall(r'href="(/inspect\?[^"]*from_memory=[^"]*)"', timeline.text)
+        assert len(links) == 2  # one per user message, none for the assistant's
+        page = client.get(links[-1].replace("&amp;", "&"))
+        assert page.status_code == 200
+        answer = service.inspect_recall(SCOPE, "what is my dog called" + long_tail)
+        assert "ends here" in _text(page.text)  # the whole message, not the timeline's start of it
+        assert page.text.count('class="line"') == len(answer["lines"]) >= 1
+        assert "Rex" in _text(page.text)
+        other = client.get(f"/inspect?scope=local:other&from_memory={ids[0]}")
+        assert other.status_code == 404
+
+
 def test_beliefs_are_listed_and_a_conflict_resolved(service):
     a = service.set_belief(SCOPE, "Coffee is good for me", confidence=0.9)["id"]
     b = service.set_belief(SCOPE, "Coffee is not good for me", confidence=0.6)["id"]
