@@ -3,6 +3,11 @@ JSON Lines of entities and relations): the fixture's traps (a blank line, a repe
 relation, client-added keys, two objects on one line, a line cut short without a newline, a
 relation to a name with no entity), through the command line on a real store."""
 import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,3 +120,40 @@ def test_a_big_file_is_read_in_bounded_memory(tmp_path):
         tracemalloc.stop()
     assert count == 400 * 51
     assert size > 25 * 2**20 and peak < size / 5, (size, peak)
+
+
+@pytest.mark.slow
+@pytest.mark.embedded_only
+def test_a_killed_import_keeps_its_committed_batches_and_the_next_run_adds_the_rest(home, tmp_path):
+    """A real `hermes-cmms import` process killed (SIGKILL) while it writes 3,000 memories:
+    what it committed stays, and importing again adds exactly the rest."""
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join(json.dumps({"type": "entity", "name": f"Plant {n}", "entityType": "plant",
+                                          "observations": [f"Plant {n} needs water every {d} days" for d in range(4)]})
+                              for n in range(600)), encoding="utf-8")
+    command = [str(Path(sys.executable).with_name("hermes-cmms")), "import", "--create", "-q", str(path)]
+    environment = {**os.environ, "HERMES_HOME": str(home), "CMMS_EMBEDDER": "none"}
+    process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    database, deadline = home / "cmms" / "cmms.db", time.monotonic() + 120
+    try:
+        while stored(database) == 0 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+    finally:
+        process.kill()
+        process.wait()
+    early = stored(database)
+    assert 0 < early < 3000, "the import ended before it could be killed mid-way"
+    rest = imported(home, str(path))["scopes"]["local:default"]["memories"]
+    assert rest == {"added": 3000 - early, "skipped": early}
+    assert stored(database) == 3000
+
+
+def stored(database: Path) -> int:
+    """The memories committed in the database so far (0 before it exists)."""
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    except sqlite3.OperationalError:  # created, not yet migrated
+        return 0
