@@ -218,3 +218,18 @@ def stored(database: Path) -> int:
             return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     except sqlite3.OperationalError:  # created, not yet migrated
         return 0
+
+
+def test_fields_of_the_wrong_type_are_left_out_not_a_crash(tmp_path):
+    odd = [{"uuid": ["x"], "name": 7, "summary": {"a": 1}, "created_at": "2024-13-45", "chat_messages": [
+        {"uuid": {"a": 1}, "sender": {"human": 1}, "text": "lost"},
+        {"uuid": "m1", "sender": "human", "text": 7, "content": [None, {"type": ["text"]}, {"type": "text", "text": "kept"}],
+         "attachments": 3.5, "files": "x", "created_at": 1e30}]},
+           {"uuid": "tree", "chat_messages": [
+               {"uuid": "t1", "sender": "assistant", "text": "also kept", "parent_message_uuid": {"a": 1}}, 5]}]
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(odd), encoding="utf-8")
+    records, skipped = read(export)
+    assert [(r["role"], r["content"]) for r in records if r["type"] == "memory"] == [
+        ("user", "kept"), ("assistant", "also kept")]
+    assert skipped["message from an unknown sender"] == 1 and skipped["unknown block"] == 2

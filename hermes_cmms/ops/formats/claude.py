@@ -129,10 +129,10 @@ def _conversation(conversation: dict, index: int) -> Iterator[dict | Skipped]:
     messages = [m for m in conversation["chat_messages"] if isinstance(m, dict)]
     path, alternates = _active_branch(messages)
     for message in alternates:
-        yield Skipped("message on an edited or retried-away branch", f"{where}, message {message.get('uuid')}")
+        yield Skipped("message on an edited or retried-away branch", f"{where}, message {_text(message.get('uuid'))}")
     memories, turn = [], 0
     for message in path:
-        role = ROLES.get(message.get("sender"))
+        role = ROLES.get(_text(message.get("sender")))
         mid = _text(message.get("uuid")) or f"position-{len(memories)}"
         mwhere = f"{where}, message {mid}"
         if role is None:
@@ -169,19 +169,19 @@ def _active_branch(messages: list[dict]) -> tuple[list[dict], list[dict]]:
     """(the messages of the branch the user ended on, oldest first; the others)."""
     if not any("parent_message_uuid" in m for m in messages):  # a 2024 export: flat, any order
         order = sorted(range(len(messages)), key=lambda i: (timestamp(messages[i].get("created_at")) or 0.0,
-                                                            messages[i].get("sender") != "human", i))
+                                                            _text(messages[i].get("sender")) != "human", i))
         return [messages[i] for i in order], []
-    by_id = {m.get("uuid"): m for m in messages}
-    parents = {m.get("parent_message_uuid") for m in messages}
-    leaves = [i for i, m in enumerate(messages) if m.get("uuid") not in parents]
+    by_id = {_text(m.get("uuid")): m for m in messages}
+    parents = {_text(m.get("parent_message_uuid")) for m in messages} - {""}
+    leaves = [i for i, m in enumerate(messages) if _text(m.get("uuid")) not in parents]
     if not leaves:  # every message is a parent: a cycle; fall back to the list
         return messages, []
     leaf = max(leaves, key=lambda i: (timestamp(messages[i].get("created_at")) or 0.0, i))
     path, node = [], messages[leaf]
     while node is not None and len(path) < len(messages):
         path.append(node)
-        parent = node.get("parent_message_uuid")
-        node = by_id.get(parent) if parent != ROOT else None
+        parent = _text(node.get("parent_message_uuid"))
+        node = by_id.get(parent) if parent and parent != ROOT else None
     kept = {id(m) for m in path}
     return path[::-1], [m for m in messages if id(m) not in kept]
 
@@ -192,7 +192,7 @@ def _content(message: dict) -> tuple[str, list[str]]:
     if isinstance(blocks, list) and blocks:
         parts = []
         for block in blocks:
-            kind = block.get("type") if isinstance(block, dict) else None
+            kind = _text(block.get("type")) if isinstance(block, dict) else ""
             if kind == "text":
                 parts.append(_text(block.get("text")).strip())
             else:
@@ -201,7 +201,7 @@ def _content(message: dict) -> tuple[str, list[str]]:
     else:
         text, removed = _without_markup(_text(message.get("text")))
         skipped += removed
-    pasted = [_text(a.get("extracted_content")).strip() for a in message.get("attachments") or []
+    pasted = [_text(a.get("extracted_content")).strip() for a in _list(message.get("attachments"))
               if isinstance(a, dict)]
     if not text and any(pasted):
         text = "\n\n".join(p for p in pasted if p)
@@ -223,7 +223,7 @@ def _without_markup(text: str) -> tuple[str, list[str]]:
 
 def _files(message: dict) -> list[str]:
     """The names of the files attached to a message (the export has their names only)."""
-    return [_text(f.get("file_name")) for f in (message.get("files") or []) + (message.get("attachments") or [])
+    return [_text(f.get("file_name")) for f in _list(message.get("files")) + _list(message.get("attachments"))
             if isinstance(f, dict) and _text(f.get("file_name"))]
 
 
@@ -235,6 +235,10 @@ def _summary(conversation: dict) -> str:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 # -- memories.json ------------------------------------------------------------------------------

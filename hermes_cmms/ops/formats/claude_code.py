@@ -159,7 +159,7 @@ class _Reading:
         if not isinstance(line, dict):
             yield Skipped("line that is not a JSON object", where)
             return f"Line {number}"
-        kind = line.get("type")
+        kind = _text(line.get("type"))
         if kind not in CONVERSATION:
             yield Skipped(f"bookkeeping line ({kind})" if kind in BOOKKEEPING else "line of an unknown type", where)
             return None
@@ -230,7 +230,7 @@ def _read(line: dict, uuid: str, where: str) -> _Line:
 def _person(content, dropped: list) -> tuple[str, str]:
     """("user", the words) for a person's line, else (the reason it is skipped, "")."""
     blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+    if any(isinstance(b, dict) and _text(b.get("type")) == "tool_result" for b in blocks):
         return "tool result", ""
     text = TAGS_CUT.sub("", _joined(blocks, dropped)).strip()
     if not text:
@@ -246,7 +246,7 @@ def _joined(blocks, dropped: list) -> str:
         return blocks.strip()
     parts = []
     for block in blocks if isinstance(blocks, list) else []:
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = _text(block.get("type")) if isinstance(block, dict) else ""
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"].strip())
         else:
