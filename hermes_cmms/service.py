@@ -692,6 +692,7 @@ DOOR_NAMES = {
     "run_checks": ".ops.doctor", "external_paths": ".ops.transfer", "hermes_summariser": ".lifecycle.consolidate",
     "door_settings": ".store.availability", "store_problem": ".store.availability",
     "packaged_int8_minilm": ".vectors.embedders", "prepared_minilm": ".vectors.embedders",
+    "hermes_history": ".ops.formats.hermes_sessions:history",
 }
 
 

@@ -24,10 +24,42 @@ def cmd_install(args) -> int:
     if args.purge and not args.uninstall:
         raise InvalidInput("--purge only makes sense with --uninstall.")
     home = hermes_home(args.hermes_home)
+    if args.import_history and args.uninstall:
+        raise InvalidInput("--import-history only makes sense when installing.")
     lines = (uninstall(home, purge=args.purge, dry_run=args.dry_run) if args.uninstall
              else install(home, dry_run=args.dry_run))
     print("\n".join(lines))
+    if not args.uninstall:
+        _offer_history(args, home)
     return 0
+
+
+def _offer_history(args, home) -> None:
+    """Say how much of Hermes' past sessions there is and how to import it; with
+    --import-history, import it (the provider's scopes for each user, as `import` does)."""
+    from datetime import datetime, timezone
+
+    from ..service import hermes_history
+
+    history = hermes_history(home)
+    if not history or not history["sessions"]:
+        return
+    days = [datetime.fromtimestamp(t, timezone.utc).date().isoformat() for t in (history["first"], history["last"])]
+    size = f"{history['sessions']} sessions ({history['messages']} messages, {days[0]} to {days[1]})"
+    if not args.import_history or args.dry_run:
+        print(f"Hermes holds {size} from before hermes-cmms: import them with `hermes-cmms import "
+              f"{history['path']}` (add --dry-run to see what would be added first), or install with "
+              f"--import-history.")
+        return
+    args.create = True  # (installing may start the store)
+    service = _service(args, embedder="none")
+    try:
+        summary = service.import_foreign(history["path"], fmt="hermes-state", actor="cli:install-hermes-plugin")
+    finally:
+        service.close(drain_timeout=0.0)
+    added = sum(scope["memories"]["added"] for scope in summary["scopes"].values())
+    print(f"Imported {added} messages of Hermes' {size} into {len(summary['scopes'])} scope(s); "
+          f"they are indexed for semantic search when Hermes next runs.")
 
 
 def cmd_status(args) -> int:
@@ -270,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="Show what would change, change nothing.")
     p.add_argument("--uninstall", action="store_true", help="Remove the plugin and restore the previous provider.")
     p.add_argument("--purge", action="store_true", help="With --uninstall: also delete the stored memories.")
+    p.add_argument("--import-history", action="store_true",
+                   help="Also import Hermes' past sessions (state.db) into each user's scope; importing again "
+                        "later adds only what is new.")
     p = add("status", cmd_status, "Show the store, its counts, the embedder in use and the index lag.")
     p.add_argument("--vectors", action="store_true",
                    help="Also count the vectors in the index (opens it and loads the embedder: slower).")

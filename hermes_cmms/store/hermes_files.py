@@ -9,7 +9,7 @@ import sqlite3
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 SESSION_COLUMNS = ("id", "source", "user_id", "session_key", "chat_id", "model_config", "parent_session_id",
                    "started_at", "ended_at", "end_reason", "title", "profile_name")
@@ -75,3 +75,20 @@ def hermes_messages(conn: sqlite3.Connection, session_id: str) -> list[dict]:
 def holographic_facts(conn: sqlite3.Connection) -> Iterator[dict]:
     """Every fact of the holographic provider's store, in the order they were added."""
     return _select(conn, "facts", FACT_COLUMNS, "ORDER BY fact_id")
+
+
+def history_size(path: Path) -> Optional[dict]:
+    """How much a state.db holds, cheaply (the file as it is on disk, without its -wal): its
+    sessions, their user and assistant messages, the first and last start; None if it cannot
+    be read."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            sessions, first, last = conn.execute("SELECT COUNT(*), MIN(started_at), MAX(started_at) "
+                                                 "FROM sessions").fetchone()
+            messages = conn.execute("SELECT COUNT(*) FROM messages WHERE role IN ('user', 'assistant')").fetchone()[0]
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return None
+    return {"sessions": sessions, "messages": messages, "first": first, "last": last}

@@ -113,3 +113,19 @@ def test_memory_files_and_holographic_facts(home, tmp_path):
     assert notes["Sam prefers metric units"]["tags"] == ["hermes-holographic", "user_pref", "units", "preferences"]
     assert notes["Sam prefers metric units"]["created_at"] == 1767604502.0  # 2026-01-05 09:15:02 UTC
     assert imported(home, str(store))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}
+
+
+@pytest.mark.store
+def test_install_says_how_much_history_there_is_and_imports_it_when_asked(home):
+    state = built(home, "state.db", "state.sql")
+    said = run(home, "install-hermes-plugin")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.splitlines()[-1] == (
+        f"Hermes holds 4 sessions (13 messages, 2026-01-05 to 2026-01-07) from before hermes-cmms: import them with "
+        f"`hermes-cmms import {state}` (add --dry-run to see what would be added first), or install with "
+        f"--import-history.")
+    done = run(home, "install-hermes-plugin", "--import-history")
+    assert done.stdout.splitlines()[-1].startswith("Imported 7 messages of Hermes' 4 sessions (13 messages, ")
+    assert len(exported(home, "local:default")) == 5 and len(exported(home, TELEGRAM)) == 2
+    again = run(home, "install-hermes-plugin", "--import-history")
+    assert again.stdout.splitlines()[-1].startswith("Imported 0 messages")

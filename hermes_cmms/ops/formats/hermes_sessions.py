@@ -114,3 +114,13 @@ def _decoded(content: Any) -> str:
     texts = [p.get("text") if p.get("type") == "text" else "[image]" if "image" in str(p.get("type")) else None
              for p in parts if isinstance(p, dict)]
     return " ".join(t for t in texts if isinstance(t, str) and t)
+
+
+def history(home: Path) -> Optional[dict]:
+    """What the state.db of a Hermes home holds (sessions, messages, first and last start, its
+    path), or None when there is none or it cannot be read."""
+    path = Path(home) / "state.db"
+    if not sniff(path):
+        return None
+    size = hermes_files.history_size(path)
+    return None if size is None else {"path": str(path), **size}
