@@ -278,3 +278,44 @@ def refuse_writes(home) -> None:
     else:
         shutil.rmtree(home / "cmms", ignore_errors=True)
         (home / "cmms").write_text("not a directory\n", encoding="utf-8")
+
+
+# -- a real headless Chromium (Debian's chromium + chromedriver; nothing downloads a browser) ----
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def _no_browser() -> str:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not (os.path.exists(path) or shutil.which(os.path.basename(path))):
+            return f"{path} is missing (apt-get install chromium chromium-driver)"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a module: skipped with the reason when it is missing, a failure
+    instead under CMMS_CI=1 (.ci/run installs it)."""
+    missing = _no_browser()
+    if missing:
+        if os.environ.get("CMMS_CI") == "1":
+            pytest.fail(f"the browser tests cannot run under CMMS_CI=1: {missing}")
+        pytest.skip(missing)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER if os.path.exists(CHROMEDRIVER)
+                                                                else shutil.which("chromedriver")))
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()

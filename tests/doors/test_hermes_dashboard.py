@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -269,44 +268,6 @@ def test_bad_input_is_one_sentence(client):
 
 
 # -- the real dashboard page, in headless Chromium -----------------------------------------------
-
-
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
-def _no_browser() -> str:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[test]')"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.exists(path) or shutil.which(os.path.basename(path))):
-            return f"{path} is missing (apt-get install chromium chromium-driver)"
-    return ""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's chromium through its chromedriver (as tests/ui/test_browser.py): skipped with the
-    reason when missing, a failure instead under CMMS_CI=1."""
-    missing = _no_browser()
-    if missing:
-        if os.environ.get("CMMS_CI") == "1":
-            pytest.fail(f"the browser test cannot run under CMMS_CI=1: {missing}")
-        pytest.skip(missing)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER if os.path.exists(CHROMEDRIVER)
-                                                                else shutil.which("chromedriver")))
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
 
 
 def _until(driver, condition, what: str):

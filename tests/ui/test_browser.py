@@ -5,9 +5,6 @@ gone, and a hostile memory that stays text (no script ran, no alert, no policy b
 Skipped with the reason when the browser is missing, except under CMMS_CI=1 (.ci/run installs it)."""
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
 from dashboard import running
@@ -15,43 +12,8 @@ from hermes_cmms import MemoryService, Settings
 
 pytestmark = pytest.mark.one_backend
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SCOPE = "local:default"
 WAIT_S = 30  # a busy 2-core machine (other test passes beside this one)
-
-
-def _missing() -> str:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[test]')"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not (os.path.exists(path) or shutil.which(os.path.basename(path))):
-            return f"{path} is missing (apt-get install chromium chromium-driver)"
-    return ""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = _missing()
-    if missing:
-        if os.environ.get("CMMS_CI") == "1":
-            pytest.fail(f"the browser tests cannot run under CMMS_CI=1: {missing}")
-        pytest.skip(missing)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER if os.path.exists(CHROMEDRIVER)
-                                                                else shutil.which("chromedriver")))
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture
