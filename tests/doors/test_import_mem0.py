@@ -156,3 +156,20 @@ def test_a_big_dump_is_read_in_bounded_memory(tmp_path):
         tracemalloc.stop()
     assert count == 20_000
     assert size > 20 * 2**20 and peak < size / 5, (size, peak)
+
+
+def test_an_openmemory_zip_with_memories_json_only_is_read_from_it(tmp_path):
+    import zipfile
+
+    dump = {"user": {"user_id": "default_user"}, "apps": [],
+            "memories": [{"id": "m1", "content": "Grows basil", "state": "active", "metadata": {},
+                          "created_at": "2025-09-01T00:00:00+00:00"},
+                         {"id": "m2", "content": "Had a cat", "state": "deleted", "metadata": {},
+                          "created_at": "2025-09-01T00:00:00+00:00"}]}
+    path = tmp_path / "memories_export_default_user.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("export/memories.json", json.dumps(dump, indent=2))
+    assert mem0.sniff(path)
+    records = list(mem0.records(path, scope="local:default"))
+    assert [r["content"] for r in records if not isinstance(r, Skipped)] == ["Grows basil"]
+    assert Skipped("deleted in mem0", "memory 1") in records

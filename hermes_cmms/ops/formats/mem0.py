@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -35,6 +36,13 @@ MAX_TAGS = 32
 
 def sniff(path: Path) -> bool:
     """An OpenMemory ZIP, a memories.jsonl(.gz), or JSON whose first item has `memory`."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                names = {PurePosixPath(n).name for n in archive.namelist() if not n.startswith("__MACOSX/")}
+            return "memories.jsonl.gz" in names or ("memories.json" in names and "conversations.json" not in names)
+    except (OSError, zipfile.BadZipFile):
+        return False
     try:
         with _opened(path) as (handle, _user):
             head = handle.read(HEAD_BYTES).decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
@@ -64,7 +72,8 @@ def records(path: Path, *, scope: str) -> Iterator[Union[dict, Skipped]]:
 
 @contextmanager
 def _opened(path: Path) -> Iterator[tuple[IO[bytes], Optional[str]]]:
-    """The stream of items and the OpenMemory user (None outside a ZIP)."""
+    """The stream of items and the OpenMemory user (None outside a ZIP). A ZIP without
+    memories.jsonl.gz gives its memories.json, whose items are read at `memories`."""
     path = Path(path)
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
@@ -75,7 +84,7 @@ def _opened(path: Path) -> Iterator[tuple[IO[bytes], Optional[str]]]:
                     yield handle, user
             elif "memories.json" in names:  # the relational dump alone: its `memories`
                 with archive.open(names["memories.json"]) as handle:
-                    yield _Members(handle, "memories.item"), user
+                    yield _Relational(handle), user
             else:
                 raise InvalidInput(f"{path.name!r} is a ZIP without OpenMemory's memories.json or "
                                    f"memories.jsonl.gz; nothing was imported.")
@@ -90,15 +99,8 @@ def _opened(path: Path) -> Iterator[tuple[IO[bytes], Optional[str]]]:
             yield raw, None
 
 
-class _Members(io.RawIOBase):
-    """Marks a stream whose items sit at an ijson prefix (read only by _items)."""
-
-    def __init__(self, handle: IO[bytes], prefix: str) -> None:
-        super().__init__()
-        self.handle, self.prefix = handle, prefix
-
-    def read(self, size: int = -1) -> bytes:
-        return self.handle.read(size)
+class _Relational(io.BufferedReader):
+    """OpenMemory's memories.json: its memories are the items at `memories`."""
 
 
 def _zip_user(archive: zipfile.ZipFile, name: Optional[str]) -> Optional[str]:
@@ -117,8 +119,8 @@ def _items(handle: IO[bytes], name: str) -> Iterator[tuple[str, object]]:
     """(where, item) of each memory item, streamed."""
     import ijson
 
-    if isinstance(handle, _Members):
-        yield from _parsed(ijson.items(handle.handle, handle.prefix, use_float=True), name, "memory")
+    if isinstance(handle, _Relational):
+        yield from _parsed(ijson.items(handle, "memories.item", use_float=True), name, "memory")
         return
     head = handle.read(HEAD_BYTES)
     stream = io.BufferedReader(_Rejoined(head, handle))
@@ -334,7 +336,5 @@ def _tags(item: dict) -> tuple:
 
 
 def _expired(item: dict) -> bool:
-    import time
-
     until = timestamp(item.get("expiration_date"))
     return until is not None and until < time.time()
