@@ -9,6 +9,7 @@ import pytest
 
 from hermes_cmms.ops.formats import Skipped, chatgpt, detect, stable_id
 from inprocess import cli
+from test_hermes_e2e import llm  # noqa: F401 (the fake LLM fixture)
 
 FIXTURES = Path(__file__).parents[1] / "data" / "imports" / "chatgpt"
 FILE = FIXTURES / "conversations.json"
@@ -120,3 +121,19 @@ def test_an_unknown_file_or_format_is_one_sentence(home, tmp_path):
     assert "chatgpt" in result.stderr and result.stderr.count("\n") == 1
     result = run(home, "import", "--create", "--from", "myspace", str(FILE))
     assert result.stderr.startswith("error: Unknown format 'myspace'; choose one of ")
+
+
+@pytest.mark.slow
+@pytest.mark.one_backend
+def test_what_was_told_in_an_imported_conversation_reaches_a_real_hermes_turn(home, llm):
+    """A real `hermes -z` turn against the fake LLM: the fact said in the imported ChatGPT
+    conversation is inside the recalled block Hermes sends to the model."""
+    from conftest import hermes_bin
+    from test_hermes_e2e import assert_recalled_in, configure, run as run_hermes
+
+    configure(home, llm)
+    imported(home, str(FILE))
+    question = "Where does my sister Ingrid live?"
+    proc = run_hermes(home, [hermes_bin(), "-z", question])
+    assert "FAKE-REPLY" in proc.stdout
+    assert_recalled_in(llm.turn(question), "My sister Ingrid lives in Tromsø")
