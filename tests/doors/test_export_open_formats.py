@@ -3,9 +3,11 @@ round-trips through its importer, and the Markdown notes read as basic-memory no
 here by basic-memory's rules, from ../shared/formats/basic-memory.md), hostile text as text."""
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import time_machine
 import yaml
 
 from hermes_cmms import MemoryService, Settings
@@ -58,7 +60,10 @@ def test_memory_json_round_trips_through_its_importer(home, tmp_path):
 def test_markdown_notes_parse_as_basic_memory_notes(home, tmp_path):
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     try:
-        svc.retain_turn("local:default", "s-1/../../x", "I moved to Braga (last week)", "Noted: Braga.")
+        with time_machine.travel(datetime(2026, 3, 1, 23, 59, tzinfo=timezone.utc), tick=False):
+            svc.retain_turn("local:default", "s-1/../../x", "I moved to Braga (last week)", "Noted: Braga.")
+        with time_machine.travel(datetime(2026, 3, 2, 0, 1, tzinfo=timezone.utc), tick=False):
+            svc.retain_turn("local:default", "s-1/../../x", "And to Porto after", "Noted.")
         svc.remember("local:default", HOSTILE, tags=["x"])
         svc.remember_fact("local:default", "Ana", "works at", "Acme <b>Corp</b>")
     finally:
@@ -74,8 +79,11 @@ def test_markdown_notes_parse_as_basic_memory_notes(home, tmp_path):
     assert all(n["front"]["permalink"] + ".md" == name for name, n in notes.items())
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", n["front"]["created"]) for n in notes.values())
     assert session["front"]["type"] == "conversation" and session["front"]["session_id"] == "s-1/../../x"
-    assert [(o["category"], o["content"]) for o in session["observations"]] == [
-        ("user", "I moved to Braga (last week)"), ("assistant", "Noted: Braga.")]
+    assert [(o["category"], o["content"]) for o in session["observations"]] == [  # one note past midnight
+        ("user", "I moved to Braga (last week)"), ("assistant", "Noted: Braga."), ("user", "And to Porto after"),
+        ("assistant", "Noted.")]
+    assert (session["front"]["created"], session["front"]["modified"]) == ("2026-03-01T23:59:00Z",
+                                                                          "2026-03-02T00:01:00Z")
     hostile = next(o for o in day["observations"] if o["content"].startswith("Line one"))
     assert hostile["content"] == " ".join(HOSTILE.split())  # one line, every character kept
     assert hostile["tags"] == [] and hostile["category"] == "note"

@@ -133,6 +133,7 @@ class _Notes:
         self.meta: dict[str, dict] = {}  # note path -> title, type, times, tags, part file
         self.facts: dict[str, str] = {}  # fact memory id -> its note
         self.linked: set[tuple[str, str]] = set()  # (note, entity) written as a relation
+        self.sessions: dict[str, str] = {}  # session id -> its note
         self.open: dict[str, IO[str]] = {}
         self.scope = ""
         self.counts = {"notes": 0, "observations": 0, "relations": 0}
@@ -160,17 +161,19 @@ class _Notes:
         at = float(record["created_at"])
         day = datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d")
         session = record.get("session_id")
-        if session:
+        if session and session in self.sessions:  # a session past midnight stays one note
+            key = self.sessions[session]
+        elif session:
             safe = re.sub(r"[^a-z0-9-]+", "", str(session).lower())[:32] or "session"
             digest = hashlib.sha256(str(session).encode("utf-8")).hexdigest()[:8]
-            key = f"sessions/{day}-{safe}-{digest}"
+            key = self.sessions[session] = f"sessions/{day}-{safe}-{digest}"
         else:
             key = f"days/{day}"
         meta = self.meta.get(key)
         if meta is None:
             title = f"Session {session} ({day})" if session else f"Memories of {day}"
             meta = self.meta[key] = {"title": title, "type": "conversation" if session else "day", "created": at,
-                                     "modified": at, "tags": [], "session_id": session, "parts": 0}
+                                     "modified": at, "tags": [], "session_id": session}
         meta["modified"] = max(meta["modified"], float(record.get("updated_at") or at))
         for tag in record.get("tags") or ():
             if tag not in meta["tags"] and len(meta["tags"]) < 32:
