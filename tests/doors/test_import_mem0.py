@@ -173,3 +173,14 @@ def test_an_openmemory_zip_with_memories_json_only_is_read_from_it(tmp_path):
     records = list(mem0.records(path, scope="local:default"))
     assert [r["content"] for r in records if not isinstance(r, Skipped)] == ["Grows basil"]
     assert Skipped("deleted in mem0", "memory 1") in records
+
+
+def test_no_two_users_share_a_scope(tmp_path):
+    """The first user named is the owner; mem0's default names are one user; any other user,
+    even after them, keeps a scope of their own."""
+    items = [{"id": str(n), "memory": f"memory {n} of {user}", "user_id": user}
+             for n, user in enumerate(["alex", "hermes-user", "alex", "default_user", "bo"])]
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"results": items}), encoding="utf-8")
+    scopes = [r.get("scope") for r in mem0.records(path, scope="local:default")]
+    assert scopes == [None, "user:mem0:default_user", None, "user:mem0:default_user", "user:mem0:bo"]

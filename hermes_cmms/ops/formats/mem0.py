@@ -8,8 +8,9 @@ stamped US/Pacific), tagged with its categories; `run_id` / `session_id` become 
 Deleted and expired memories are skipped (counted); archived ones are imported as archived.
 A memory's user is its scope as the Hermes provider computes it: Hermes' mem0 provider writes
 a gateway user's memories under the gateway's own user id with `metadata.channel` set to the
-platform, which makes `user:<platform>:<user id>`; the local owner's (`hermes-user`,
-`default_user`, OpenMemory's user, or no user) go to the scope given. Graph relations
+platform, which makes `user:<platform>:<user id>`; the first user the file names (mem0's
+default names `hermes-user`, `default_user` and none count as one) goes to the scope given,
+any other to `user:mem0:<id>`, so no two users share a scope. Graph relations
 (`source`, `relationship`, `target`) become facts. Ids are the original ids (dashes or not),
 so a second import adds nothing.
 """
@@ -284,17 +285,16 @@ class _Reader:
         yield record
 
     def scope_of(self, owner: str, metadata: dict) -> Optional[str]:
-        """None (the scope given) for the local owner (mem0's default names, or the first user
-        the file names); a gateway user's own scope (`metadata.channel` set by Hermes); any other
-        user `user:mem0:<id>`, so no two users share a scope."""
+        """A gateway user's own scope (Hermes' mem0 provider sets `metadata.channel`); None (the
+        scope given) for the first user the file names (mem0's default names, or none, being
+        one user); `user:mem0:<id>` for any other, so no two users share a scope."""
         channel = str(metadata.get("channel") or "").strip()
-        if owner in OWNERS or (channel and channel in LOCAL_PLATFORMS):
-            return None
-        if channel:
+        if channel and channel not in LOCAL_PLATFORMS and owner not in OWNERS:
             return f"user:{channel}:{owner}"
+        who = "" if owner in OWNERS else owner  # mem0's names for the owner are one user
         if self.first_user is None:
-            self.first_user = owner
-        return None if owner == self.first_user else f"user:mem0:{owner}"
+            self.first_user = who
+        return None if who == self.first_user else f"user:mem0:{who or 'default_user'}"
 
     def relation(self, item, where: str) -> Iterator[Union[dict, Skipped]]:
         if not isinstance(item, dict):
