@@ -89,8 +89,13 @@ def test_the_whole_document_form_is_the_same_graph(home, tmp_path):
     pretty = tmp_path / "graph.json"
     pretty.write_text(json.dumps(document, indent=2), encoding="utf-8")
     imported(home, str(FIXTURE))
-    again = imported(home, "--from", "memory-json", str(pretty))["scopes"]["local:default"]
-    assert again["memories"] == {"added": 0, "skipped": 3}  # a type, an observation, a relation
+    again = imported(home, str(pretty))  # recognised without --from
+    assert again["format"] == "memory-json"
+    assert again["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}  # type, observation, relation
+    array = tmp_path / "records.json"
+    array.write_text(json.dumps([{"type": "entity", **document["entities"][0]},
+                                 {"type": "relation", **document["relations"][0]}], indent=1), encoding="utf-8")
+    assert imported(home, str(array))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}
 
 
 @pytest.mark.store

@@ -8,10 +8,12 @@ entity named in `detail`, for the export back), each relation a fact memory
 `<from> <relationType> <to>` whose fact row puts the edge in the graph (a relation to a name
 with no entity line makes a placeholder entity, as the graph does for any fact). Ids come from
 the entity name and the text, so a repeated entity line, observation or relation adds nothing,
-and neither does a second import. The format has no times: every memory gets the file's
-modification time (created_at None: the pipeline dates them so, and the dry run says so). A line that is not JSON is reported (skipped) and the rest imported; two
-objects run together on one line (`}{`, from concurrent writers) are split. The whole-document
-form `{"entities": [...], "relations": [...]}` (read_graph's answer) is read too.
+and neither does a second import. The format has no times: the records carry none, so the
+pipeline dates every memory by the file's modification time (and the dry run says so). A line
+that is not JSON is reported (skipped) and the rest imported; two objects run together on one
+line (`}{`, from concurrent writers) are split. The whole-document form
+`{"entities": [...], "relations": [...]}` (read_graph's answer) and a JSON array of typed
+records are read too.
 """
 from __future__ import annotations
 
@@ -37,14 +39,17 @@ def sniff(path: Path) -> bool:
     except OSError:
         return False
     text = head.decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
+    squeezed = "".join(text[:300].split())
+    if squeezed.startswith(('{"entities"', '{"relations"')):
+        return True
+    if text.startswith("["):
+        return squeezed.startswith('[{"type":') and ('"entityType"' in text or '"relationType"' in text)
     if text.startswith("{"):
-        first = text.split("\n", 1)[0]
         try:
-            record = json.loads(first)
+            record = json.loads(text.split("\n", 1)[0])
         except ValueError:
-            return text[:200].replace(" ", "").startswith(('{"entities"', '{"relations"'))
-        return isinstance(record, dict) and (record.get("type") in ("entity", "relation")
-                                             or isinstance(record.get("entities"), list))
+            return False
+        return isinstance(record, dict) and record.get("type") in ("entity", "relation")
     return False
 
 
@@ -52,20 +57,12 @@ def records(path: Path, *, scope: str) -> Iterator[Union[dict, Skipped]]:
     """The file's entities, observations and relations as export records (see the module
     docstring), with a Skipped for each line or item that cannot be read."""
     path = Path(path)
-    _mtime(path)  # readable (the pipeline dates every memory by the file's modification time)
     reader = _Reader()
     for where, item in _items(path):
         if isinstance(item, Skipped):
             yield item
         else:
             yield from reader.read(item, where)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError as exc:
-        raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
 
 
 def _items(path: Path) -> Iterator[tuple[str, Union[dict, Skipped]]]:
