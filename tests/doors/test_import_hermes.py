@@ -129,3 +129,19 @@ def test_install_says_how_much_history_there_is_and_imports_it_when_asked(home):
     assert len(exported(home, "local:default")) == 5 and len(exported(home, TELEGRAM)) == 2
     again = run(home, "install-hermes-plugin", "--import-history")
     assert again.stdout.splitlines()[-1].startswith("Imported 0 messages")
+
+
+@pytest.mark.store
+def test_a_session_the_provider_kept_while_hermes_ran_is_not_imported_twice(home, tmp_path):
+    from hermes_cmms import MemoryService, Settings
+
+    state = built(tmp_path / "hermes", "state.db", "state.sql")
+    imported(home, "--dry-run", str(state))  # (starts the store)
+    with MemoryService(Settings.load(home), scheduler=False) as service:  # what the provider kept of one session
+        service.retain_turn("local:default", "20260105_091500_a1b2c3", "My balcony faces south.",
+                            "Noted: south-facing balcony.")
+    summary = imported(home, str(state))
+    assert summary["skipped"]["a session hermes-cmms kept while it ran"]["count"] == 1
+    assert summary["skipped"]["a message of a session hermes-cmms kept while it ran"]["count"] == 3
+    assert summary["scopes"]["local:default"]["memories"]["added"] == 2  # the other session's
+    assert [m["content"] for m in exported(home, "local:default")].count("My balcony faces south.") == 1

@@ -152,12 +152,17 @@ def _first_byte(handle: IO[bytes]) -> bytes:
 # -- the records a reader yields ------------------------------------------------------------
 
 def session(fmt: str, conversation: Any, *, started_at: Optional[float], turns: int = 0,
-            ended_at: Optional[float] = None, scope: Optional[str] = None) -> dict:
+            ended_at: Optional[float] = None, scope: Optional[str] = None, known_as: Optional[str] = None) -> dict:
     """The session record of a conversation (its id: stable_id(fmt, conversation)). It counts
-    as flushed and extracted, so the session hooks leave an imported conversation alone."""
+    as flushed and extracted, so the session hooks leave an imported conversation alone.
+    `known_as`: the id a door of hermes-cmms gave the same conversation when it kept it live (a
+    Hermes session id): if the scope has that session, the conversation and its messages are
+    skipped, as they are stored already."""
     record = {"type": "session", "session_id": stable_id(fmt, conversation), "started_at": started_at,
               "last_turn": turns, "flushed_at": ended_at if ended_at is not None else started_at,
               "extracted_turn": turns}
+    if known_as is not None:
+        record["known_as"] = known_as
     return _scoped(record, scope)
 
 

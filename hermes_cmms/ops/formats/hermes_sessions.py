@@ -62,7 +62,7 @@ def _session(row: dict, messages: list[dict], profile: str) -> Iterator[Any]:
         yield Skipped("a session with no message to keep", where)
         return
     yield session(NAME, sid, started_at=timestamp(row.get("started_at")), turns=max(turns, 1),
-                  ended_at=timestamp(row.get("ended_at")), scope=scope)
+                  ended_at=timestamp(row.get("ended_at")), scope=scope, known_as=sid)
     for message, text, turn in kept:
         yield memory(NAME, (sid, message["id"]), text, original=f"hermes:session/{sid}/message/{message['id']}",
                      created_at=timestamp(message.get("timestamp")), role=message["role"], turn=turn,

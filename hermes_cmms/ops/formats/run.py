@@ -12,12 +12,13 @@ import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from . import Skipped, _readers, detect
 from .. import transfer
-from .._transfer_records import FORMAT, KINDS, VERSION, parse, row_of
+from .._transfer_records import FORMAT, KINDS, VERSION, parse, row_of, stored_id
 from ...common.checks import scope_of
 from ...common.errors import InvalidInput
 from ...common.scopes import local_scope
@@ -51,7 +52,7 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
         return {"format": name, **transfer.import_file(engine, path, scope=scope, progress=progress, actor=actor)}
     progress = progress or (lambda phase, done, total: None)
     default = scope_of(scope) if scope is not None else local_scope(Path(engine.settings.home))
-    reading = _Reading(path, scope is not None, default)
+    reading = _Reading(path, scope is not None, default, partial(_kept_live, engine))
     try:
         for done, item in enumerate(readers[name].records(path, scope=default), 1):
             reading.take(item)
@@ -103,8 +104,9 @@ class _Reading:
     """What the reader gave, sorted into spools by scope, each record checked as it comes: the
     skipped by reason, the dates filled in, the date range."""
 
-    def __init__(self, path: Path, forced: bool, default: str) -> None:
-        self.forced, self.default = forced, default
+    def __init__(self, path: Path, forced: bool, default: str, kept_live: Callable[[str, str], bool]) -> None:
+        self.forced, self.default, self.kept_live = forced, default, kept_live
+        self.live: set[tuple[str, str]] = set()  # (scope, session id) of sessions a door kept live
         self.mtime = path.stat().st_mtime
         self.spools: dict[str, _Spool] = {}
         self.skipped: Counter = Counter()
@@ -129,6 +131,14 @@ class _Reading:
             scope = scope_of(self.default if self.forced or named is None else named)
         except InvalidInput:
             self._skip("its user names no scope hermes-cmms can store", where)
+            return
+        known_as = record.pop("known_as", None)
+        if kind == "session" and known_as is not None and self.kept_live(scope, known_as):
+            self.live.add((scope, record["session_id"]))
+            self._skip("a session hermes-cmms kept while it ran", where)
+            return
+        if kind == "memory" and (scope, record.get("session_id")) in self.live:
+            self._skip("a message of a session hermes-cmms kept while it ran", where)
             return
         spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope))
         self._date(record)
@@ -193,6 +203,12 @@ def _where(record: dict) -> str:
     receipts = record.get("receipts") or [{}]
     original = receipts[0].get("original") if isinstance(receipts[0], dict) else None
     return str(original or record.get(KEYS.get(record.get("type"), "id")) or "")
+
+
+def _kept_live(engine: "Engine", scope: str, session_id: str) -> bool:
+    """Whether `scope` has the session `session_id` (an id a door gave it, e.g. Hermes')."""
+    with engine.store.read() as conn:
+        return not transfer_rows.not_stored(conn, KINDS["session"], [{"session_id": stored_id(session_id)}], scope)
 
 
 def _planned(engine: "Engine", spool: _Spool) -> dict:
