@@ -44,7 +44,9 @@ def test_memory_json_round_trips_through_its_importer(home, tmp_path):
     assert {"type": "relation", "from": "Bakery Project", "to": "Flour_Supplier",
             "relationType": "depends_on"} in lines
     mira = [r for r in lines if r["type"] == "entity" and r["name"] == "Mira_Okafor"]
-    assert mira[0]["entityType"] == "person" and "Prefers tea over coffee" in mira[0]["observations"]
+    assert mira == [{"type": "entity", "name": "Mira_Okafor", "entityType": "person", "observations": [
+        "Prefers tea over coffee", "Speaks Yoruba and Portuguese", 'Said "call me Mira"', "Keeps bees on the roof"]}]
+    assert len({r["name"] for r in lines if r["type"] == "entity"}) == sum(r["type"] == "entity" for r in lines)
 
     again = json.loads(run(home, "import", str(exported)))["scopes"]["local:default"]  # the same ids
     assert (again["memories"]["added"], again["facts"]["added"]) == (0, 0)
@@ -122,3 +124,15 @@ def parse_note(path: Path) -> dict:
 def unescaped(text: str) -> str:
     """Markdown's backslash escapes undone (what a renderer shows)."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
+
+
+def test_memory_json_gathers_an_entity_into_one_line_within_its_budget():
+    from hermes_cmms.ops.formats._exports import memory_json
+
+    records = [{"type": "memory", "id": str(n), "kind": "observation", "content": f"E{n % 2}: fact {n}",
+                "detail": {"entity": f"E{n % 2}", "entity_type": "thing"}} for n in range(6)]
+    whole = list(memory_json(records))
+    assert [(r["name"], r["observations"]) for r in whole] == [("E0", ["fact 0", "fact 2", "fact 4"]),
+                                                              ("E1", ["fact 1", "fact 3", "fact 5"])]
+    bounded = list(memory_json(records, budget=20))  # past 20 characters held: written
+    assert len(bounded) > 2 and sum(len(r["observations"]) for r in bounded) == 6

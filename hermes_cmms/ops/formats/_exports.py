@@ -6,9 +6,10 @@ nothing is redacted again, and nothing a memory says becomes markup.
 memory-json: a memory that is not a fact is an observation of an entity: the entity it was
 imported from (its `detail`), else its session (`session <id>`, type `session`, a message
 written `<role>: <text>`), else `user` (type `person`). A fact is a relation, except `X is a T`,
-which is X's entityType. Superseded memories are left out. An entity's observations are written
-as they come (memories are exported oldest first), so an entity whose observations were not
-written together has several lines; the MCP server and our import both merge them.
+which is X's entityType. Superseded memories are left out. An entity's observations are
+gathered into one line, up to GROUP_BYTES of text held at once: past that, what is held is
+written and gathering starts again, so only in a very large store can an entity have several
+lines (our import merges them; the MCP server's tools use the first).
 
 markdown: one note per session (`sessions/<date>-<id>.md`) and one per day for memories outside
 a session (`days/<date>.md`), dates in UTC; front matter (title, type, permalink, created,
@@ -38,6 +39,7 @@ FORMATS = ("jsonl", "memory-json", "markdown")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>#~&])")  # what can start markup inside a line
 YAML_BREAKS = {"\u0085": "\\N", "\u2028": "\\L", "\u2029": "\\P"}
 OPEN_FILES = 64  # note parts kept open at once while writing
+GROUP_BYTES = 32 * 2**20  # observations (characters) a memory-json export gathers per entity line at most
 
 __all__ = ["FORMATS", "export_open", "memory_json", "markdown"]
 
@@ -57,28 +59,28 @@ def export_open(engine: "Engine", scope: str, fmt: str, directory=None, actor: s
 
 # -- memory-json --------------------------------------------------------------------------
 
-def memory_json(records: Iterable[dict]) -> Iterator[dict]:
-    """The MCP memory server's lines (entity, relation) of an export's records."""
+def memory_json(records: Iterable[dict], budget: int = GROUP_BYTES) -> Iterator[dict]:
+    """The MCP memory server's lines (entity, relation) of an export's records: one line per
+    entity, its observations gathered until `budget` characters are held (then written, and
+    gathering starts again: only a store bigger than that writes an entity on several lines)."""
     superseded: set[str] = set()
     typed: dict[str, str] = {}  # entity -> the entityType written for it
-    run: Optional[dict] = None
+    groups: dict[str, list[str]] = {}
+    held = 0
     for record in records:
         if record.get("type") == "memory":
             if record.get("superseded_by"):
                 superseded.add(record["id"])
             elif record.get("kind") != "fact":
                 name, kind, text = _observation(record)
-                if run is not None and run["name"] != name:
-                    yield run
-                    run = None
-                if run is None:
-                    run = {"type": "entity", "name": name, "entityType": typed.setdefault(name, kind),
-                           "observations": []}
-                run["observations"].append(text)
+                typed.setdefault(name, kind)
+                groups.setdefault(name, []).append(text)
+                held += len(text)
+                if held > budget:
+                    yield from _entities(groups, typed)
+                    held = 0
         elif record.get("type") == "fact" and record["memory_id"] not in superseded:
-            if run is not None:
-                yield run
-                run = None
+            yield from _entities(groups, typed)  # (facts come after every memory)
             subject, predicate, target = record["subject"], record["predicate"], record["object"]
             if predicate == "is a" and typed.get(subject, target) == target:
                 if subject not in typed:  # (one whose observations were written has its type)
@@ -86,8 +88,15 @@ def memory_json(records: Iterable[dict]) -> Iterator[dict]:
                     yield {"type": "entity", "name": subject, "entityType": target, "observations": []}
             else:
                 yield {"type": "relation", "from": subject, "to": target, "relationType": predicate}
-    if run is not None:
-        yield run
+    yield from _entities(groups, typed)
+
+
+def _entities(groups: dict[str, list[str]], typed: dict[str, str]) -> Iterator[dict]:
+    """The entity lines of the observations gathered (in the order the entities were met),
+    which are then let go."""
+    for name, observations in groups.items():
+        yield {"type": "entity", "name": name, "entityType": typed[name], "observations": observations}
+    groups.clear()
 
 
 def _observation(record: dict) -> tuple[str, str, str]:
