@@ -33,8 +33,8 @@ from typing import IO, Any, Iterator, Optional
 
 from ...common.errors import InvalidInput
 
-__all__ = ["READERS", "Skipped", "detect", "fact", "memory", "session", "stable_id", "streamed_json_array",
-           "timestamp"]
+__all__ = ["READERS", "Skipped", "detect", "fact", "json_error", "memory", "session", "stable_id",
+           "streamed_json_array", "timestamp"]
 
 _NAMESPACE = uuid.UUID("5b0c3c2e-6d1f-5f0e-9a57-0c6d2f6a1e29")  # hermes-cmms imports; never change it
 _NOT_READERS = frozenset({"run"})
@@ -124,29 +124,42 @@ def _iso(text: str) -> Optional[float]:
 
 def streamed_json_array(handle: IO[bytes], where: str = "the file") -> Iterator[Any]:
     """The items of a top-level JSON array, one at a time, in bounded memory (ijson, the
-    maintained streaming parser with a C backend). InvalidInput names the item that broke."""
+    maintained streaming parser with a C backend), from any binary stream (seekable or not).
+    InvalidInput names the item after which it broke."""
     import ijson
 
-    first = _first_byte(handle)
+    head = handle.read(4096).removeprefix(b"\xef\xbb\xbf")
+    first = head.lstrip(b" \t\r\n")[:1]
     if first != b"[":
         raise InvalidInput(f"{where} is not a JSON array (it starts with {first.decode('latin-1')!r}).")
     index = -1
     try:
-        for index, item in enumerate(ijson.items(handle, "item", use_float=True)):
+        for index, item in enumerate(ijson.items(_Joined(head, handle), "item", use_float=True)):
             yield item
     except ijson.JSONError as exc:
-        said = exc.args[0] if exc.args else ""
-        said = (said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)).strip()
-        problem = said.splitlines()[0] if said else type(exc).__name__  # yajl adds a caret drawing, in bytes
-        raise InvalidInput(f"{where} is not valid JSON after item {index + 1} ({problem}).") from None
+        raise InvalidInput(f"{where} is not valid JSON after item {index + 1} ({json_error(exc)}).") from None
 
 
-def _first_byte(handle: IO[bytes]) -> bytes:
-    """The first byte that is not white space (or a byte-order mark), the handle rewound."""
-    start = handle.tell()
-    head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-    handle.seek(start)
-    return head[:1]
+def json_error(exc: Exception) -> str:
+    """A parser's complaint in one line (yajl's are several, sometimes bytes, with a picture of
+    where)."""
+    said = exc.args[0] if exc.args else ""
+    said = said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
+    return (said.strip().splitlines() or ["not JSON"])[0].strip()[:200]
+
+
+class _Joined:
+    """The bytes already read from a stream, then the rest of it."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self.head, self.rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if not self.head:
+            return self.rest.read(size)
+        cut = len(self.head) if size < 0 else size
+        out, self.head = self.head[:cut], self.head[cut:]
+        return out
 
 
 # -- the records a reader yields ------------------------------------------------------------

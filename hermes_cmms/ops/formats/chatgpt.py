@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
 from ...common.errors import InvalidInput
-from . import Skipped, memory, session, timestamp
+from . import Skipped, json_error, memory, session, timestamp
 
 NAME = "chatgpt"
 SHARD = re.compile(r"conversations-(\d+)\.json$")
@@ -92,7 +92,7 @@ def _conversations(handle: IO[bytes], name: str) -> Iterator[Any]:
         for index, item in enumerate(ijson.items(handle, prefix, use_float=True)):
             yield item
     except ijson.JSONError as exc:
-        raise InvalidInput(f"{name} is not valid JSON after conversation {index + 1} ({exc}).") from None
+        raise InvalidInput(f"{name} is not valid JSON after conversation {index + 1} ({json_error(exc)}).") from None
 
 
 # -- one conversation -------------------------------------------------------------------------
