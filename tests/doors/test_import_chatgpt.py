@@ -138,3 +138,62 @@ def test_what_was_told_in_an_imported_conversation_reaches_a_real_hermes_turn(ho
     proc = run_hermes(home, [hermes_bin(), "-z", question])
     assert "FAKE-REPLY" in proc.stdout
     assert_recalled_in(llm.turn(question), "My sister Ingrid lives in Tromsø")
+
+
+def big_export(path: Path, conversations: int, messages: int) -> int:
+    """A ChatGPT export of `conversations` linear conversations of `messages` messages each."""
+    items = []
+    for c in range(conversations):
+        mapping, parent = {}, None
+        for m in range(messages):
+            node = f"c{c}-m{m}"
+            mapping[node] = {"id": node, "parent": parent, "children": [f"c{c}-m{m + 1}"] if m + 1 < messages else [],
+                             "message": {"id": node, "author": {"role": "user" if m % 2 == 0 else "assistant"},
+                                         "create_time": 1700000000.0 + c * 1000 + m, "recipient": "all",
+                                         "content": {"content_type": "text", "parts": [f"Note {c}.{m} about kiln {m * 7}"]}}}
+            parent = node
+        items.append({"id": f"conv-{c}", "create_time": 1700000000.0 + c * 1000, "current_node": parent,
+                      "mapping": mapping})
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return conversations * messages
+
+
+@pytest.mark.slow
+@pytest.mark.one_backend
+def test_an_import_killed_while_writing_keeps_its_batches_and_the_rerun_adds_the_rest(home, tmp_path):
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from conftest import subprocess_env
+    from hermes_cmms import Settings
+    from hermes_cmms.store.availability import store_file
+
+    export = tmp_path / "conversations.json"
+    total = big_export(export, 40, 100)
+    imported(home, "--dry-run", str(FILE))  # (starts the store)
+    database = store_file(Settings.load(home))
+    env = subprocess_env(home, CMMS_EMBEDDER="none")
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_cmms.cli", "import", "-q", str(export)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            with sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True) as conn:
+                if conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]:
+                    os.kill(proc.pid, signal.SIGKILL)  # mid-import: its batches so far are committed
+                    break
+            time.sleep(0.002)
+    finally:
+        if proc.poll() is None and time.monotonic() >= deadline:
+            proc.kill()
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
+    with sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True) as conn:
+        early = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    assert 0 < early < total
+    rest = imported(home, str(export))["scopes"]["local:default"]["memories"]
+    assert rest == {"added": total - early, "skipped": early}
