@@ -46,14 +46,15 @@ def test_the_reader_keeps_the_branch_the_person_ended_on_and_only_what_was_said(
     records, skipped = read(FOLDER)
     messages = [(r["role"], r["turn"], r["content"]) for r in records if r["type"] == "memory" and r["kind"] == "message"]
     assert messages[:4] == [  # 2024: sorted by time, the person first on a tie; markup stripped, space trimmed
-        ("user", 1, "Plan a 12 km bike commute with one coffee stop. I ride a blue gravel bike called Pelican."),
+        ("user", 1, "Plan a 12 km bike commute with one coffee stop. I ride a blue gravel bike called Pelican."
+                    "\n[attached: route-map.png]"),
         ("assistant", 1, "Here is a plan.\n\n[artifact: Commute plan]\n\nEnjoy the ride!"),
         ("user", 2, "Make it a table instead."),
         ("assistant", 2, "| Time | Stop |\n|---|---|\n| 07:30 | Home |\n| 07:55 | Coffee |")]
     assert messages[4:8] == [  # 2025+: the latest leaf walked up; the paste from its attachment
         ("user", 1, "How often should I water tomatoes in pots?"),
         ("assistant", 1, "Daily in hot weather; check the top 2 cm of soil first."),
-        ("user", 2, "My balcony faces south and gets 8 hours of sun."),
+        ("user", 2, "My balcony faces south and gets 8 hours of sun.\n[attached: balcony.jpg]"),
         ("assistant", 2, "With 8 hours of sun, water every morning.")]
     text = json.dumps(records)
     for left_out in ("EDITEDAWAYMARKER", "SEARCHRESULTMARKER", "User grows tomatoes", "antThinking", "Leave 07:30",
@@ -63,7 +64,6 @@ def test_the_reader_keeps_the_branch_the_person_ended_on_and_only_what_was_said(
                        "artifact body": 1, "token budget block": 1, "message on an edited or retried-away branch": 1,
                        "message without text": 1, "conversation without messages": 1}
     paste = next(r for r in records if r.get("content", "").startswith("My balcony"))
-    assert paste["receipts"][0]["files"] == ["balcony.jpg"]
     assert paste["receipts"][0]["original"] == f"claude:conversation/{TOMATOES}/message/019a0000-0000-7000-8000-000000000004"
     assert paste["created_at"] == 1762204770.0  # 2025-11-03T21:19:30Z, the message's own time
     summary = next(r for r in records if r.get("kind") == "summary")
@@ -127,10 +127,10 @@ def test_dry_run_import_reimport_and_recall(home):
 
     found = json.loads(run(home, "search", "which way does my balcony face", "--json").stdout)["results"]
     said = next(r for r in found if r["kind"] == "message")
-    assert said["content"] == "My balcony faces south and gets 8 hours of sun."
+    assert said["content"] == "My balcony faces south and gets 8 hours of sun.\n[attached: balcony.jpg]"
     assert (said["source"], said["role"], said["date"]) == ("import:claude", "user", "2025-11-03T21:19:30+00:00")
     found = json.loads(run(home, "search", "what bike do I ride", "--json").stdout)["results"]
-    assert found[0]["content"].endswith("I ride a blue gravel bike called Pelican.")
+    assert found[0]["content"].endswith("I ride a blue gravel bike called Pelican.\n[attached: route-map.png]")
 
 
 @pytest.mark.store

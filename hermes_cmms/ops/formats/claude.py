@@ -9,7 +9,8 @@ to the root, the other branches skipped; 2024 exports are a flat list in no reli
 sorted by time (a person's message before the reply stamped the same second). A message is its
 `text` blocks only: thinking, tool calls and tool results (which sit inside the assistant's
 message) are skipped and counted; a long paste lives in an attachment's `extracted_content`;
-2024 text's inline `<antThinking>` is dropped and an `<antArtifact>` is left as its title.
+2024 text's inline `<antThinking>` is dropped and an `<antArtifact>` is left as its title; the
+files attached are named (`[attached: a.png]`: the export has their names, not their bytes).
 The conversation's summary (model-written) is a `summary` memory; `memories.json` gives one
 semantic note per memory file, per paragraph of the account's memory, per project memory.
 `users.json` and the project files are personal data or settings and are not read.
@@ -146,13 +147,10 @@ def _conversation(conversation: dict, index: int) -> Iterator[dict | Skipped]:
             continue
         if role == "user" or turn == 0:
             turn += 1
-        record = memory(NAME, (cid, mid), content, original=f"claude:conversation/{cid}/message/{mid}",
-                        created_at=timestamp(message.get("created_at")),
-                        updated_at=timestamp(message.get("updated_at")), role=role, turn=turn, conversation=cid)
-        files = _files(message)
-        if files:
-            record["receipts"][0]["files"] = files
-        memories.append(record)
+        memories.append(memory(NAME, (cid, mid), content, original=f"claude:conversation/{cid}/message/{mid}",
+                               created_at=timestamp(message.get("created_at")),
+                               updated_at=timestamp(message.get("updated_at")), role=role, turn=turn,
+                               conversation=cid))
     summary = _summary(conversation)
     if not memories and not summary:
         yield Skipped("conversation without messages", where)
@@ -205,6 +203,9 @@ def _content(message: dict) -> tuple[str, list[str]]:
               if isinstance(a, dict)]
     if not text and any(pasted):
         text = "\n\n".join(p for p in pasted if p)
+    names = _files(message)
+    if names:  # as the ChatGPT import names them
+        text = f"{text.strip()}\n[attached: {', '.join(names)}]"
     return text.strip(), skipped
 
 
@@ -222,7 +223,7 @@ def _without_markup(text: str) -> tuple[str, list[str]]:
 
 
 def _files(message: dict) -> list[str]:
-    """The names of the files attached to a message (the export has their names only)."""
+    """The names of the files attached to a message (the export has the names, not the bytes)."""
     return [_text(f.get("file_name")) for f in _list(message.get("files")) + _list(message.get("attachments"))
             if isinstance(f, dict) and _text(f.get("file_name"))]
 
