@@ -8,22 +8,12 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import Skipped, chatgpt, detect, stable_id
-from inprocess import cli
+from imports import imported, killed_mid_import, run
 from test_hermes_e2e import llm  # noqa: F401 (the fake LLM fixture)
 
 FIXTURES = Path(__file__).parents[1] / "data" / "imports" / "chatgpt"
 FILE = FIXTURES / "conversations.json"
 STARTER = "0d4c6a52-1111-4a7e-9e1e-000000000001"
-
-
-def run(home, *args):
-    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
-
-
-def imported(home, *args):
-    result = run(home, "import", "--create", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def test_the_branch_the_user_ended_on_is_read_and_the_rest_skipped_with_reasons():
@@ -161,39 +151,9 @@ def big_export(path: Path, conversations: int, messages: int) -> int:
 @pytest.mark.slow
 @pytest.mark.one_backend
 def test_an_import_killed_while_writing_keeps_its_batches_and_the_rerun_adds_the_rest(home, tmp_path):
-    import os
-    import signal
-    import sqlite3
-    import subprocess
-    import sys
-    import time
-
-    from conftest import subprocess_env
-    from hermes_cmms import Settings
-    from hermes_cmms.store.availability import store_file
-
     export = tmp_path / "conversations.json"
     total = big_export(export, 40, 100)
-    imported(home, "--dry-run", str(FILE))  # (starts the store)
-    database = store_file(Settings.load(home))
-    env = subprocess_env(home, CMMS_EMBEDDER="none")
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_cmms.cli", "import", "-q", str(export)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:
-            with sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True) as conn:
-                if conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]:
-                    os.kill(proc.pid, signal.SIGKILL)  # mid-import: its batches so far are committed
-                    break
-            time.sleep(0.002)
-    finally:
-        if proc.poll() is None and time.monotonic() >= deadline:
-            proc.kill()
-        proc.wait(30)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()
-    with sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True) as conn:
-        early = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    early = killed_mid_import(home, export)
     assert 0 < early < total
     rest = imported(home, str(export))["scopes"]["local:default"]["memories"]
     assert rest == {"added": total - early, "skipped": early}

@@ -5,20 +5,15 @@ that lives only in an attachment, a conversation without messages, hostile text,
 personal data), read as the file, the folder and the ZIP, through the command line on a real
 store."""
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
-import time
 import zipfile
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from hermes_cmms.ops.formats import Skipped, claude, detect
-from inprocess import cli
+from hermes_cmms.ops.formats import claude, detect
+from imports import database, imported, killed_mid_import, read, run, stored
 
 FOLDER = Path(__file__).parents[1] / "data" / "imports" / "claude"
 CONVERSATIONS = FOLDER / "conversations.json"
@@ -26,24 +21,8 @@ TOMATOES = "7c2e9d44-bbbb-4ccc-8ddd-000000000002"
 ROOT = "00000000-0000-4000-8000-000000000000"
 
 
-def run(home, *args):
-    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
-
-
-def imported(home, *args):
-    result = run(home, "import", "--create", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def read(path):
-    records = list(claude.records(path, scope="local:default"))
-    skipped = Counter(r.reason for r in records if isinstance(r, Skipped))
-    return [r for r in records if not isinstance(r, Skipped)], skipped
-
-
 def test_the_reader_keeps_the_branch_the_person_ended_on_and_only_what_was_said():
-    records, skipped = read(FOLDER)
+    records, skipped = read(claude, FOLDER)
     messages = [(r["role"], r["turn"], r["content"]) for r in records if r["type"] == "memory" and r["kind"] == "message"]
     assert messages[:4] == [  # 2024: sorted by time, the person first on a tie; markup stripped, space trimmed
         ("user", 1, "Plan a 12 km bike commute with one coffee stop. I ride a blue gravel bike called Pelican."
@@ -79,10 +58,10 @@ def test_the_file_the_folder_and_the_zip_give_the_same_conversations(tmp_path):
         for name in ("conversations.json", "memories.json", "users.json"):
             zipped.write(FOLDER / name, f"data-2026/{name}")
         zipped.writestr("__MACOSX/data-2026/._conversations.json", b"\x00\x05\x16\x07junk")
-    alone, _ = read(CONVERSATIONS)
+    alone, _ = read(claude, CONVERSATIONS)
     assert [detect(p) for p in (archive, FOLDER, CONVERSATIONS)] == ["claude"] * 3
-    assert read(archive)[0] == read(FOLDER)[0]
-    assert [r for r in read(FOLDER)[0] if r.get("kind") != "note"] == alone  # memories.json only beside it
+    assert read(claude, archive)[0] == read(claude, FOLDER)[0]
+    assert [r for r in read(claude, FOLDER)[0] if r.get("kind") != "note"] == alone  # memories.json only beside it
 
 
 def test_a_chatgpt_conversations_file_is_not_taken_for_claude(tmp_path):
@@ -189,35 +168,14 @@ def test_a_killed_import_keeps_its_committed_batches_and_the_next_run_adds_the_r
                      for n in range(1000)]
     export = tmp_path / "conversations.json"
     export.write_text(json.dumps(conversations), encoding="utf-8")
-    command = [str(Path(sys.executable).with_name("hermes-cmms")), "import", "--create", "-q", str(export)]
-    environment = {**os.environ, "HERMES_HOME": str(home), "CMMS_EMBEDDER": "none"}
-    process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    database, deadline = home / "cmms" / "cmms.db", time.monotonic() + 120
-    try:
-        while stored(database) == 0 and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-    finally:
-        process.kill()
-        process.wait()
-    early = stored(database)
+    early = killed_mid_import(home, export)
     assert 0 < early < 2000, "the import ended before it could be killed mid-way"
-    with sqlite3.connect(database) as conn:  # every message committed has its session
+    with sqlite3.connect(database(home)) as conn:  # every message committed has its session
         assert conn.execute("SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM sessions s "
                             "WHERE s.session_id = m.session_id)").fetchone() == (0,)
     rest = imported(home, str(export))["scopes"]["local:default"]["memories"]
     assert rest == {"added": 2000 - early, "skipped": early}
-    assert stored(database) == 2000
-
-
-def stored(database: Path) -> int:
-    """The memories committed in the database so far (0 before it exists)."""
-    if not database.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
-            return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-    except sqlite3.OperationalError:  # created, not yet migrated
-        return 0
+    assert stored(home) == 2000
 
 
 def test_fields_of_the_wrong_type_are_left_out_not_a_crash(tmp_path):
@@ -229,7 +187,7 @@ def test_fields_of_the_wrong_type_are_left_out_not_a_crash(tmp_path):
                {"uuid": "t1", "sender": "assistant", "text": "also kept", "parent_message_uuid": {"a": 1}}, 5]}]
     export = tmp_path / "conversations.json"
     export.write_text(json.dumps(odd), encoding="utf-8")
-    records, skipped = read(export)
+    records, skipped = read(claude, export)
     assert [(r["role"], r["content"]) for r in records if r["type"] == "memory"] == [
         ("user", "kept"), ("assistant", "also kept")]
     assert skipped["message from an unknown sender"] == 1 and skipped["unknown block"] == 2

@@ -7,13 +7,12 @@ read as one file, a project's folder and the projects folder, through the comman
 real store."""
 import json
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from hermes_cmms.ops.formats import Skipped, claude_code, detect
-from inprocess import cli
+from hermes_cmms.ops.formats import claude_code, detect
+from imports import imported, read, run
 
 PROJECTS = Path(__file__).parents[1] / "data" / "imports" / "claude-code" / "projects"
 PROJECT = PROJECTS / "-home-ana-src-demo-app"
@@ -23,28 +22,12 @@ TOOL_NOISE = ("THINKINGMARKER", "TOOLOUTPUTMARKER", "COMPACTMARKER", "SUBAGENTMA
               "command-name", "health endpoint instead.\n")
 
 
-def run(home, *args):
-    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
-
-
-def imported(home, *args):
-    result = run(home, "import", "--create", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-def read(path):
-    records = list(claude_code.records(path, scope="local:default"))
-    skipped = Counter(r.reason for r in records if isinstance(r, Skipped))
-    return [r for r in records if not isinstance(r, Skipped)], skipped
-
-
 def said(records):
     return [(r["role"], r["turn"], r["content"]) for r in records if r["type"] == "memory"]
 
 
 def test_the_notes_example_gives_the_expected_turns():
-    records, skipped = read(EXAMPLE)
+    records, skipped = read(claude_code, EXAMPLE)
     assert said(records) == [
         ("user", 1, "The login test fails one run in ten. We use pytest and I prefer small fixes."),
         ("assistant", 1, "Let me look at the test."),  # a1-a3 merged by message.id, thinking and tool call dropped
@@ -60,7 +43,7 @@ def test_the_notes_example_gives_the_expected_turns():
 
 
 def test_a_projects_folder_keeps_what_the_person_and_the_assistant_said():
-    records, skipped = read(PROJECTS)
+    records, skipped = read(claude_code, PROJECTS)
     text = json.dumps(records)
     for noise in TOOL_NOISE:
         assert noise not in text
@@ -157,7 +140,7 @@ def test_fields_of_the_wrong_type_are_left_out_not_a_crash(tmp_path):
              {"type": "user", "uuid": "d", "sessionId": "s", "parentUuid": "c", "message": "not an object"}]
     transcript = tmp_path / "s.jsonl"
     transcript.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
-    records, skipped = read(transcript)
+    records, skipped = read(claude_code, transcript)
     assert said(records) == [("user", 1, "kept"), ("assistant", 1, "ok")]
     assert skipped["line of an unknown type"] == 1 and skipped["unknown block"] == 2
     assert skipped["slash command or CLI notice"] == 1  # a user line without words

@@ -9,20 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from inprocess import cli
+from imports import imported, run
 
 FIXTURES = Path(__file__).parents[1] / "data" / "imports" / "hermes"
 TELEGRAM = "user:telegram:555000111"
-
-
-def run(home, *args):
-    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
-
-
-def imported(home, *args):
-    result = run(home, "import", "--create", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def built(folder: Path, name: str, sql: str) -> Path:

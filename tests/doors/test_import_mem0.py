@@ -9,20 +9,10 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import Skipped, mem0
-from inprocess import cli
+from imports import imported, run
 
 DATA = Path(__file__).parents[1] / "data" / "imports" / "mem0"
 GET_ALL, OPENMEMORY = DATA / "get_all.json", DATA / "memories_export.zip"
-
-
-def run(home, *args):
-    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
-
-
-def imported(home, *args):
-    result = run(home, "import", "--create", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def contents(home, query, scope="local:default"):

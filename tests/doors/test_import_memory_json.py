@@ -3,29 +3,14 @@ JSON Lines of entities and relations): the fixture's traps (a blank line, a repe
 relation, client-added keys, two objects on one line, a line cut short without a newline, a
 relation to a name with no entity), through the command line on a real store."""
 import json
-import os
-import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from hermes_cmms.ops.formats import Skipped, memory_json
-from inprocess import cli
+from imports import imported, killed_mid_import, run, stored
 
 FIXTURE = Path(__file__).parents[1] / "data" / "imports" / "memory-json" / "memory.json"
-
-
-def run(home, *args):
-    return cli(home, *args, env={"CMMS_EMBEDDER": "none"})
-
-
-def imported(home, *args):
-    result = run(home, "import", "--create", *args)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def test_the_reader_merges_repeats_and_reports_the_cut_line():
@@ -136,29 +121,8 @@ def test_a_killed_import_keeps_its_committed_batches_and_the_next_run_adds_the_r
     path.write_text("\n".join(json.dumps({"type": "entity", "name": f"Plant {n}", "entityType": "plant",
                                           "observations": [f"Plant {n} needs water every {d} days" for d in range(4)]})
                               for n in range(600)), encoding="utf-8")
-    command = [str(Path(sys.executable).with_name("hermes-cmms")), "import", "--create", "-q", str(path)]
-    environment = {**os.environ, "HERMES_HOME": str(home), "CMMS_EMBEDDER": "none"}
-    process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    database, deadline = home / "cmms" / "cmms.db", time.monotonic() + 120
-    try:
-        while stored(database) == 0 and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-    finally:
-        process.kill()
-        process.wait()
-    early = stored(database)
+    early = killed_mid_import(home, path)
     assert 0 < early < 3000, "the import ended before it could be killed mid-way"
     rest = imported(home, str(path))["scopes"]["local:default"]["memories"]
     assert rest == {"added": 3000 - early, "skipped": early}
-    assert stored(database) == 3000
-
-
-def stored(database: Path) -> int:
-    """The memories committed in the database so far (0 before it exists)."""
-    if not database.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as conn:
-            return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-    except sqlite3.OperationalError:  # created, not yet migrated
-        return 0
+    assert stored(home) == 3000
