@@ -3,8 +3,11 @@ refuses them otherwise): each checks the start's CSRF token, calls one facade ve
 then goes to the page that shows the result."""
 from __future__ import annotations
 
+from functools import wraps
+from typing import Callable
 from urllib.parse import quote
 
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
@@ -29,6 +32,15 @@ def refused_csrf() -> Response:
                              status_code=403)
 
 
+def a_change(handler: Callable[[Request, FormData], Response]):
+    """The route of a change: `handler(request, form)` once the form's CSRF token is the start's."""
+    @wraps(handler)
+    async def answer(request: Request) -> Response:
+        form = await changed(request)
+        return refused_csrf() if form is None else handler(request, form)
+    return answer
+
+
 def go(request: Request, url: str) -> Response:
     """To `url`: htmx is told to go there (HX-Redirect), a plain form is redirected."""
     if request.headers.get("hx-request"):
@@ -40,29 +52,28 @@ def _memory_url(scope: str, mid: str) -> str:
     return f"/memory/{shown_id(mid)}?scope={quote(scope, safe='')}"
 
 
-async def correct(request: Request):
-    form = await changed(request)
-    if form is None:
-        return refused_csrf()
-    scope, mid = scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+def _memory_of(request: Request, form: FormData) -> tuple[str, str]:
+    """The scope the form names and the memory the path names."""
+    return scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+
+
+@a_change
+def correct(request: Request, form: FormData) -> Response:
+    scope, mid = _memory_of(request, form)
     new_id = call(request, "correct", scope, mid, form.get("text", ""), actor=ACTOR)
     return go(request, _memory_url(scope, new_id))
 
 
-async def pin(request: Request):
-    form = await changed(request)
-    if form is None:
-        return refused_csrf()
-    scope, mid = scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+@a_change
+def pin(request: Request, form: FormData) -> Response:
+    scope, mid = _memory_of(request, form)
     call(request, "pin", scope, mid, form.get("pinned", "1") == "1", actor=ACTOR)
     return go(request, _memory_url(scope, mid))
 
 
-async def tag(request: Request):
-    form = await changed(request)
-    if form is None:
-        return refused_csrf()
-    scope, mid = scope_of(request, form.get("scope")), memory_id(request.path_params["memory_id"])
+@a_change
+def tag(request: Request, form: FormData) -> Response:
+    scope, mid = _memory_of(request, form)
     words = form.get("tags", "").split()
     add = [w[1:] if w.startswith("+") else w for w in words if not w.startswith("-")]
     remove = [w[1:] for w in words if w.startswith("-")]
@@ -70,11 +81,9 @@ async def tag(request: Request):
     return go(request, _memory_url(scope, mid))
 
 
-async def forget(request: Request):
+@a_change
+def forget(request: Request, form: FormData) -> Response:
     """Forget the memories the preview listed (form fields `id`), after the preview was seen."""
-    form = await changed(request)
-    if form is None:
-        return refused_csrf()
     scope = scope_of(request, form.get("scope"))
     ids = [memory_id(i) for i in form.getlist("id") if i.strip()]
     if not ids:
@@ -83,11 +92,9 @@ async def forget(request: Request):
     return go(request, f"/memories?scope={quote(scope, safe='')}&forgotten={len(ids)}")
 
 
-async def forget_scope(request: Request):
+@a_change
+def forget_scope(request: Request, form: FormData) -> Response:
     """Forget a whole scope, once the scope's name was typed in full."""
-    form = await changed(request)
-    if form is None:
-        return refused_csrf()
     scope = scope_of(request, form.get("scope"))
     if form.get("typed", "") != scope:
         raise InvalidInput(f"Type the scope's name, {scope!r}, exactly to forget all of it.")
@@ -95,10 +102,8 @@ async def forget_scope(request: Request):
     return go(request, "/")
 
 
-async def resolve(request: Request):
-    form = await changed(request)
-    if form is None:
-        return refused_csrf()
+@a_change
+def resolve(request: Request, form: FormData) -> Response:
     scope = scope_of(request, form.get("scope"))
     extra = {"merged_text": form["merged_text"]} if form.get("merged_text") else {}
     call(request, "resolve_conflict", scope, memory_id(form.get("belief_a", "")), memory_id(form.get("belief_b", "")),
