@@ -1,6 +1,6 @@
 """What the `hermes-cmms import` tests share: the command line on a store without an embedder,
-an import's summary, a reader's records and skip reasons, and a real import process killed
-while it writes."""
+an import's summary, a reader's records and skip reasons, the memory a reader holds at once,
+and a real import process killed while it writes."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
@@ -37,6 +38,16 @@ def read(reader, path: Path) -> tuple[list[dict], Counter]:
     records = list(reader.records(path, scope="local:default"))
     skipped = Counter(r.reason for r in records if isinstance(r, Skipped))
     return [r for r in records if not isinstance(r, Skipped)], skipped
+
+
+def memories_and_peak(reader, path: Path) -> tuple[int, int]:
+    """How many memories `reader` gives for `path`, and the most bytes it held at once."""
+    tracemalloc.start()
+    try:
+        count = sum(1 for record in reader.records(path, scope="local:default") if record["type"] == "memory")
+        return count, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def database(home: Path) -> Path:

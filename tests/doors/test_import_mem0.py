@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import Skipped, mem0
-from imports import imported, run
+from imports import imported, memories_and_peak, run
 
 DATA = Path(__file__).parents[1] / "data" / "imports" / "mem0"
 GET_ALL, OPENMEMORY = DATA / "get_all.json", DATA / "memories_export.zip"
@@ -128,8 +128,6 @@ def test_every_shape_of_a_dump_reads_the_same(tmp_path, name, data):
 
 def test_a_big_dump_is_read_in_bounded_memory(tmp_path):
     """A 25 MB get_all dump on one line, streamed: the reader never holds the whole of it."""
-    import tracemalloc
-
     path = tmp_path / "get_all.json"
     items = ({"id": f"id-{n}", "memory": f"memory {n} " + "lorem ipsum " * 100, "user_id": "hermes-user",
               "created_at": "2026-01-01T00:00:00Z"} for n in range(20_000))
@@ -138,12 +136,7 @@ def test_a_big_dump_is_read_in_bounded_memory(tmp_path):
         out.write(", ".join(json.dumps(item) for item in items))
         out.write("]}")
     size = path.stat().st_size
-    tracemalloc.start()
-    try:
-        count = sum(1 for record in mem0.records(path, scope="local:default") if record["type"] == "memory")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    count, peak = memories_and_peak(mem0, path)
     assert count == 20_000
     assert size > 20 * 2**20 and peak < size / 5, (size, peak)
 

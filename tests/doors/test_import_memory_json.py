@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import Skipped, memory_json
-from imports import imported, killed_mid_import, run, stored
+from imports import imported, killed_mid_import, memories_and_peak, run, stored
 
 FIXTURE = Path(__file__).parents[1] / "data" / "imports" / "memory-json" / "memory.json"
 
@@ -93,8 +93,6 @@ def test_a_hostile_name_is_stored_as_text(home):
 
 def test_a_big_file_is_read_in_bounded_memory(tmp_path):
     """30 MB of observations: what the reader holds at once (ids it has seen) stays far below."""
-    import tracemalloc
-
     path = tmp_path / "memory.jsonl"
     with path.open("w", encoding="utf-8") as out:
         for entity in range(400):
@@ -102,12 +100,7 @@ def test_a_big_file_is_read_in_bounded_memory(tmp_path):
             out.write(json.dumps({"type": "entity", "name": f"E{entity}", "entityType": "thing",
                                   "observations": observations}) + "\n")
     size = path.stat().st_size
-    tracemalloc.start()
-    try:
-        count = sum(1 for record in memory_json.records(path, scope="local:default") if record["type"] == "memory")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    count, peak = memories_and_peak(memory_json, path)
     assert count == 400 * 51
     assert size > 25 * 2**20 and peak < size / 5, (size, peak)
 
