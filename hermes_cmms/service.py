@@ -465,11 +465,12 @@ class MemoryService:
 
         return audit.run(self.engine, audit_type, _scope(scope) if scope is not None else None)
 
-    def reindex(self, scope: Optional[str] = None) -> dict:
-        """Repair drift: vectors re-queued or removed, orphans deleted, the graph rebuilt."""
+    def reindex(self, scope: Optional[str] = None, progress: Optional[Callable[[int], None]] = None) -> dict:
+        """Repair drift: vectors re-queued or removed, orphans deleted, the graph rebuilt
+        (`progress(outbox rows left)` while it waits for the indexer)."""
         from .ops import audit
 
-        return audit.reindex(self.engine, _scope(scope) if scope is not None else None)
+        return audit.reindex(self.engine, _scope(scope) if scope is not None else None, progress=progress)
 
     # -- health ---------------------------------------------------------------------------
 
@@ -554,9 +555,10 @@ class MemoryService:
     def release_lease(self, name: str, owner: str) -> None:
         self.store.release_lease(owner, name=name)
 
-    def drain(self, timeout: float) -> int:
-        """Wait up to `timeout` seconds for the vector index to catch up with the store."""
-        return self.indexer.drain(timeout)
+    def drain(self, timeout: float, progress: Optional[Callable[[int], None]] = None) -> int:
+        """Wait up to `timeout` seconds for the vector index to catch up with the store
+        (`progress(outbox rows left)` about every half second while it waits)."""
+        return self.indexer.drain(timeout, progress)
 
     def wait_vectors(self, timeout: float) -> bool:
         """Start the embedder and the vector index if not started; wait up to `timeout` for them."""

@@ -31,3 +31,36 @@ def may_create(parser) -> None:
     """Give a command that adds to the store the --create option (see settings_for)."""
     parser.add_argument("--create", action="store_true",
                         help="Start a new store if there is none, even where Hermes has never run.")
+
+
+class VectorBar:
+    """A progress bar on standard error (rate and ETA) of the vector index catching up, fed
+    the outbox rows left (service.drain / reindex's `progress`); none when standard error is
+    not a terminal or --quiet is given. Rows queued meanwhile (a second repair pass) add to
+    its total."""
+
+    def __init__(self, args, description: str = "indexing") -> None:
+        import sys
+
+        self.description, self.left, self.bar = description, None, None
+        self.shown = not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+    def __call__(self, left: int) -> None:
+        if not self.shown or (self.bar is None and not left):  # nothing to wait for: no bar
+            return
+        if self.bar is None:
+            import sys
+
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=left, desc=self.description, unit=" memories", file=sys.stderr, leave=False)
+        elif left > self.left:
+            self.bar.total += left - self.left
+            self.bar.refresh()
+        else:
+            self.bar.update(self.left - left)
+        self.left = left
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

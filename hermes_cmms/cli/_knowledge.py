@@ -8,7 +8,7 @@ from typing import Callable
 
 from ..common.errors import InvalidInput
 from ..common.ids import public_ids, shown_id, stored_id
-from ._engine import _service, may_create
+from ._engine import VectorBar, _service, may_create
 
 SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
@@ -118,7 +118,12 @@ def cmd_audit(args) -> int:
 
 def cmd_reindex(args) -> int:
     args.drain = True
-    _print(_run(args, lambda s: s.reindex(args.scope)), args)
+    bar = VectorBar(args)
+    try:
+        result = _run(args, lambda s: s.reindex(args.scope, progress=bar))
+    finally:
+        bar.close()
+    _print(result, args)
     return 0
 
 
@@ -152,6 +157,7 @@ def register(add: Callable) -> None:
     p = add("reindex", cmd_reindex, "Repair drift: rebuild missing vectors, drop stray ones and orphans, "
                                     "rebuild the entity graph from SQL.")
     p.add_argument("--scope", help="Only this scope (default: every scope).")
+    p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
     add("metrics", cmd_metrics, "Print the Prometheus metrics (store gauges; call counters are per process).")
 
 

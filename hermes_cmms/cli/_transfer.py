@@ -141,7 +141,11 @@ def cmd_import(args) -> int:
         else:
             summary = service.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)
         if args.wait:
-            summary["indexed"] = service.drain(3600.0)
+            bar = _engine.VectorBar(args)
+            try:
+                summary["indexed"] = service.drain(3600.0, progress=bar)
+            finally:
+                bar.close()
     finally:
         for bar in bars.values():
             if bar is not None:

@@ -3,7 +3,7 @@ reading again; and their repair through the outbox (docs/health.md)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ._audit_report import BATCH, Report, _chain, _finding
 from ..store import vector_rows
@@ -105,13 +105,21 @@ def _queue_repairs(engine: "Engine", vectors, scope: Optional[str]) -> tuple[int
     return upserts, len(work) - upserts
 
 
-def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float) -> dict:
-    """Queue the vector repairs and wait for the indexer; checked again, up to REPAIR_PASSES times."""
+def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float,
+                    progress: Optional[Callable[[int], None]] = None) -> dict:
+    """Queue the vector repairs and wait for the indexer (`progress(outbox rows left)` while it
+    waits); checked again, up to REPAIR_PASSES times."""
+    waiting = vector_rows.outbox_lag(engine.store)[0]  # what was queued before (an import) is made first
+    if waiting and progress is not None:  # (before the model has loaded)
+        progress(waiting)
     vectors = _vectors(engine)
     if vectors is None:
         return {"vectors": "none (keyword-only or unavailable): not repaired"}
     queued = removed = passes = 0
     drained = True
+    if waiting:
+        engine.indexer.notify()
+        drained = engine.indexer.drain(drain_timeout, progress)
     while passes < REPAIR_PASSES:
         upserts, deletes = _queue_repairs(engine, vectors, scope)
         passes += 1
@@ -119,5 +127,5 @@ def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float
             break
         queued, removed = queued + upserts, removed + deletes
         engine.indexer.notify()
-        drained = engine.indexer.drain(drain_timeout)
+        drained = engine.indexer.drain(drain_timeout, progress)
     return {"vectors_queued": queued, "vectors_removed": removed, "vector_passes": passes, "drained": drained}

@@ -247,7 +247,8 @@ def _delete_orphans(engine: "Engine", scope: Optional[str]) -> dict[str, int]:
     return audit_rows.delete_orphans(engine.store, scope, _being_forgotten(engine, scope))
 
 
-def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float = 600.0) -> dict:
+def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float = 600.0,
+            progress: Optional[Callable[[int], None]] = None) -> dict:
     """Repair what SQL can rebuild, in `scope` (None: every scope): delete orphan rows, rebuild
     the entity graph from the facts, queue the missing vectors and the removal of stray ones
     and wait for the indexer to apply them. Receipts, lifecycle and confidence findings are
@@ -255,6 +256,6 @@ def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float 
     scope = _audit_scope(scope)
     orphans = _delete_orphans(engine, scope)
     done = {"scope": scope, "orphans_deleted": orphans, "graph": graph.rebuild(engine, scope),
-            **_repair_vectors(engine, scope, drain_timeout)}
+            **_repair_vectors(engine, scope, drain_timeout, progress)}
     engine.store.record("reindex", "cmms:reindex", scope, **{k: v for k, v in done.items() if k != "scope"})
     return done

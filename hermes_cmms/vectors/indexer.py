@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..store.store import Store
+from ..store.vector_rows import outbox_lag
 from ..common.text import clean
 from ..common.units import units
 from .chroma import UNITS, VectorIndex
@@ -30,6 +31,7 @@ DELETE_QUIET_S = 0.3  # no new vector delete for this long: a run of deletes (a 
 EMBEDDER_WAIT_S = 1.0  # a turn waits at most this long for the model to finish loading (it loads in
 # ~0.3 s once prepared; a slower load leaves that turn keyword-only rather than make it wait)
 MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs time
+PROGRESS_S = 0.5  # a drain that reports progress counts the outbox this often
 POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
 REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
 
@@ -118,14 +120,23 @@ class Indexer:
         self.start()
         self._wake.set()
 
-    def drain(self, timeout: float) -> bool:
-        """Wait until the outbox is empty (True) or `timeout` passes (False)."""
+    def drain(self, timeout: float, progress: Optional[Callable[[int], None]] = None) -> bool:
+        """Wait until the outbox is empty (True) or `timeout` passes (False); `progress(rows
+        left)` is called about every PROGRESS_S while it waits, and once at the end."""
         deadline = time.monotonic() + timeout
+        if progress is not None:  # (before the model has loaded)
+            progress(outbox_lag(self.store)[0])
         if not self.ready.wait(timeout) or not self.active:
             return False
+        told = time.monotonic()
         while time.monotonic() < deadline:
             if not self.store.pending(1):
+                if progress is not None:
+                    progress(0)
                 return True
+            if progress is not None and time.monotonic() - told >= PROGRESS_S:
+                progress(outbox_lag(self.store)[0])
+                told = time.monotonic()
             self.notify()
             time.sleep(0.02)
         return False

@@ -1,0 +1,84 @@
+"""The long commands that wait for the vector index (`reindex`, `import --wait`) show a progress
+bar with its rate on a terminal, and none when standard error is a file or pipe: real processes on
+a real pseudo-terminal, a real store and the default embedder. No timing is asserted."""
+import fcntl
+import json
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from inprocess import cli
+
+CLI = str(Path(sys.executable).with_name("hermes-cmms"))
+IMPORTS = Path(__file__).parents[1] / "data" / "imports"
+CHATGPT = IMPORTS / "chatgpt" / "conversations.json"
+MEMORY_JSON = IMPORTS / "memory-json" / "memory.json"
+
+
+def _on_terminal(home, *args) -> tuple[int, str, str]:
+    """`hermes-cmms ARGS` with standard error on a pseudo-terminal (standard output a pipe): its
+    exit code, standard output and what it wrote on the terminal."""
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # (0 columns: tqdm draws nothing)
+    env = dict(os.environ, HERMES_HOME=str(home))
+    env.pop("CMMS_EMBEDDER", None)  # the default embedder: the vectors are made for real
+    proc = subprocess.Popen([CLI, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=child,
+                            env=env, close_fds=True)
+    os.close(child)
+    seen, deadline = b"", time.monotonic() + 300
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    out = proc.communicate(timeout=60)[0]
+    os.close(main)
+    return proc.returncode, out.decode(), seen.decode("utf-8", "replace")
+
+
+def _keyword_only(home, *args):
+    result = cli(home, *args, env={"CMMS_EMBEDDER": "none"})
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.one_backend
+def test_reindex_shows_a_bar_with_its_rate_while_it_waits_for_the_vectors(home):
+    _keyword_only(home, "import", "--create", str(CHATGPT))  # stored keyword-only: vectors queued, none made
+    code, out, terminal = _on_terminal(home, "reindex")
+    assert code == 0, terminal
+    assert json.loads(out)["drained"] is True, out
+    assert "indexing" in terminal and " memories/s" in terminal and "100%" in terminal, terminal
+    _keyword_only(home, "import", str(MEMORY_JSON))  # more to index, but --quiet
+    code, out, quiet = _on_terminal(home, "reindex", "--quiet")
+    assert code == 0 and json.loads(out)["drained"] is True and "indexing" not in quiet
+
+
+@pytest.mark.slow
+@pytest.mark.one_backend
+def test_import_wait_shows_a_bar_and_a_pipe_or_quiet_gets_none(home):
+    code, out, terminal = _on_terminal(home, "import", "--create", "--wait", str(CHATGPT))
+    assert code == 0 and json.loads(out)["indexed"] is True
+    assert "indexing" in terminal and " memories/s" in terminal
+    _keyword_only(home, "import", str(MEMORY_JSON))
+    code, out, quiet = _on_terminal(home, "import", "--wait", "-q", str(CHATGPT))  # indexes the new ones
+    assert code == 0 and json.loads(out)["indexed"] is True and "indexing" not in quiet
+    piped = subprocess.run([CLI, "import", "--wait", str(CHATGPT)], capture_output=True, text=True,
+                           env=dict(os.environ, HERMES_HOME=str(home)))  # standard error a pipe: no bar
+    assert piped.returncode == 0 and "indexing" not in piped.stderr and "\r" not in piped.stderr
