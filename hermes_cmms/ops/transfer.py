@@ -126,13 +126,16 @@ def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str]]:
 
 
 def _import(engine: "Engine", lines: Callable[[], Iterator[tuple[int, str]]], scope: Optional[str],
-            progress: Optional[Progress], actor: str) -> dict:
+            progress: Optional[Progress], actor: str, plan: Optional["_Plan"] = None) -> dict:
+    """Check every line, then write; `plan`: the lines were checked as they were written (a
+    foreign import's spool, ops/formats/run.py), so only the checks against the store are left."""
     progress = progress or (lambda phase, done, total: None)
-    plan = _Plan()
-    for done, (number, text) in enumerate(lines(), 1):
-        plan.read(parse(text, number), number)
-        if done % CHUNK == 0:
-            progress("checking", done, None)
+    if plan is None:
+        plan = _Plan()
+        for done, (number, text) in enumerate(lines(), 1):
+            plan.read(parse(text, number), number)
+            if done % CHUNK == 0:
+                progress("checking", done, None)
     target = plan.finish(engine.store, scope)
     progress("checking", plan.total + 1, plan.total + 1)
     summary = _write(engine, lines, plan, target, progress)
@@ -162,13 +165,17 @@ class _Plan:
             return
         if record["type"] == "header":
             raise bad(line, "a second header record")
-        kind, row = row_of(record, line)
-        self.counts[kind.plural] += 1
+        self.take(*row_of(record, line), line)
+
+    def take(self, kind: Kind, row: dict, line: int) -> None:
+        """Note a record already checked by row_of (`kind`, `row`); a repeated key is refused
+        before anything is noted."""
         if kind.key:
             key = kind.key_of(row)
             if key in self.keys[kind.name]:
                 raise bad(line, f"the {kind.name} {_shown(key)} is already on line {self.keys[kind.name][key]}")
             self.keys[kind.name][key] = line
+        self.counts[kind.plural] += 1
         if kind.name == "memory":
             self.memories[stored_id(row["id"])] = line
         for name in REFERENCES.get(kind.name, ()):
@@ -220,9 +227,8 @@ def _write(engine: "Engine", lines, plan: _Plan, scope: str, progress: Progress)
             continue  # the header
         chunk.append((number, parse(text, number)))
         if len(chunk) >= batches.size:
-            started = time.perf_counter()
             done += writer.write(chunk)
-            batches.done(len(chunk), time.perf_counter() - started)
+            batches.done(len(chunk), writer.held_s)  # (the lock's time: checking and redacting come before)
             progress("importing", done, plan.total)
             chunk = []
             batches.pause()
@@ -238,6 +244,7 @@ class _Writer:
     def __init__(self, engine: "Engine", scope: str, tally: dict) -> None:
         self.engine, self.scope, self.tally = engine, scope, tally
         self.redacted = 0
+        self.held_s = 0.0  # how long the last chunk's write transaction took
         self.counted: dict[str, dict[tuple, int]] = {"evidence": {}, "audit": {}}  # stored copies left
 
     def redact(self, text: str) -> str:
@@ -252,12 +259,13 @@ class _Writer:
             row, changed = prepared(kind, row, self.scope, self.redact)
             groups[kind.name].append(row)
             self.redacted += changed
-        now = time.time()
+        now, started = time.time(), time.perf_counter()
         try:
             with transfer_rows.writing(self.engine.store) as conn:
                 for name, rows in groups.items():
                     if rows:
                         self._insert(conn, KINDS[name], rows, now)
+            self.held_s = time.perf_counter() - started
         except StoreUnavailable as exc:  # (what failed and how, in one line)
             raise StoreUnavailable(f"The import stopped at lines {chunk[0][0]}-{chunk[-1][0]} because the store "
                                    f"failed ({exc}); the lines before were imported, and importing the file "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Union
 
 from . import Skipped, _readers, detect
 from .. import transfer
-from .._transfer_records import FORMAT, KINDS, VERSION, parse, row_of, stored_id
+from .._transfer_records import FORMAT, KINDS, VERSION, Kind, check_header, row_of, stored_id
 from ...common.checks import scope_of
 from ...common.errors import InvalidInput
 from ...common.scopes import local_scope
@@ -73,16 +73,21 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
 
 class _Spool:
     """One scope's records as an export file: a header line (written last, into the room kept
-    for it), then one record a line."""
+    for it), then one record a line; and the import's plan of it, made as the records come (each
+    is checked once, not again when the spool is read)."""
 
     def __init__(self, scope: str) -> None:
         self.scope, self.counts = scope, Counter()
         self.handle = tempfile.TemporaryFile()
         self.handle.write(b" " * (HEADER_BYTES - 1) + b"\n")
         self.seen: dict[str, set] = {kind: set() for kind in KEYS}
+        self.plan = transfer._Plan()
 
-    def add(self, record: dict) -> None:
-        self.counts[KINDS[record["type"]].plural] += 1
+    def add(self, record: dict, kind: Kind, row: dict) -> None:
+        """Add `record` (checked by row_of as `kind`, `row`); InvalidInput, and nothing added,
+        if the plan refuses it (a key the spool holds already)."""
+        self.plan.take(kind, row, 2 + sum(self.counts.values()))  # (its line in the spool)
+        self.counts[kind.plural] += 1
         if record["type"] in KEYS:
             self.seen[record["type"]].add(record[KEYS[record["type"]]])
         self.handle.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
@@ -90,6 +95,7 @@ class _Spool:
     def close(self) -> None:
         header = {"type": "header", "format": FORMAT, "version": VERSION, "scope": self.scope,
                   "exported_at": time.time(), "counts": dict(self.counts)}
+        self.plan.header = check_header(header, 1)
         line = json.dumps(header, ensure_ascii=False).encode("utf-8")
         self.handle.flush()
         self.handle.seek(0)
@@ -142,11 +148,14 @@ class _Reading:
             return
         spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope))
         self._date(record)
-        problem = self._problem(record, spool)
-        if problem:
-            self._skip(problem, where)
+        checked = self._checked(record, spool)
+        if isinstance(checked, str):
+            self._skip(checked, where)
             return
-        spool.add(record)
+        try:
+            spool.add(record, *checked)
+        except InvalidInput:
+            self._skip(f"a {kind} the file holds twice", where)
 
     def _date(self, record: dict) -> None:
         if record["type"] == "session":
@@ -167,18 +176,17 @@ class _Reading:
             self.first = min(self.first or record["created_at"], record["created_at"])
             self.last = max(self.last or record["created_at"], record["created_at"])
 
-    def _problem(self, record: dict, spool: _Spool) -> Optional[str]:
-        """Why the record cannot go into the spool, or None."""
+    def _checked(self, record: dict, spool: _Spool) -> Union[str, tuple[Kind, dict]]:
+        """The record as row_of checks it (its kind and row), or why it cannot go into the spool."""
         kind = record["type"]
         if kind in KEYS and record.get(KEYS[kind]) in spool.seen[kind]:
             return f"a {kind} the file holds twice"
         if kind == "fact" and record.get("memory_id") not in spool.seen["memory"]:
             return "a fact whose memory was skipped"
         try:
-            row_of(record, 0)
+            return row_of(record, 0)
         except InvalidInput as exc:
             return str(exc).removeprefix("Line 0: ").removesuffix("; nothing was imported.")
-        return None
 
     def _skip(self, reason: str, where: str) -> None:
         self.skipped[reason] += 1
@@ -214,9 +222,7 @@ def _kept_live(engine: "Engine", scope: str, session_id: str) -> bool:
 def _planned(engine: "Engine", spool: _Spool) -> dict:
     """What importing the spool would add: the import's checking pass, then the ids already
     stored (a re-import adds nothing)."""
-    plan = transfer._Plan()
-    for number, text in spool.lines():
-        plan.read(parse(text, number), number)
+    plan = spool.plan
     scope = plan.finish(engine.store, spool.scope)  # refuses ids another scope owns
     with engine.store.read() as conn:
         present = len(transfer_rows.owners(conn, list(plan.memories), transfer.CHUNK))
@@ -228,6 +234,6 @@ def _planned(engine: "Engine", spool: _Spool) -> dict:
 
 
 def _written(engine: "Engine", spool: _Spool, progress, actor: str) -> dict:
-    summary = transfer._import(engine, spool.lines, spool.scope, progress, actor)
+    summary = transfer._import(engine, spool.lines, spool.scope, progress, actor, plan=spool.plan)
     return {plural: summary[plural] for plural in ("sessions", "memories", "facts")} | {
         "redacted": summary["redacted"], "queued_for_indexing": summary["queued_for_indexing"]}
