@@ -290,6 +290,11 @@ def run(args) -> dict:
     chat, clock = Chat(args.seed), Clock(provider.service)
     try:
         result["sizes"] = [bench_size(provider, size, chat, clock, args) for size in args.sizes]
+        # What the sessions' flush learns is written at the end; Hermes' shutdown leaves it for the
+        # next process to index. Flush and index it here, so the store left behind (--keep, or a
+        # later run on it) has a vector for every row whenever the scheduler's own flush ran.
+        provider.service.flush_open_sessions()
+        provider.service.drain(DRAIN_TIMEOUT_S)
     finally:
         provider.shutdown()
         if not (args.keep or args.home):
