@@ -71,7 +71,11 @@ def hermes_venv_without_us(tmp: Path) -> Path:
 
 def test_declared_dependencies_resolve_into_hermes_venv_and_hermes_loads_the_plugin(tmp_path):
     pip = [sys.executable, "-m", "pip"]
-    run(*pip, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheels"), str(REPO))
+    keep = {"hermes_cmms", "hooks", "mcp_bridge", "install", "pyproject.toml", "README.md"}
+    checkout = tmp_path / "checkout"  # the wheel is built from a copy: the build writes beside its source
+    shutil.copytree(REPO, checkout, ignore=lambda folder, names: [
+        name for name in names if name == "__pycache__" or (folder == str(REPO) and name not in keep)])
+    run(*pip, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheels"), str(checkout))
     venv = hermes_venv_without_us(tmp_path)
     python = str(venv / "bin" / "python")
     source = tmp_path / "plugin-source"  # pip builds in its source folder: a copy
