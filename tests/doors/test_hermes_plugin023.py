@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -67,7 +68,7 @@ def test_bare_import_and_constructing_the_provider_load_no_engine(home):
     the provider: neither loads SQLAlchemy, SQLModel, Chroma, numpy, ONNX Runtime or tiktoken."""
     plugin = installed(home)
     done = subprocess.run([sys.executable, "-c", LOAD.format(HEAVY=set(HEAVY)), str(REPO / "tests"), str(plugin)],
-                          capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "HERMES_HOME": str(home)})
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "HERMES_HOME": str(home)})
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen == {"bare": [], "constructed": [], "class": "CmmsMemoryProvider", "calls": []}
@@ -170,17 +171,25 @@ def test_config_schema_importing_anything_else_is_refused_by_the_double(tmp_path
         hermes023.config_schema(tmp_path)
 
 
+SAVE_PANEL = """
+from hermes_cli.web_server import _update_memory_provider_config
+from plugins.memory.config_schema import get_provider_config_schema
+schema = get_provider_config_schema("cmms")
+_update_memory_provider_config(schema, {"recall_tokens": "900", "mirror": "false", "embedder": "none"})
+print(schema.name, len(schema.fields))
+"""
+
+
 def test_hermes_019_reads_the_schema_and_cmms_uses_what_its_panel_saves(home, fresh_modules):
     """The Dashboard's declared panel (0.19's web server: `get_provider_config_schema`, then its
     writer) saves to $HERMES_HOME/cmms/config.json: cmms reads it there, and a later
     `hermes memory setup` (memory.cmms in config.yaml) wins over it again."""
-    from hermes_cli.web_server import _update_memory_provider_config
-    from plugins.memory.config_schema import get_provider_config_schema
-
     installed(home)
-    schema = get_provider_config_schema("cmms")
-    assert schema is not None and schema.name == "cmms"
-    _update_memory_provider_config(schema, {"recall_tokens": "900", "mirror": "false", "embedder": "none"})
+    # Hermes' web server, in a process of its own (importing it here would fix its state for the
+    # dashboard tests): the schema by name, then the panel's save
+    done = subprocess.run([sys.executable, "-c", SAVE_PANEL], capture_output=True, text=True, timeout=120,
+                          cwd=home, env={**os.environ, "HERMES_HOME": str(home)})
+    assert done.returncode == 0 and done.stdout.split() == ["cmms", "16"], done.stderr
     settings = Settings.load(home)
     assert (settings.recall_tokens, settings.mirror, settings.embedder) == (900, "off", "none")
     assert settings.sources["recall_tokens"] == PANEL_SOURCE
