@@ -1,5 +1,8 @@
-"""PostgreSQL specifics: a connection pool, one writer at a time (as SQLite has), the scrub after a forget."""
+"""PostgreSQL specifics: a connection pool, one writer at a time per scope (SQLite has one in
+all), the scrub after a forget."""
 from __future__ import annotations
+
+import hashlib
 
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine
@@ -9,7 +12,9 @@ MAX_OVERFLOW = 10  # more opened under a burst, closed when returned
 POOL_TIMEOUT_S = 30  # a caller waits this long for a free connection, then gets a clear error
 POOL_RECYCLE_S = 1800
 CONNECT_TIMEOUT_S = 10
-WRITER_LOCK = 0x636D6D73  # "cmms": the advisory lock every write transaction holds
+WRITER_LOCK = 0x636D6D73  # "cmms": the advisory lock every write transaction holds (one-key form)
+SCOPE_LOCKS = 0x636D6D73  # the first key of a scope's advisory locks (two-key form: a lock space of its own)
+WRITER, INDEXER = 1, 2  # ... and which of the scope's locks: its writers' or its vector writer's
 LOCK_TIMEOUT = "15s"  # a writer waits this long for another (as SQLite's busy timeout), then errs
 IDLE_IN_TRANSACTION_TIMEOUT = "60s"  # a stalled holder's transaction is ended by the server
 
@@ -18,11 +23,16 @@ def make_engine(url: str) -> Engine:
     """A pooled engine. Every connection is checked before use (`pool_pre_ping`), so a
     restarted server costs the next caller a reconnect, not an error.
 
-    Write transactions take one transaction-scoped advisory lock first, so writers run one
-    at a time across every process sharing the database, as they do on SQLite. The store's
-    read-then-write steps (dedup, supersede, the turn counter, entity keys) rely on that. A
-    writer waits at most LOCK_TIMEOUT for it, and the server ends a transaction left idle
-    (a stalled or stopped process) after IDLE_IN_TRANSACTION_TIMEOUT, so nobody waits forever.
+    Write transactions take transaction-scoped advisory locks first. One of a few scopes
+    (execution option `cmms_scopes`: a turn, a recall's event, a flush) takes WRITER_LOCK
+    shared and its scopes' writer locks (scope_lock) exclusive, so writers of one scope run
+    one at a time across every process sharing the database, and writers of other scopes
+    beside them. The store's read-then-write steps (dedup, supersede, the turn counter, entity
+    keys) only read rows of their own scope, so they rely on nothing more. Any other write
+    (migrations, leases, maintenance across scopes) takes WRITER_LOCK exclusive: it runs alone,
+    as every writer did before. A writer waits at most LOCK_TIMEOUT for its locks, and the
+    server ends a transaction left idle (a stalled or stopped process) after
+    IDLE_IN_TRANSACTION_TIMEOUT, so nobody waits forever.
     """
     engine = create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW,
                            pool_timeout=POOL_TIMEOUT_S, pool_recycle=POOL_RECYCLE_S, pool_pre_ping=True,
@@ -34,9 +44,22 @@ def make_engine(url: str) -> Engine:
     def _on_begin(conn):
         if conn.get_execution_options().get("cmms_write"):
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+            scopes = conn.get_execution_options().get("cmms_scopes")
+            if not scopes:
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+                return
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({WRITER_LOCK})")
+            for key in sorted({scope_lock(scope) for scope in scopes}):  # one order: no deadlock
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCOPE_LOCKS}, {key})")
 
     return engine
+
+
+def scope_lock(scope: str, which: int = WRITER) -> int:
+    """The second key of a scope's advisory lock: 31 bits of a hash of the scope, the lowest
+    bit `which` lock (two scopes that share a key only wait for each other)."""
+    digest = int.from_bytes(hashlib.blake2b(scope.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
+    return (digest >> 2 << 1 | (which - 1)) - (1 << 30)
 
 
 # What a forget deletes from or blanks in, and the GIN indexes whose keys (the words) VACUUM keeps.

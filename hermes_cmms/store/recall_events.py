@@ -71,7 +71,7 @@ def record(store: Store, scope: str, session_id: Optional[str], memory_ids: Sequ
     turn = (select(func.coalesce(func.max(Memory.turn), 0) + 1)
             .where(Memory.scope == scope, Memory.session_id == session_id, Memory.created_at < now)
             .scalar_subquery()) if session_id else None
-    with store.writing() as conn:
+    with store.writing([scope]) as conn:
         # (ids are unique store-wide, and were read from this scope)
         kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(list(memory_ids)))).scalars())
         if not kept:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from . import _migrations, _postgres, _sqlite, graph_rows, recall_events
+from . import _migrations, _postgres, _sqlite, graph_rows, outbox_claims, recall_events
 from ..common import lifecycle_rules as lifecycle
 from ._batches import WriteHolds, in_batches, slices
 from ._browse import BrowseRows, Filters
@@ -133,9 +133,9 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         self.maintaining_lock = threading.Lock()
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, scopes: Sequence[str] = ()) -> Iterator[Connection]:
         with self._reachable():
-            with self._connect().execution_options(cmms_write=True) as conn:
+            with self._connect().execution_options(cmms_write=True, cmms_scopes=tuple(scopes)) as conn:
                 began = None
                 try:
                     with conn.begin():  # the writer lock is taken here (BEGIN IMMEDIATE, advisory lock)
@@ -146,9 +146,18 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                         self.holds.observe(time.perf_counter() - began)
 
     @contextmanager
-    def writing(self) -> Iterator[Connection]:
+    def writing(self, scopes: Sequence[str] = ()) -> Iterator[Connection]:
         """A write transaction under this process's writer lock (taken first, then the
-        database's): how every write is made, by the store and by features writing beside it."""
+        database's): how every write is made, by the store and by features writing beside it.
+
+        With `scopes`, a write that reads and writes rows of those scopes only: on PostgreSQL
+        it waits only for other writers of the same scopes (and for writes without scopes),
+        in this process as in others (_postgres.make_engine). SQLite has one writer whatever
+        the scopes."""
+        if scopes and self.engine.dialect.name == "postgresql":
+            with self.write(scopes) as conn:
+                yield conn
+            return
         with self._write_lock, self.write() as conn:
             yield conn
 
@@ -224,7 +233,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         turn counter advances by one and the items are stamped with that turn number.
         """
         now = time.time()
-        with self.writing() as conn:
+        with self.writing([item.scope for item in items] + ([turn_of[0]] if turn_of else [])) as conn:
             return self._add(conn, items, turn_of, now)
 
     def _add(self, conn: Connection, items: Sequence[NewMemory], turn_of: Optional[tuple[str, str]],
@@ -612,7 +621,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         claimed: the session is marked read up to its last turn in the same transaction, so
         a concurrent flush (or a later one) gets none of them."""
         key = {"scope": scope, "session_id": session_id}
-        with self.writing() as conn:
+        with self.writing([scope]) as conn:
             row = conn.execute(select(ConversationSession.extracted_turn, ConversationSession.last_turn)
                                .filter_by(**key)).first()
             if row is None or row.last_turn <= row.extracted_turn:
@@ -629,7 +638,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
 
     def mark_flushed(self, scope: str, session_id: str) -> bool:
         """Record that a session was flushed; False when it was already flushed or unknown."""
-        with self.writing() as conn:
+        with self.writing([scope]) as conn:
             done = conn.execute(update(ConversationSession)
                                 .where(ConversationSession.scope == scope,
                                        ConversationSession.session_id == session_id,
@@ -645,6 +654,11 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         with self.read() as conn:
             rows = conn.execute(select(Outbox).order_by(Outbox.op != "delete", Outbox.id).limit(limit))
             return [Outbox.model_validate(row._mapping) for row in rows]
+
+    def claim(self, limit: int, by_scope: bool = False):
+        """A context manager: up to `limit` outbox rows for this process to write vectors for
+        (outbox_claims.claim), and their done() or failed()."""
+        return outbox_claims.claim(self, limit, by_scope)
 
     def deletes_pending(self, scope: Optional[str] = None, after: int = 0) -> bool:
         """Whether vector deletions are queued: of `scope`, or of any scope after outbox row `after`."""

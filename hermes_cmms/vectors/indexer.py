@@ -41,8 +41,10 @@ REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
 class Indexer:
     """Loads the embedder off the caller's thread, then drains the outbox as work arrives.
 
-    Several processes may share one store (the Hermes gateway and MCP bridges). Exactly one of
-    them writes the vector index: the one holding the lock file `lock_path`; when it exits,
+    Several processes may share one store (the Hermes gateway and MCP bridges). On PostgreSQL
+    with a Chroma server every one of them writes vectors, each the scopes it claims in SQL
+    (store/outbox_claims.py). Otherwise exactly one writes the vector index: the one holding
+    the lock file `lock_path` (or the `indexer` lease, with a Chroma server); when it exits,
     another takes over. The others only read, and re-open the index when the writer's
     generation counter (in SQL) has moved, since embedded Chroma does not show another
     process's new vectors to a client that is already open.
@@ -169,8 +171,8 @@ class Indexer:
 
     def _run(self) -> None:
         self._start()
-        if self.active and not self.vectors.embedded:  # a server: the writer is chosen in SQL
-            self._lock = LeaseLock(self.store)
+        if self.active and not self.vectors.embedded:  # a server: every process writes on PostgreSQL
+            self._lock = EveryProcess() if self._by_scope else LeaseLock(self.store)
         while not self._stop.is_set():
             try:
                 # this process's own batched maintenance first: sharing its CPU (and the GIL)
@@ -214,29 +216,48 @@ class Indexer:
         finally:
             self._ready.set()
 
+    @property
+    def _by_scope(self) -> bool:
+        """Whether every process writes vectors, each the scopes it claims (a Chroma server
+        and PostgreSQL: outbox_claims); else one process writes them all."""
+        return not self.vectors.embedded and self.store.engine.dialect.name == "postgresql"
+
     def _step(self) -> bool:
-        batch = self.store.pending(BATCH)
-        if not batch:
-            return False
-        try:
-            deleting, newest = any(row.op == "delete" for row in batch), max(row.id for row in batch)
-            last = deleting and not self.store.deletes_pending(after=newest)  # (deletes come first)
-            self._apply(batch)
-            if last:  # a forget writes in batches milliseconds apart: save and scrub at its end only
-                self._stop.wait(DELETE_QUIET_S)
-                last = not self.store.deletes_pending(after=newest)
-            if last:  # the end of a run of deletes: saved once, and out of Chroma's own files too
-                for scope in sorted(self._unsaved):
+        pause = 0.0
+        with self.store.claim(BATCH, by_scope=self._by_scope) as claim:
+            batch = claim.rows
+            if not batch:
+                return False
+            try:
+                self._write(batch)
+                self._lock.check()  # still the writer (a lease may have run out meanwhile)
+                claim.done()
+            except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
+                log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
+                claim.failed(f"{type(exc).__name__}: {exc}")
+                pause = min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6))
+        self._stop.wait(pause)  # (with the claim let go)
+        return True
+
+    def _write(self, batch) -> None:
+        deleting = any(row.op == "delete" for row in batch)
+        newest = {row.scope: row.id for row in sorted(batch, key=lambda row: row.id)}
+        self._apply(batch)
+        if deleting and not self._more_deletes(newest):  # (deletes come first)
+            # a forget writes in batches milliseconds apart: save and scrub at its end only
+            self._stop.wait(DELETE_QUIET_S)
+            if not self._more_deletes(newest):  # the end of a run of deletes: saved once, and
+                for scope in sorted(self._unsaved):  # out of Chroma's own files too
                     self.vectors.save(scope)
                 self._unsaved.clear()
                 self.vectors.scrub()
-            self._lock.check()  # still the writer (a lease may have run out meanwhile)
-            self.store.done([row.id for row in batch])
-        except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
-            log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
-            self.store.failed([row.id for row in batch], f"{type(exc).__name__}: {exc}")
-            self._stop.wait(min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6)))
-        return True
+
+    def _more_deletes(self, newest: dict[str, int]) -> bool:
+        """Whether vector deletions were queued after this batch's rows: of its scopes when
+        every process writes its own scopes, else of any scope."""
+        if self._by_scope:
+            return any(self.store.deletes_pending(scope, after=last) for scope, last in newest.items())
+        return self.store.deletes_pending(after=max(newest.values()))
 
     def _apply(self, batch) -> None:
         by_scope: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -341,6 +362,24 @@ class LeaseLock:
                 self.store.release_lease(self.owner, name="indexer")
             except Exception as exc:  # noqa: BLE001 - it runs out by itself
                 log.warning("hermes-cmms: indexer lease not released: %s", exc)
+
+
+class EveryProcess:
+    """Every process writes vectors (each the scopes it claims in SQL): nothing to hold."""
+
+    held = True
+
+    def acquire(self) -> bool:
+        return True
+
+    def keep(self) -> bool:
+        return True
+
+    def check(self) -> None:
+        """A claim holds its scopes until it ends: nothing to check."""
+
+    def release(self) -> None:
+        """Nothing held."""
 
 
 class WriterLock:

@@ -126,21 +126,20 @@ def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
 
 
 @server_only
-def test_one_process_of_all_sharing_the_servers_writes_the_vectors(home):
+def test_every_process_sharing_the_servers_writes_vectors(home):
     settings = Settings.load(home)
     first, second = MemoryService(settings, scheduler=False), MemoryService(settings, scheduler=False)
     try:
         a = first.remember("test:shared", "The red kayak is stored in the barn")
-        b = second.remember("test:shared", "The green tent has a broken pole")
+        b = second.remember("test:other", "The green tent has a broken pole")
         assert first.indexer.drain(180) and second.indexer.drain(180)
-        assert [first.indexer.writer, second.indexer.writer].count(True) == 1
-        owners = sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'")
-        assert len(owners) == 1 and owners[0][0].startswith("indexer:")
-        assert first.indexer.vectors.present("test:shared", [a, b]) == {a, b}
+        assert first.indexer.writer and second.indexer.writer  # each writes the scopes it claims
+        assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") in ([], [("",)])  # no lease
+        assert first.indexer.vectors.present("test:shared", [a]) == {a}
+        assert second.indexer.vectors.present("test:other", [b]) == {b}
     finally:
         first.close()
         second.close()
-    assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") == [("",)]  # released on close
 
 
 @pytest.mark.store
