@@ -58,6 +58,12 @@ def worker(home: str, users: list[int], seconds: float) -> int:
         provider.initialize(f"scale-{user}", hermes_home=home, platform="scale", user_id=str(user),
                             agent_context="primary")
         providers.append(provider)
+    readers = []  # the same users' recall, from providers of its own (as another chat of theirs)
+    for user in users[:WRITERS]:
+        provider = CmmsMemoryProvider()
+        provider.initialize(f"scale-read-{user}", hermes_home=home, platform="scale", user_id=str(user),
+                            agent_context="primary")
+        readers.append(provider)
     providers[0].service.indexer.ready.wait(120)
     print(json.dumps({"ready": hermes_cmms.__file__}), flush=True)
     if sys.stdin.readline().strip() != "go":
@@ -81,7 +87,7 @@ def worker(home: str, users: list[int], seconds: float) -> int:
     def read() -> None:
         n = 0
         while time.monotonic() < deadline:
-            provider = providers[n % len(providers)]
+            provider = readers[n % len(readers)]
             started = time.perf_counter()
             try:
                 provider.prefetch(QUESTIONS[n % len(QUESTIONS)])
@@ -99,7 +105,7 @@ def worker(home: str, users: list[int], seconds: float) -> int:
     print(json.dumps({"turns": sum(acked), "errors": errors[:5], "error_count": len(errors),
                       "prefetch_s": prefetch_s}), flush=True)
     sys.stdin.readline()  # "stop": the indexer embeds meanwhile
-    for provider in providers:
+    for provider in providers + readers:
         provider.session_id = ""  # no session flush: not what is measured
         provider.shutdown()
     return 0

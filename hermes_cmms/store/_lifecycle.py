@@ -14,6 +14,8 @@ from ._rows import _by_ids, _memory, _move, _record
 from .models import Job, Memory
 from .new_memory import NewMemory
 
+LEASES = ("\x00leases",)  # the lock leases write under (no scope is named so; a clash would only wait)
+
 DECAY_STEP = 0.005  # a decayed confidence is written once it has moved this much
 _AGE_ROWS = text(
     "SELECT seq, id, scope, tier, kind, state, confidence, reliability, access_count, last_seen_at, "
@@ -120,8 +122,9 @@ class LifecycleRows:
 
     def lease(self, owner: str, seconds: float, now: float, name: str = "scheduler") -> bool:
         """Take or renew the named lease for `owner`; False while another owner holds it.
-        A lease that has no row yet is created taken."""
-        with self.writing() as conn:
+        A lease that has no row yet is created taken. (Only leases touch their rows: on
+        PostgreSQL a lease waits for other leases' writes, not for every writer: LEASES.)"""
+        with self.writing(LEASES) as conn:
             done = conn.execute(update(Job).where(Job.name == name,
                                                   or_(Job.owner == owner, Job.lease_until < now))
                                 .values(owner=owner, lease_until=now + seconds))
@@ -137,7 +140,7 @@ class LifecycleRows:
             return True
 
     def release_lease(self, owner: str, name: str = "scheduler") -> None:
-        with self.writing() as conn:
+        with self.writing(LEASES) as conn:
             conn.execute(update(Job).where(Job.name == name, Job.owner == owner)
                          .values(owner="", lease_until=0.0))
 

@@ -29,7 +29,20 @@ NOTES = ["The code of the garden gate is 4711", "The boiler was serviced on the 
 @contextmanager
 def stuck_index_writer(settings: Settings):
     """Another process writes the vector index and has not got to the new deletions: it holds
-    the writer's lock file (embedded Chroma) or its lease in SQL (a Chroma server)."""
+    the writer's lock file (embedded Chroma), its lease in SQL (a Chroma server with SQLite) or,
+    on PostgreSQL, where every process writes vectors, the claim on the scope (outbox_claims)."""
+    if settings.chroma_url and settings.database_url.startswith("postgresql"):
+        from hermes_cmms.store import _postgres
+
+        store = Store(settings.database_url)
+        try:
+            with store.read() as conn:
+                key = _postgres.scope_lock(SCOPE, _postgres.INDEXER)
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_postgres.SCOPE_LOCKS}, {key})")
+                yield
+        finally:
+            store.close()
+        return
     if settings.chroma_url:
         store = Store(settings.database_url)
         assert store.lease("test:stuck-writer", 600, time.time(), name="indexer")

@@ -110,11 +110,11 @@ def test_a_scope_held_open_holds_up_its_own_writers_only(service, home, tmp_path
 
 @pytest.mark.server_only
 def test_a_write_across_scopes_waits_for_every_scope_writer(service, tmp_path):
-    """A write without scopes (a lease, a migration, maintenance) still runs alone."""
+    """A write without scopes (a job's time, a migration, maintenance) still runs alone."""
     store = service.store
     with store.writing(["user:telegram:held"]):
         done = []
-        global_writer = threading.Thread(target=lambda: done.append(store.lease("me", 10, time.time(), name="t")))
+        global_writer = threading.Thread(target=lambda: done.append(store.job_ran("decay", time.time()) or True))
         global_writer.start()
         deadline = time.monotonic() + 60
         while not _waiting_for_advisory_lock(service):
