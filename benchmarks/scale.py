@@ -4,7 +4,7 @@ on PostgreSQL + a Chroma server.
 Each worker is a process as a gateway worker is: a HERMES_HOME of its own, one
 `CmmsMemoryProvider` per user (platform `scale`, scopes `user:scale:<n>`; the users are split
 among the workers), WRITERS threads calling `sync_turn` round the worker's users as fast as
-they are acknowledged, and one thread calling `prefetch` for them, all with the packaged
+they are acknowledged (`--writers`), and one thread calling `prefetch` for them, all with the packaged
 MiniLM (`CMMS_EMBEDDER=onnx`), so the worker's indexer embeds while it serves. For each worker
 count, fresh databases; the workers load, start together on a signal, write for `--seconds`
 (the load phase: turns/s acknowledged, prefetch p95, memories embedded meanwhile), then stop
@@ -12,7 +12,9 @@ writing and go on embedding until the outbox is empty or `--drain` seconds pass 
 phase: vectors/s with nothing else to do). Vectors/s counts memories (each written to three
 views).
 
-    python benchmarks/scale.py [--workers 1,2,4] [--seconds 30] [--users 64] [--json OUT]
+    python benchmarks/scale.py [--workers 1,2,4] [--writers 4] [--seconds 30] [--users 64] [--json OUT]
+        [--code DIR]   (import hermes_cmms from DIR, e.g. an export of the commit to compare)
+        [--embedder none]   (keyword-only workers: the write path alone, no embedding on the cores)
 
 The servers default to $CMMS_TEST_PG_URL / $CMMS_TEST_CHROMA_URL (.ci/services prints them).
 The run tries to raise its own priority (nice -15: needs the right to) and records the load
@@ -34,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from servers import server_databases  # noqa: E402 - shared with the tests
 
-WRITERS = 4  # sync_turn threads per worker
+WRITERS = 4  # sync_turn threads per worker (--writers)
 QUESTIONS = ("Where did I leave the bike?", "What is the locker code?", "When is the dentist?",
              "Which train do I take on Mondays?", "What did I say about the boiler?")
 
@@ -46,7 +48,7 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
-def worker(home: str, users: list[int], seconds: float) -> int:
+def worker(home: str, users: list[int], seconds: float, writers: int) -> int:
     """One gateway-like worker: ready, then `go` on stdin, write and read for `seconds`, print
     the figures, then keep embedding until `stop` on stdin."""
     import hermes_cmms
@@ -59,7 +61,7 @@ def worker(home: str, users: list[int], seconds: float) -> int:
                             agent_context="primary")
         providers.append(provider)
     readers = []  # the same users' recall, from providers of its own (as another chat of theirs)
-    for user in users[:WRITERS]:
+    for user in users[:writers]:
         provider = CmmsMemoryProvider()
         provider.initialize(f"scale-read-{user}", hermes_home=home, platform="scale", user_id=str(user),
                             agent_context="primary")
@@ -69,10 +71,10 @@ def worker(home: str, users: list[int], seconds: float) -> int:
     if sys.stdin.readline().strip() != "go":
         return 2
     deadline = time.monotonic() + seconds
-    acked, errors, prefetch_s = [0] * WRITERS, [], []
+    acked, errors, prefetch_s = [0] * writers, [], []
 
     def write(index: int) -> None:
-        mine, n = providers[index::WRITERS], 0
+        mine, n = providers[index::writers], 0
         while mine and time.monotonic() < deadline:
             provider = mine[n % len(mine)]
             n += 1
@@ -96,7 +98,7 @@ def worker(home: str, users: list[int], seconds: float) -> int:
                 errors.append(f"{type(exc).__name__}: {exc}"[:200])
             n += 1
 
-    threads = [threading.Thread(target=write, args=(i,), daemon=True) for i in range(WRITERS)]
+    threads = [threading.Thread(target=write, args=(i,), daemon=True) for i in range(writers)]
     threads.append(threading.Thread(target=read, daemon=True))
     for thread in threads:
         thread.start()
@@ -124,10 +126,10 @@ def _count(database_url: str, statement: str) -> int:
 
 
 def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chroma_url: str,
-        code: str | None) -> dict:
+        code: str | None, writers: int = WRITERS, embedder: str = "onnx") -> dict:
     with server_databases(pg_url, chroma_url, prefix="scale") as (database_url, chroma), \
             tempfile.TemporaryDirectory(prefix="cmms-scale-") as tmp:
-        env = dict(os.environ, CMMS_DATABASE_URL=database_url, CMMS_CHROMA_URL=chroma, CMMS_EMBEDDER="onnx",
+        env = dict(os.environ, CMMS_DATABASE_URL=database_url, CMMS_CHROMA_URL=chroma, CMMS_EMBEDDER=embedder,
                    CMMS_MIRROR="off", HF_HUB_OFFLINE="1")
         if code:
             env["PYTHONPATH"] = code
@@ -137,7 +139,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             home.mkdir()
             mine = [u for u in range(users) if u % workers == w]
             procs.append(subprocess.Popen(
-                [sys.executable, __file__, "--worker", str(home), "--seconds", str(seconds),
+                [sys.executable, __file__, "--worker", str(home), "--seconds", str(seconds), "--writers", str(writers),
                  "--users", ",".join(map(str, mine))],
                 env={**env, "HERMES_HOME": str(home)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         try:
@@ -151,7 +153,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             memories = _count(database_url, "SELECT count(*) FROM memories")
             queued = _count(database_url, "SELECT count(*) FROM outbox")
             drained_at, left = time.monotonic(), queued
-            while left and time.monotonic() - drained_at < drain:
+            while left and embedder != "none" and time.monotonic() - drained_at < drain:
                 time.sleep(0.5)
                 left = _count(database_url, "SELECT count(*) FROM outbox")
             drain_s = time.monotonic() - drained_at
@@ -184,22 +186,24 @@ def main(argv=None) -> int:
     parser.add_argument("--users", default="64", help="users in all (or, with --worker, this worker's)")
     parser.add_argument("--pg-url", default=os.environ.get("CMMS_TEST_PG_URL"))
     parser.add_argument("--chroma-url", default=os.environ.get("CMMS_TEST_CHROMA_URL"))
+    parser.add_argument("--writers", type=int, default=WRITERS, help="sync_turn threads per worker")
+    parser.add_argument("--embedder", default="onnx", help="none: no vectors (the write path alone)")
     parser.add_argument("--code", help="import hermes_cmms from this directory (a checkout to compare)")
     parser.add_argument("--json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds)
+        return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds, args.writers)
     try:
         os.nice(-15)  # the workers inherit it
         niced = -15
     except OSError:
         niced = os.nice(0)
     before = os.getloadavg()
-    rows = [run(int(n), int(args.users), args.seconds, args.drain, args.pg_url, args.chroma_url, args.code)
-            for n in args.workers.split(",")]
+    rows = [run(int(n), int(args.users), args.seconds, args.drain, args.pg_url, args.chroma_url, args.code,
+                args.writers, args.embedder) for n in args.workers.split(",")]
     summary = {"nice": niced, "cpus": os.cpu_count(), "loadavg_before": before, "loadavg_after": os.getloadavg(),
-               "seconds": args.seconds, "users": int(args.users), "writers_per_worker": WRITERS, "runs": rows}
+               "seconds": args.seconds, "users": int(args.users), "writers_per_worker": args.writers, "embedder": args.embedder, "runs": rows}
     for row in rows:
         print(json.dumps({k: v for k, v in row.items() if k != "error_sample"}), flush=True)
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))
