@@ -243,7 +243,9 @@ def _hermes_warning() -> list[str]:
 
 def _prepare_model(home: Path, dry_run: bool) -> list[str]:
     """Prepare the ONNX MiniLM now (once per machine), so the first Hermes session loads it in
-    a fraction of a second; a failure here only says so (the first session tries again)."""
+    a fraction of a second: the arithmetic queries use, and the int8 one every memory is stored
+    with (about 4 s to make, otherwise spent by the first session's indexer); a failure here
+    only says so (the first session tries again)."""
     from ..service import packaged_int8_minilm, prepared_minilm
 
     try:
@@ -254,7 +256,8 @@ def _prepare_model(home: Path, dry_run: bool) -> list[str]:
     if dry_run or source is None or choice.partition(":")[0] not in ("auto", "onnx"):
         return []
     try:
-        return [f"prepared the embedding model in {prepared_minilm(source, choice == 'onnx:int8')}"]
+        made = dict.fromkeys([prepared_minilm(source, choice == "onnx:int8"), prepared_minilm(source, True)])
+        return [f"prepared the embedding model in {path}" for path in made]
     except Exception as exc:  # noqa: BLE001 - a cache that cannot be written, a foreign file
         return [f"note: the embedding model is not prepared yet ({exc}); the first session will try again."]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gzip
 import hashlib
@@ -69,7 +70,7 @@ class OnnxMiniLMEmbedder:
     batches of DOCUMENT_BATCH whichever arithmetic queries use: ~1.9x the float32 rate on 2 cores
     (VNNI), each vector within cosine 0.98 (mean 0.993) of its float32 one, the batch changing
     nothing measurable; queries keep the arithmetic chosen. `documents` builds that int8
-    embedder on first use (a float32 one only; None: documents go through `embed`)."""
+    embedder (a float32 one only; None: documents go through `embed`): see `storing`."""
 
     MAX_TOKENS = 256  # the model's max_seq_length, special tokens included
 
@@ -88,26 +89,41 @@ class OnnxMiniLMEmbedder:
         # another vector than alone: one text a call (batches measured no faster in int8 anyway)
         self.batch = 1 if int8 else 16
         self.int8 = int8
-        self._documents = documents
-        self._documents_lock = threading.Lock()
+        self._make_storing = documents
+        self._storing: Optional[OnnxMiniLMEmbedder] = None
+        self._preparing: Optional[threading.Thread] = None
+        self._storing_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed(texts, self.batch)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Many texts to store: int8 arithmetic, DOCUMENT_BATCH texts a call (see the class);
-        through `embed` when the int8 model cannot be prepared (said once in the log)."""
+        through `embed` while the int8 model is being prepared, or if it cannot be."""
         if self.int8:
             return self._embed(texts, DOCUMENT_BATCH)
-        with self._documents_lock:
-            if self._documents is not None and not isinstance(self._documents, OnnxMiniLMEmbedder):
-                try:
-                    self._documents = self._documents()
-                except Exception as exc:  # noqa: BLE001 - slower documents, never lost ones
-                    log.warning("hermes-cmms: the int8 MiniLM for storing is unavailable, storing "
-                                "through the float32 one: %s", exc)
-                    self._documents = None
-        return self._documents.embed_documents(texts) if self._documents is not None else self.embed(texts)
+        storing = self.storing()
+        return storing.embed_documents(texts) if storing is not None else self.embed(texts)
+
+    def storing(self, wait: float = 0.0) -> Optional["OnnxMiniLMEmbedder"]:
+        """The int8 embedder texts are stored with, once ready (waiting up to `wait` seconds);
+        None before. Asking the first time starts making it on a thread of its own (about 4 s
+        once per machine, then a fraction of a second), so no write waits for it."""
+        with self._storing_lock:
+            if self._storing is None and self._make_storing is not None and self._preparing is None:
+                self._preparing = threading.Thread(target=contextvars.copy_context().run, args=(self._prepare,),
+                                                   name="cmms-prepare-int8", daemon=True)
+                self._preparing.start()
+        if self._storing is None and self._preparing is not None and wait > 0:
+            self._preparing.join(wait)
+        return self._storing
+
+    def _prepare(self) -> None:
+        try:
+            self._storing = self._make_storing()
+        except Exception as exc:  # noqa: BLE001 - slower stored texts, never lost ones
+            log.warning("hermes-cmms: the int8 MiniLM for storing is unavailable, storing through the "
+                        "float32 one: %s", exc)
 
     def _embed(self, texts: Sequence[str], size: int) -> list[list[float]]:
         texts = list(texts)

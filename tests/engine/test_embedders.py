@@ -90,8 +90,8 @@ def test_texts_to_store_go_through_int8_in_batches_and_still_meet_their_query():
     queries use: each stays the float32 query's vector to cosine ~0.99, and the texts beside it
     in a call take it no further from its query than int8 rounding does alone."""
     embedder = embedders._build("onnx")
+    assert embedder.storing(wait=120).int8 and embedder.storing().name.endswith(" int8")
     stored = np.array(embedder.embed_documents(TEXTS))
-    assert embedder._documents.int8 and embedder._documents.name.endswith(" int8")
     assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-5)
     queries = np.array(embedder.embed(TEXTS))
     cosines = (stored * queries).sum(axis=1)
@@ -105,7 +105,8 @@ def test_texts_to_store_fall_back_to_the_query_arithmetic_when_int8_cannot_load(
         raise InvalidInput("no int8 here")
     source = embedders.packaged_int8_minilm()
     embedder = embedders.OnnxMiniLMEmbedder(embedders.prepared_minilm(source), documents=refuse)
-    assert embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])
+    assert embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])  # (while it is made, too)
+    assert embedder.storing(wait=30) is None and embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])
     assert "the int8 MiniLM for storing is unavailable" in caplog.text and "no int8 here" in caplog.text
 
 
