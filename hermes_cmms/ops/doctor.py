@@ -112,7 +112,7 @@ def _active(home) -> Check:
 
 
 def _embedder(settings: Settings) -> Check:
-    """The embedder the settings name, found on disk, not loaded (a second of a doctor's wait)."""
+    """The embedder the settings name, found on disk, not loaded (a third of a second saved)."""
     from ..vectors.embedders import embedder_on_disk
 
     level, detail = embedder_on_disk(settings.embedder, settings.embedder_dtype)

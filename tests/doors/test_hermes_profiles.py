@@ -91,7 +91,9 @@ def test_a_cloned_profile_is_told_its_fix_then_remembers_and_searches_its_own_sc
     where `hermes -p work cmms search` and `hermes-cmms search` (HERMES_HOME at the profile) look."""
     model = {"default": "fake-model", "provider": "custom", "base_url": llm_server.url, "api_key": "sk-fake"}
     (home / "config.yaml").write_text(yaml.safe_dump({"model": model}), encoding="utf-8")
-    install(home)
+    told = install(home)
+    assert any(line.startswith("Hermes profiles: on Hermes 0.19, a profile made from this one later") and
+               f"--hermes-home {home.resolve() / 'profiles'}/NAME" in line for line in told), told
     hermes(home, "profile", "create", "work", "--clone", "--no-alias")
     work = home / "profiles" / "work"
     assert yaml.safe_load((work / "config.yaml").read_text())["memory"]["provider"] == "cmms"
