@@ -193,6 +193,7 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
     if target.exists() and not again:
         return target
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _remove_leftovers(target)
     partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     folded = partial.with_suffix(".folded")
     try:
@@ -221,6 +222,25 @@ def _known_digest(source: Path) -> str:
 def _prepared_name(digest: str, int8: bool, runtime: str) -> str:
     """The prepared model's file name: what it was made from, and for which ONNX Runtime."""
     return f"all-MiniLM-L6-v2-{'int8' if int8 else 'float32'}-{digest[:16]}-ort{runtime}.onnx"
+
+
+def _remove_leftovers(target: Path) -> None:
+    """The part-made files of processes that died making `target` (a command that ended while
+    its indexer made the int8 file, say): tens of MB each."""
+    for leftover in target.parent.glob(f"{target.name}.*"):
+        pid = leftover.name[len(target.name) + 1:].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # (another user's process)
+    return True
 
 
 def _prepared_for_this_process(source: Path, int8: bool, why: OSError) -> OnnxMiniLMEmbedder:

