@@ -20,11 +20,15 @@ def _service(args, embedder: Optional[str] = "none"):
 
 
 def _bar(args, description: str, total: Optional[int]):
-    """A progress bar on standard error, or None when it is not a terminal or --quiet is given."""
+    """A progress bar on standard error, or None when it is not a terminal or --quiet is given.
+    Reading with a total counts the file's bytes (ops/formats/run.read_at), else records."""
     if args.quiet or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
+    if description == "reading" and total is not None:
+        return tqdm(total=total, desc=description, unit="B", unit_scale=True, unit_divisor=1024,
+                    file=sys.stderr, leave=False)
     return tqdm(total=total, desc=description, unit=" records", file=sys.stderr, leave=False)
 
 
