@@ -49,6 +49,19 @@ def _service(args, vectors: bool = False, **overrides):
     return service
 
 
+def storing_only(args) -> dict:
+    """The overrides of a command that only stores vectors (`import --wait`, `reindex`): the
+    int8 MiniLM memories are stored with alone, without the float32 one queries use (about
+    100 MB less), where the embedder chosen is the default ONNX one; else none."""
+    from ..common.config import hermes_home
+
+    if Settings.load(hermes_home(args.hermes_home)).embedder not in ("auto", "onnx"):
+        return {}
+    from ..service import packaged_int8_minilm
+
+    return {"embedder": "onnx:int8"} if packaged_int8_minilm() is not None else {}
+
+
 def settings_for(args, **overrides) -> Settings:
     """The command's settings, once it may open the store (store.availability.door_settings):
     a command with a --create option may start a store, the others need one there."""

@@ -8,15 +8,15 @@ from typing import Callable
 
 from ..common.errors import InvalidInput
 from ..common.ids import public_ids, shown_id, stored_id
-from ._engine import OWNER, SCOPE_HELP, VectorBar, _service, may_create
+from ._engine import OWNER, SCOPE_HELP, VectorBar, _service, may_create, storing_only
 
 FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
 
 
-def _run(args, work: Callable, vectors: bool = False) -> object:
+def _run(args, work: Callable, vectors: bool = False, **overrides) -> object:
     """Open the engine (ready to rank by vectors with `vectors`), do one thing, close it
     (waiting for the indexer when asked)."""
-    service = _service(args, vectors=vectors)
+    service = _service(args, vectors=vectors, **overrides)
     try:
         return work(service)
     finally:
@@ -119,7 +119,7 @@ def cmd_reindex(args) -> int:
     args.drain = True
     bar = VectorBar(args)
     try:
-        result = _run(args, lambda s: s.reindex(args.scope, progress=bar))
+        result = _run(args, lambda s: s.reindex(args.scope, progress=bar), **storing_only(args))
     finally:
         bar.close()
     _print(result, args)

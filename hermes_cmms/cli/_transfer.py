@@ -124,7 +124,7 @@ def _line(record: dict) -> bytes:
 
 
 def cmd_import(args) -> int:
-    service = _service(args, embedder=None if args.wait else "none")
+    service = _service(args, embedder=_engine.storing_only(args).get("embedder") if args.wait else "none")
     bars: dict[str, object] = {}
 
     def progress(phase: str, done: int, total: Optional[int]) -> None:
