@@ -5,16 +5,15 @@ import fcntl
 import json
 import os
 import pty
-import select
 import struct
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import terminal_output
 from inprocess import cli
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
@@ -33,19 +32,7 @@ def _on_terminal(home, *args) -> tuple[int, str, str]:
     proc = subprocess.Popen([CLI, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=child,
                             env=env, close_fds=True)
     os.close(child)
-    seen, deadline = b"", time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(main, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif proc.poll() is not None:
-            break
+    seen = terminal_output(main, proc, 300)
     out = proc.communicate(timeout=60)[0]
     os.close(main)
     return proc.returncode, out.decode(), seen.decode("utf-8", "replace")
