@@ -81,9 +81,16 @@ class CompactionRefused(RuntimeError):
 
 def normalised(messages: list) -> list[dict]:
     """Item 16: v2 "gets normalized evidence". The page does not give its shape; taken here as
-    the user and assistant messages whose content is text, as {"role", "content"}."""
-    return [{"role": m["role"], "content": m["content"]} for m in messages
-            if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str) and m["content"].strip()]
+    the user and assistant messages that hold text, as {"role", "content"} (a multimodal
+    message's text parts joined by lines, as 0.19 flattens it for sync_turn)."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        if m.get("role") in ("user", "assistant") and isinstance(content, str) and content.strip():
+            out.append({"role": m["role"], "content": content})
+    return out
 
 
 def pre_compress(provider: Any, messages: list, *, checkpoint_required: bool = False) -> str:

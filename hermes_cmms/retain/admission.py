@@ -74,7 +74,7 @@ def _turn(scope: str, session_id: str, user: str, assistant: str, source: str,
 
 def _provenance(author: Optional[Mapping], client: str) -> tuple[Optional[str], Optional[dict]]:
     """(speaker, detail) of a message from `author` ({"id", "name", "is_bot"}, any of them)
-    sent through `client`: hostile values dropped or cut, the speaker the name lower-cased."""
+    sent through `client`: hostile values dropped or cut; the speaker is the name."""
     author = author if isinstance(author, Mapping) else {}
     said = {key: _short(author.get(key)) for key in ("id", "name")}
     said = {key: value for key, value in said.items() if value}
@@ -83,7 +83,7 @@ def _provenance(author: Optional[Mapping], client: str) -> tuple[Optional[str], 
     detail = {"author": said} if said else {}
     if _short(client):
         detail["client"] = _short(client)
-    return (said["name"].lower() if "name" in said else None), detail or None
+    return said.get("name"), detail or None  # (lower-cased once redacted, by _admit)
 
 
 def _short(value) -> str:
@@ -184,7 +184,7 @@ def _admit(pm, item: NewMemory, scope: str) -> None:
     item.content = run_redactors(pm, text, scope)
     item.tags = tuple(run_redactors(pm, clean(str(tag)), scope) for tag in item.tags)
     item.source = run_redactors(pm, clean(item.source), scope)  # receipts can carry secrets too
-    item.speaker = run_redactors(pm, item.speaker, scope) if item.speaker else item.speaker
+    item.speaker = run_redactors(pm, item.speaker, scope).lower() if item.speaker else item.speaker
     item.replaces = tuple(run_redactors(pm, clean(text), scope) for text in item.replaces)  # as stored
     if item.detail:
         item.detail = _redacted(pm, item.detail, scope)
