@@ -259,7 +259,7 @@ class CmmsMemoryProvider(MemoryProvider):
             with self._writing("the conversation before compaction"):
                 self.service.checkpoint(self.scope, self.session_id, said, source=f"hermes:{self.platform}")
         elif said and require_checkpoint:
-            raise StoreUnavailable("cmms did not save the conversation before compaction: memory is "
+            raise StoreUnavailable("cmms did not store the conversation before compaction: memory is "
                                    "read-only in this agent; only the primary agent writes.")
         if not said or self.service is None:
             return ""
