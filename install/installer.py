@@ -1,5 +1,9 @@
 """Install hermes-cmms into a Hermes home: plugin shim, config switch, gateway hook; and undo it.
 
+The plugin shim is the directory plugin in templates/plugin/ (shim __init__.py, plugin.yaml,
+cli.py for `hermes cmms …`, config_schema.py, the Dashboard tab, pyproject.toml), the very tree a
+catalog entry points Hermes 0.23 at: written here, it is what Hermes 0.19-0.22 load.
+
 Every step compares before it writes, so a second run changes nothing, byte for byte.
 A dry run plans the same steps and writes nothing. The install remembers what it
 changed (under `memory.cmms` in config.yaml) so uninstall can put it back.
@@ -27,17 +31,9 @@ DATA_DIR = Path(NAME)
 PREVIOUS = "previous_provider"  # memory.cmms.previous_provider: restored by uninstall
 ENABLED_BY_INSTALL = "plugins_enabled_by_install"  # memory.cmms flag: uninstall removes the entry
 
-FILES = {  # packaged template -> destination inside the Hermes home
-    "plugin__init__.py": PLUGIN_DIR / "__init__.py",
-    "plugin.yaml": PLUGIN_DIR / "plugin.yaml",
-    "plugin_cli.py": PLUGIN_DIR / "cli.py",  # `hermes cmms …` (Hermes' provider-commands convention)
-    # the Memory tab of the Hermes Dashboard (a user plugin's dashboard/, as Hermes' web server finds it)
-    "dashboard_manifest.json": PLUGIN_DIR / "dashboard" / "manifest.json",
-    "dashboard_index.js": PLUGIN_DIR / "dashboard" / "dist" / "index.js",
-    "dashboard_plugin_api.py": PLUGIN_DIR / "dashboard" / "plugin_api.py",
-    "HOOK.yaml": HOOK_DIR / "HOOK.yaml",
-    "handler.py": HOOK_DIR / "handler.py",
-}
+HOOK_FILES = {"HOOK.yaml": HOOK_DIR / "HOOK.yaml", "handler.py": HOOK_DIR / "handler.py"}  # template -> destination
+PLUGIN_TEMPLATE = "plugin"  # templates/plugin/: the directory plugin, as Hermes 0.23 installs it from the catalog
+
 
 PAST = {"create": "created", "update": "updated", "set": "set", "add": "added",
         "remove": "removed", "restore": "restored", "delete": "deleted"}
@@ -56,7 +52,8 @@ def install(home: Path, dry_run: bool = False) -> list[str]:
     """Install the plugin, switch `memory.provider` to cmms and add the gateway hook."""
     home = _usable_home(home)
     plan = _activate(_read_config(home))  # refuses an unusable config.yaml before any write
-    steps = [step for name, dest in FILES.items() for step in _write(home / dest, _template(name), dry_run)]
+    files = [*_plugin_files(), *((dest, _template(name)) for name, dest in HOOK_FILES.items())]
+    steps = [step for dest, text in files for step in _write(home / dest, text, dry_run)]
     steps += _apply_config(home, _activate, plan, dry_run)
     lines = [_say(verb, what, dry_run) for verb, what in steps]
     if not lines:
@@ -85,6 +82,19 @@ def uninstall(home: Path, purge: bool = False, dry_run: bool = False) -> list[st
 
 def _template(name: str) -> str:
     return (resources.files(__package__) / "templates" / name).read_text(encoding="utf-8")
+
+
+def _plugin_files() -> list[tuple[Path, str]]:
+    """Every file of the directory plugin, as (destination in the Hermes home, text)."""
+    found, folders = [], [(resources.files(__package__) / "templates" / PLUGIN_TEMPLATE, PLUGIN_DIR)]
+    while folders:
+        folder, dest = folders.pop()
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.is_dir() and entry.name != "__pycache__":
+                folders.append((entry, dest / entry.name))
+            elif entry.is_file() and not entry.name.endswith(".pyc"):
+                found.append((dest / entry.name, entry.read_text(encoding="utf-8")))
+    return found
 
 
 def _write(path: Path, text: str, dry_run: bool) -> list[Step]:

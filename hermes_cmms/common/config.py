@@ -1,6 +1,8 @@
-"""Settings: environment beats `memory.cmms` in $HERMES_HOME/config.yaml beats default."""
+"""Settings: environment beats Hermes' config panel ($HERMES_HOME/cmms/config.json) beats
+`memory.cmms` in $HERMES_HOME/config.yaml beats default."""
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +81,19 @@ def read_config_section(home: Path) -> dict:
     return section if isinstance(section, dict) else {}
 
 
+PANEL_FILE = Path("cmms") / "config.json"  # where Hermes' provider config panel saves (config_schema.py)
+PANEL_SOURCE = "Hermes' config panel (cmms/config.json)"
+
+
+def read_panel(home: Path) -> dict:
+    """The settings Hermes' provider config panel saved for cmms, or {} when none or unreadable."""
+    try:
+        data = json.loads((home / PANEL_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path
@@ -113,13 +128,15 @@ class Settings:
     def load(cls, home: str | os.PathLike | None = None, **overrides: Any) -> "Settings":
         """Resolve every setting; `overrides` (e.g. from a CLI flag) beat everything."""
         home_path = hermes_home(home)
-        section = read_config_section(home_path)
+        section, panel = read_config_section(home_path), read_panel(home_path)
         values, sources = {}, {}
         for name, (env, default) in SETTINGS.items():
             if overrides.get(name) not in (None, ""):
                 values[name], sources[name] = overrides[name], "argument"
             elif os.environ.get(env):
                 values[name], sources[name] = os.environ[env], env
+            elif panel.get(name) not in (None, ""):
+                values[name], sources[name] = panel[name], PANEL_SOURCE
             elif section.get(name) not in (None, ""):
                 values[name], sources[name] = section[name], "config.yaml memory.cmms"
             else:

@@ -1,6 +1,12 @@
-"""The Hermes MemoryProvider `cmms`: a thin door from Hermes' lifecycle to the engine."""
+"""The Hermes MemoryProvider `cmms`: a thin door from Hermes' lifecycle to the engine.
+
+Importing this module and constructing the provider (what Hermes' start-up and `hermes plugins
+validate` do) load no engine: hermes_cmms.service, and with it SQLAlchemy, SQLModel, Chroma and
+the embedder, is imported by the first hook that needs it (initialize, or a flush).
+"""
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import threading
@@ -13,7 +19,6 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from agent.memory_provider import MemoryProvider
 
-from .. import service as engine
 from ..common.config import Settings
 from ..common.errors import CmmsError, StoreUnavailable
 from ..common.scopes import LOCAL_PLATFORMS, scope_for  # (re-exported: the door's users name them here)
@@ -30,6 +35,16 @@ QUEUED_RESULT_TTL_S = 120.0
 FIRST_TURN_WAIT_S = 2.0  # the recall on_turn_start begins waits this long for a model still loading,
 # then (the search's own 1 s wait past) goes keyword-only; prefetch waits for it that long + COLLECT_S
 COLLECT_S = 1.5
+
+
+class _Facade:
+    """hermes_cmms.service, imported at the first attribute read instead of with this module."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module("..service", __package__), name)
+
+
+engine = _Facade()
 
 
 def _conversation(kwargs: Dict[str, Any], session_id: str) -> Optional[str]:

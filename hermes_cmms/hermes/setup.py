@@ -2,6 +2,8 @@
 (or Hermes 0.20+'s Dashboard) saves, and what `hermes memory status` shows."""
 from __future__ import annotations
 
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -10,7 +12,8 @@ import yaml
 from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 from ..common import hermes_config
-from ..common.config import DTYPE_CHOICES, EMBEDDER_CHOICES, FIELD_TYPES, SETTINGS, SWITCHES, Settings
+from ..common.config import (DTYPE_CHOICES, EMBEDDER_CHOICES, FIELD_TYPES, PANEL_FILE, SETTINGS, SWITCHES, Settings,
+                             read_panel)
 from ..common.errors import InvalidInput
 
 DESCRIPTIONS = {
@@ -118,7 +121,22 @@ def save(home: Path, values: Dict[str, Any], activate: bool = False) -> Dict[str
                 own[name] = _as_yaml(value)
 
     hermes_config.edit(Path(home), change)
+    _drop_from_panel(Path(home), known)
     return known
+
+
+def _drop_from_panel(home: Path, saved: Dict[str, Any]) -> None:
+    """Take the settings just saved out of Hermes' config panel file, which is read over
+    config.yaml: the value saved last is the one cmms uses."""
+    path = home / PANEL_FILE
+    panel = read_panel(home)
+    if not panel.keys() & saved.keys():
+        return
+    kept = {name: value for name, value in panel.items() if name not in saved}
+    tmp = path.with_name(path.name + ".cmms-tmp")
+    tmp.write_text(json.dumps(kept, indent=2), encoding="utf-8")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
 
 
 def _as_yaml(value: Any) -> Any:
@@ -243,6 +261,9 @@ def _prompt(label: str, default: Optional[str]) -> str:
 
 def _select(title: str, choices: List[str], start: int) -> int:
     """Hermes' own picker (arrow keys); -1 when cancelled."""
-    from hermes_cli.memory_setup import _curses_select
-
+    try:
+        from hermes_cli.memory_setup import _curses_select
+    except ImportError:  # not a public plugin API (HERMES-0.23 item 6): a Hermes may not have it
+        answer = _prompt(f"{title} ({' / '.join(choices)})", choices[start])
+        return choices.index(answer) if answer in choices else start
     return _curses_select(title, [(c, "") for c in choices], default=start, cancel_returns=-1)

@@ -9,7 +9,6 @@ from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import given_back, given_forms, public_ids, stored_id
 from ..common.nesting import MAX_DEPTH, too_deep, value_depth
 from ..common.text import brief
-from ..service import hit_dict
 
 MAX_LIMIT = 50
 
@@ -94,6 +93,8 @@ def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) 
         if _arg(args, "route", bool, default=False):
             answer = service.route(scope, query, limit)
             return {key: answer[key] for key in ("stage", "route", "answered", "reason", "results")}
+        from ..service import hit_dict  # the engine's own module: loaded with the store, not before
+
         return {"results": [hit_dict(h) for h in service.search(scope, query, limit)]}
     if name == "cmms_remember":
         content = _arg(args, "content", str, required=True)

@@ -1,9 +1,10 @@
 """The Hermes plugin: what Hermes loads to get the `cmms` memory provider.
 
 Hermes 0.20+ reads it from the `hermes_agent.memory_providers` entry point (so `pip install`
-into Hermes' venv is all it needs) and finds `cli.py` beside it for `hermes cmms …`; Hermes 0.19
-reaches the same two through the shim `install-hermes-plugin` writes into
-$HERMES_HOME/plugins/cmms/.
+into Hermes' venv is all it needs) and finds `cli.py` and `config_schema.py` beside it; Hermes
+0.23 (`hermes plugins install`) and 0.19 (`install-hermes-plugin`) load the directory plugin
+install/templates/plugin/ from $HERMES_HOME/plugins/cmms/ instead, whose shims import this package.
+Importing it loads nothing of the engine; register() constructs the provider, which does not either.
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 and the checks every record passes before anything is written. See transfer.py."""
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -37,10 +38,18 @@ class Kind:
     json: dict[str, dict] = field(default_factory=dict)
     dropped: frozenset = frozenset()
 
-    @property
+    @functools.cached_property
     def columns(self) -> dict:
         """The table's columns that a record of this kind carries, by name."""
         return {c.name: c for c in self.model.__table__.columns if c.name not in self.dropped | {"scope"}}
+
+    @functools.cached_property
+    def fields(self) -> tuple[tuple, ...]:
+        """(name, column, required, default, column kind) of each column, read from the model
+        once: row_of runs for every record of an import."""
+        specs = self.model.model_fields
+        return tuple((name, column, specs[name].is_required(), specs[name].default, column_kind(column))
+                     for name, column in self.columns.items())
 
     def key_of(self, row: dict) -> tuple:
         return tuple(row[name] for name in (self.key or self.count_key))
@@ -116,32 +125,31 @@ def row_of(record: dict, line: int) -> tuple[Kind, dict]:
     """The record checked field by field, as the row it stands for (without its scope)."""
     kind = KINDS[record["type"]]
     columns = kind.columns
-    unknown = sorted(set(record) - {"type"} - set(columns))
+    unknown = [name for name in record if name not in columns and name != "type"]
     if unknown:
-        raise bad(line, f"unknown field {unknown[0]!r} in a {kind.name} record")
+        raise bad(line, f"unknown field {min(unknown)!r} in a {kind.name} record")
     row = {}
-    for name, column in columns.items():
-        spec = kind.model.model_fields[name]
-        if name not in record and spec.is_required():
+    for name, column, required, default, held in kind.fields:
+        if name not in record and required:
             raise bad(line, f"the {kind.name} record has no {name!r}")
         if name in kind.json:
-            default = json.loads(spec.default) if isinstance(spec.default, str) else None
+            default = json.loads(default) if isinstance(default, str) else None
             row[name] = _json_value(kind, name, record.get(name, default), line)
         else:
-            row[name] = _value(kind, name, column, record[name] if name in record else spec.default, line)
+            row[name] = _value(kind, name, column, held, record[name] if name in record else default, line)
     _check_meaning(kind, row, line)
     return kind, row
 
 
-def _value(kind: Kind, name: str, column, value: Any, line: int) -> Any:
+def _value(kind: Kind, name: str, column, held: str, value: Any, line: int) -> Any:
     if value is None:
         if not column.nullable:
             raise bad(line, f"{name!r} of a {kind.name} record cannot be null")
         return None
-    if column_kind(column) == "integer":  # the range both SQLite and PostgreSQL's INTEGER hold
+    if held == "integer":  # the range both SQLite and PostgreSQL's INTEGER hold
         ok = isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31
         wanted = "a whole number between -2147483648 and 2147483647"
-    elif column_kind(column) == "float":
+    elif held == "float":
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e300
         wanted, value = "a finite number", float(value) if ok else value
     else:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 CHUNK = 500  # records per lookup (and at most per write transaction)
+SHORT, SHORT_KEPT = 64, 50_000  # strings this short are redacted once an import (at most this many kept)
 Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
 
 __all__ = ["export_scope", "external_paths", "import_file", "import_records", "FORMAT", "VERSION"]
@@ -246,9 +247,15 @@ class _Writer:
         self.redacted = 0
         self.held_s = 0.0  # how long the last chunk's write transaction took
         self.counted: dict[str, dict[tuple, int]] = {"evidence": {}, "audit": {}}  # stored copies left
+        self._short: dict[str, str] = {}  # short strings redacted already: roles, kinds, tiers, ids repeat
 
     def redact(self, text: str) -> str:
-        return run_redactors(self.engine.pm, text, self.scope)
+        if len(text) > SHORT or len(self._short) > SHORT_KEPT:
+            return run_redactors(self.engine.pm, text, self.scope)
+        done = self._short.get(text)
+        if done is None:
+            done = self._short[text] = run_redactors(self.engine.pm, text, self.scope)
+        return done
 
     def write(self, chunk: list[tuple[int, dict]]) -> int:
         if not chunk:

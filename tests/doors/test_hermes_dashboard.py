@@ -38,7 +38,7 @@ HOSTILE = ('Alice prefers green tea <script>document.title="pwned";alert(1)</scr
            ' \U000e0159\U000e0155 \u2764\ufe0f')  # "ie" in variation selectors; an emoji's own stays
 MARKED = re.sub("[\u202a-\u202e\u061c\u180e\U000e0000-\U000e007f\U000e0100-\U000e01ef]", lambda c: f"\u27e6U+{ord(c[0]):04X}\u27e7", HOSTILE)
 SECRET = "the telegram user's kiwi password hint"
-TEMPLATES = Path(__file__).resolve().parents[2] / "install" / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "install" / "templates" / "plugin" / "dashboard"
 WAIT_S = 60  # a busy 2-core machine
 
 
@@ -116,9 +116,9 @@ def _get(client, path: str, status: int = 200, **params):
 
 def test_install_writes_the_tab_where_hermes_looks(home):
     tab = home / "plugins" / "cmms" / "dashboard"
-    assert (tab / "manifest.json").read_bytes() == (TEMPLATES / "dashboard_manifest.json").read_bytes()
-    assert (tab / "dist" / "index.js").read_bytes() == (TEMPLATES / "dashboard_index.js").read_bytes()
-    assert (tab / "plugin_api.py").read_bytes() == (TEMPLATES / "dashboard_plugin_api.py").read_bytes()
+    assert (tab / "manifest.json").read_bytes() == (TEMPLATES / "manifest.json").read_bytes()
+    assert (tab / "dist" / "index.js").read_bytes() == (TEMPLATES / "dist" / "index.js").read_bytes()
+    assert (tab / "plugin_api.py").read_bytes() == (TEMPLATES / "plugin_api.py").read_bytes()
 
 
 def test_web_server_discovers_the_manifest_and_accepts_its_api(home, monkeypatch):
@@ -207,7 +207,7 @@ def test_dashboard_lists_the_tab_and_serves_its_script_not_its_python(client):
     listed = {p["name"]: p for p in client.get("/api/dashboard/plugins").json()}
     assert listed["cmms"]["has_api"] and listed["cmms"]["entry"] == "dist/index.js"
     script = client.get("/dashboard-plugins/cmms/dist/index.js")
-    assert script.status_code == 200 and script.content == (TEMPLATES / "dashboard_index.js").read_bytes()
+    assert script.status_code == 200 and script.content == (TEMPLATES / "dist" / "index.js").read_bytes()
     assert client.get("/dashboard-plugins/cmms/plugin_api.py").status_code == 404
 
 

@@ -24,6 +24,7 @@ from conftest import REPO, hermes_bin, subprocess_env
 from db import on_postgres, sql
 
 TEMPLATES = REPO / "install" / "templates"
+PLUGIN = TEMPLATES / "plugin"  # the directory plugin: what the catalog points at, what install writes
 
 COMMENTED_CONFIG = """\
 # my Hermes setup
@@ -72,14 +73,23 @@ def unflushed(home: Path, scope: str) -> list:
 # -- the package's own files ---------------------------------------------------------------
 
 
-def test_manifest_copies_agree_and_satisfy_hermes():
-    manifest = yaml.safe_load((REPO / "plugin.yaml").read_text(encoding="utf-8"))
-    assert (REPO / "plugin.yaml").read_bytes() == (TEMPLATES / "plugin.yaml").read_bytes()
+def test_manifest_satisfies_hermes():
+    manifest = yaml.safe_load((PLUGIN / "plugin.yaml").read_text(encoding="utf-8"))
     assert manifest["name"] == "cmms" and manifest["kind"] == "standalone"
     assert manifest["version"] == hermes_cmms.__version__
     assert manifest["hooks"] == ["on_session_finalize"]
-    assert "pip_dependencies" not in manifest
-    assert "MemoryProvider" in (TEMPLATES / "plugin__init__.py").read_text(encoding="utf-8")[:8192]
+    assert "pip_dependencies" not in manifest  # pyproject.toml declares them
+    assert "MemoryProvider" in (PLUGIN / "__init__.py").read_text(encoding="utf-8")[:8192]
+
+
+def test_install_writes_the_directory_plugin_as_it_is(home):
+    install(home)
+    ours = {str(p.relative_to(PLUGIN)): p.read_bytes() for p in PLUGIN.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+    assert {"__init__.py", "plugin.yaml", "cli.py", "config_schema.py", "pyproject.toml",
+            "dashboard/plugin_api.py"} <= set(ours)
+    written = home / "plugins" / "cmms"
+    assert {str(p.relative_to(written)): p.read_bytes() for p in written.rglob("*") if p.is_file()} == ours
 
 
 # -- real Hermes sees what install wrote -----------------------------------------------------

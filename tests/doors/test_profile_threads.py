@@ -62,7 +62,9 @@ class Seen:
             monkeypatch.setattr(cls, name, watched)
 
         embedder = type(embedders.load_embedder("auto"))
-        wrap(embedder, "embed", lambda _, texts: seen.profile_of(" ".join(texts)))
+        for name in ("embed", "embed_documents"):  # questions, and memories where the embedder tells them apart
+            if hasattr(embedder, name):
+                wrap(embedder, name, lambda _, texts: seen.profile_of(" ".join(texts)))
         wrap(Store, "lease", lambda store, *a: seen.profile_of(store.url))
         wrap(Mirror, "_reconcile", lambda mirror, *a: seen.profile_of(str(mirror.memories)))
 

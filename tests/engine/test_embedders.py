@@ -85,6 +85,30 @@ def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with():
         assert (together * one_by_one).sum(axis=1).min() > 0.99999, choice
 
 
+def test_texts_to_store_go_through_int8_in_batches_and_still_meet_their_query():
+    """The indexer's texts (embed_documents) take the int8 arithmetic, several a call, whatever
+    queries use: each stays the float32 query's vector to cosine ~0.99, and the texts beside it
+    in a call take it no further from its query than int8 rounding does alone."""
+    embedder = embedders._build("onnx")
+    stored = np.array(embedder.embed_documents(TEXTS))
+    assert embedder._documents.int8 and embedder._documents.name.endswith(" int8")
+    assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-5)
+    queries = np.array(embedder.embed(TEXTS))
+    cosines = (stored * queries).sum(axis=1)
+    assert cosines.min() > 0.975 and cosines.mean() > 0.985, cosines
+    alone = (np.array([embedder.embed_documents([t])[0] for t in TEXTS]) * queries).sum(axis=1)
+    assert (cosines > alone - 0.01).all(), (cosines, alone)
+
+
+def test_texts_to_store_fall_back_to_the_query_arithmetic_when_int8_cannot_load(caplog):
+    def refuse():
+        raise InvalidInput("no int8 here")
+    source = embedders.packaged_int8_minilm()
+    embedder = embedders.OnnxMiniLMEmbedder(embedders.prepared_minilm(source), documents=refuse)
+    assert embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])
+    assert "the int8 MiniLM for storing is unavailable" in caplog.text and "no int8 here" in caplog.text
+
+
 def test_an_unknown_onnx_arithmetic_is_refused(home):
     with pytest.raises(InvalidInput, match=r"^Unknown embedder 'onnx:int4'; choose one of "):
         Settings.load(home, embedder="onnx:int4")
