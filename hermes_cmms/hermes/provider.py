@@ -56,6 +56,19 @@ def _conversation(kwargs: Dict[str, Any], session_id: str) -> Optional[str]:
     return session_id or None
 
 
+def _profile(kwargs: dict) -> Optional[str]:
+    """The profile this agent runs in: what Hermes says (`agent_identity`); for the owner at a
+    host that does not say, the profile its home is, so the owner's scope is the one every
+    door defaults to (common.scopes.local_scope)."""
+    said = kwargs.get("agent_identity")
+    if said or kwargs.get("user_id") or (kwargs.get("platform") or "cli") not in LOCAL_PLATFORMS:
+        return said
+    from ..common.config import hermes_home
+    from ..common.scopes import profile_name
+
+    return profile_name(hermes_home(kwargs.get("hermes_home")))
+
+
 class CmmsMemoryProvider(MemoryProvider):
     """Composite Memory: every turn retained, relevant memories recalled before each turn."""
 
@@ -131,7 +144,7 @@ class CmmsMemoryProvider(MemoryProvider):
         inspects a provider this way): no store opened, no thread started, nothing loaded."""
         self.session_id = session_id or ""
         self.platform = kwargs.get("platform") or "cli"
-        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"),
+        self.scope = scope_for(self.platform, kwargs.get("user_id"), _profile(kwargs),
                                _conversation(kwargs, self.session_id))
         self.primary = kwargs.get("agent_context", "primary") == "primary"
 

@@ -82,3 +82,17 @@ def test_import_wait_shows_a_bar_and_a_pipe_or_quiet_gets_none(home):
     piped = subprocess.run([CLI, "import", "--wait", str(CHATGPT)], capture_output=True, text=True,
                            env=dict(os.environ, HERMES_HOME=str(home)))  # standard error a pipe: no bar
     assert piped.returncode == 0 and "indexing" not in piped.stderr and "\r" not in piped.stderr
+
+
+@pytest.mark.parametrize("chosen, used", [(None, "onnx:int8"), ("onnx", "onnx:int8"), ("onnx:int8", None),
+                                          ("sentence-transformers", None), ("none", None)])
+def test_a_command_that_only_stores_vectors_loads_only_the_int8_model(home, monkeypatch, chosen, used):
+    """`import --wait` and `reindex` embed texts to store only: with the default ONNX embedder they
+    load the int8 MiniLM those go through, not the float32 one too; any other choice is kept."""
+    import argparse
+    from hermes_cmms.cli._engine import storing_only
+
+    monkeypatch.delenv("CMMS_EMBEDDER", raising=False)
+    if chosen:
+        monkeypatch.setenv("CMMS_EMBEDDER", chosen)
+    assert storing_only(argparse.Namespace(hermes_home=str(home))).get("embedder") == used
