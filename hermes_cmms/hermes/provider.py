@@ -421,7 +421,7 @@ class CmmsMemoryProvider(MemoryProvider):
                     if self._refused:  # a store that refused writes: the flush says so too
                         service.flush_session(self.scope, self.session_id)
                     else:
-                        service.flush_open_sessions(self.scope, clean_key(self.session_id))
+                        service.flush_open_sessions(self.scope, self.session_id)
         finally:  # no wait for vectors: what is not indexed yet stays in the outbox for the next process
             engine.release(service, drain_timeout=0.0)
 
