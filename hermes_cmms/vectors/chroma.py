@@ -150,15 +150,19 @@ class VectorIndex:
         if time.monotonic() < self._down_until:
             raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering; "
                                      f"retrying in {self._down_until - time.monotonic():.0f} s.")
-        for attempt in range(tries):
+        for attempt in range(tries + 1):  # (one more after a collection went missing)
             try:
                 self._server()
                 result = operation()
             except Exception as exc:  # noqa: BLE001 - any failure: back off, then say so clearly
                 gone = _unreachable(exc)
-                if not gone and "does not exist" in str(exc):  # restarted empty: collections are new
-                    self._collections = {}
-                if attempt + 1 < tries:
+                # another process dropped the collection (forget --all), or the server restarted
+                # empty: the handles kept here name collections that are gone
+                missing = not gone and "does not exist" in str(exc)
+                if missing:
+                    with self._lock:
+                        self._collections = {}
+                if attempt + 1 < tries or (missing and attempt + 1 == tries):
                     time.sleep(0.2 * 2 ** attempt)
                     continue
                 if gone:
