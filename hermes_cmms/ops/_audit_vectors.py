@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ._audit_report import BATCH, Report, _chain, _finding
 from ..store import vector_rows
-from ..vectors.chroma import VIEWS
+from ..vectors.chroma import VIEWS, collection_name
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -77,7 +77,7 @@ def _vector_drift(engine: "Engine", scope: Optional[str], report: Report) -> Ite
             yield from _missing_vectors(engine, vectors, name, view, report)
             yield from _stray_vectors(engine, vectors, name, view, report)
     if scope is None:  # a Chroma server may hold other stores' collections: counted, never touched
-        mine = set().union(*(vectors.collection_names(s) for s in scopes))
+        mine = {collection_name(s, v) for s in scopes for v in VIEWS}
         report.checked["unmapped_collections"] = sum(
             1 for name, count in vectors.collection_counts().items() if name not in mine and count)
 
@@ -128,9 +128,4 @@ def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float
         queued, removed = queued + upserts, removed + deletes
         engine.indexer.notify()
         drained = engine.indexer.drain(drain_timeout, progress)
-    done = {"vectors_queued": queued, "vectors_removed": removed, "vector_passes": passes, "drained": drained}
-    if drained:  # a Chroma server's per-scope collections, from before it shared them: rebuilt, so gone
-        legacy = sum(vectors.drop_legacy(s) for s in _known_scopes(engine, scope))
-        if legacy:
-            done["legacy_collections_dropped"] = legacy
-    return done
+    return {"vectors_queued": queued, "vectors_removed": removed, "vector_passes": passes, "drained": drained}

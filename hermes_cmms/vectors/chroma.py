@@ -1,6 +1,4 @@
-"""The Chroma vector index (derived data), vectors computed by us: embedded, one collection per
-scope and view; on a Chroma server, one collection per view holding every scope, each vector's
-id and metadata carrying its scope's key (see SHARED)."""
+"""The Chroma vector index (derived data): one collection per scope, vectors computed by us."""
 from __future__ import annotations
 
 import hashlib
@@ -48,23 +46,9 @@ def owner(unit_id: str) -> str:
     return unit_id.rpartition(":")[0] or unit_id
 
 
-def scope_key(scope: str) -> str:
-    """A fixed-length key for a scope, whatever its string holds."""
-    return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
-
-
 def collection_name(scope: str, view: str = "content") -> str:
-    """A Chroma-safe, fixed-length collection name for a scope and view (embedded; a server's
-    before it held every scope in SHARED collections, issue 31)."""
-    return VIEWS[view] + scope_key(scope)
-
-
-# A Chroma server holds every scope of a view in one collection (`cmms_shared`, ...): at 2,000
-# scopes x 50 memories it answered a recall's queries 3x faster than 6,000 collections, in a fifth
-# of the memory, loaded 3x faster (docs/benchmarks.md, "Many scopes"). Scope isolation then rests
-# on two things every call does: a stored id is `<scope key>:<memory id>` (so two scopes' ids never
-# meet), and every read filters on the scope key in the metadata (`where`).
-SHARED = "shared"
+    """A Chroma-safe, fixed-length collection name for a scope and view."""
+    return VIEWS[view] + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
 
 
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
@@ -87,8 +71,6 @@ class VectorIndex:
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
         self.embedded = not settings.chroma_url
-        self.shared = not self.embedded  # (see SHARED)
-        self._no_legacy: set[str] = set()  # a server's per-scope collections known to be gone
         self.location = settings.chroma_url or str(settings.chroma_path)
         self._failures = 0
         self._down_until = 0.0
@@ -131,25 +113,8 @@ class VectorIndex:
             old.close()
             self.client = self._connect()
 
-    def _name(self, scope: str, view: str) -> str:
-        return VIEWS[view] + SHARED if self.shared else collection_name(scope, view)
-
-    def _stored(self, scope: str, ids: Sequence[str]) -> list[str]:
-        """The ids as stored: in a shared collection, prefixed with the scope's key."""
-        return [f"{scope_key(scope)}:{i}" for i in ids] if self.shared else list(ids)
-
-    def _unstored(self, ids: Sequence[str]) -> list[str]:
-        return [i.partition(":")[2] for i in ids] if self.shared else list(ids)
-
-    def _where(self, scope: str, more: dict | None = None) -> dict | None:
-        """The metadata filter that keeps a read in the scope (shared collections), and `more`."""
-        if not self.shared:
-            return more
-        mine = {"scope": scope_key(scope)}
-        return {"$and": [mine, more]} if more else mine
-
-    def _collection(self, scope: str, create: bool, view: str = "content", name: str | None = None):
-        name = name or self._name(scope, view)
+    def _collection(self, scope: str, create: bool, view: str = "content"):
+        name = collection_name(scope, view)
         if not self.embedded:
             self._server()  # connected before the lock below is taken (connecting takes it too)
         with self._lock:
@@ -209,11 +174,8 @@ class VectorIndex:
 
     def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
                metadatas: Sequence[dict], view: str = "content") -> None:
-        if self.shared:
-            metadatas = [{**m, "scope": scope_key(scope)} for m in metadatas]
         self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
-            ids=self._stored(scope, ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)),
-            write=True)
+            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)), write=True)
 
     def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The content-view vectors stored for `ids` (those that exist)."""
@@ -221,8 +183,8 @@ class VectorIndex:
             collection = self._collection(scope, create=False)
             if collection is None or not ids:
                 return {}
-            found = collection.get(ids=self._stored(scope, ids), where=self._where(scope), include=["embeddings"])
-            return {i: list(map(float, v)) for i, v in zip(self._unstored(found["ids"]), found["embeddings"])}
+            found = collection.get(ids=list(ids), include=["embeddings"])
+            return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
         return self._retrying(get)
 
     def delete(self, scope: str, ids: Sequence[str], save: bool = True) -> None:
@@ -235,10 +197,13 @@ class VectorIndex:
             for view in VIEWS:
                 collection = self._collection(scope, create=False, view=view)
                 if collection is not None and ids:
-                    _blank_and_delete(collection, view, self._stored(scope, ids), ids, self._where(scope))
-                legacy = self._legacy(scope, view)
-                if legacy is not None and ids:
-                    _blank_and_delete(legacy, view, list(ids), ids, None)
+                    present = _held(collection, view, ids, ["embeddings"])
+                    if present["ids"]:
+                        blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
+                        collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
+                    doomed = list(ids) if view != UNITS else present["ids"]
+                    if doomed:
+                        collection.delete(ids=doomed)
         self._retrying(delete, write=True)
         if save:
             self.save(scope)
@@ -254,21 +219,7 @@ class VectorIndex:
         self._retrying(save, write=True)
 
     def drop(self, scope: str) -> None:
-        """Delete every view of the scope whole (forget --all), with its index files. In shared
-        collections: every vector of the scope blanked and deleted, then the index saved."""
-        if self.shared:
-            def drop_shared():
-                for view in VIEWS:
-                    collection = self._collection(scope, create=False, view=view)
-                    while collection is not None:
-                        held = collection.get(where=self._where(scope), include=[], limit=DROP_PAGE)["ids"]
-                        if not held:
-                            break
-                        _blank_and_delete(collection, view, held, None, None)
-            self._retrying(drop_shared, write=True)
-            self.save(scope)
-            self.drop_legacy(scope)
-            return
+        """Delete every view of the scope whole (forget --all), with its index files."""
         def drop():
             for view in VIEWS:
                 name = collection_name(scope, view)
@@ -283,34 +234,6 @@ class VectorIndex:
                 for path in segments:  # Chroma leaves a deleted collection's HNSW files behind
                     shutil.rmtree(path, ignore_errors=True)
         self._retrying(drop, write=True)
-
-    def _legacy(self, scope: str, view: str):
-        """A server's per-scope collection of the scope and view, from before SHARED, or None."""
-        name = collection_name(scope, view)
-        if not self.shared or name in self._no_legacy:
-            return None
-        found = self._collection(scope, create=False, view=view, name=name)
-        if found is None:
-            self._no_legacy.add(name)
-        return found
-
-    def drop_legacy(self, scope: str) -> bool:
-        """Delete the scope's per-scope collections from before SHARED (after `reindex` has
-        written its vectors into the shared ones, or when the scope is forgotten); whether
-        there were any. The server removes a deleted collection's index files itself."""
-        def drop():
-            dropped = False
-            for view in VIEWS:
-                name = collection_name(scope, view)
-                if self._legacy(scope, view) is None:
-                    continue
-                with self._lock:
-                    self._collections.pop(name, None)
-                self.client.delete_collection(name)
-                self._no_legacy.add(name)
-                dropped = True
-            return dropped
-        return bool(self.shared and self._retrying(drop, write=True))
 
     def scrub(self) -> None:
         """Embedded: rewrite chroma.sqlite3 (VACUUM, in a child process: see CHROMA_SQL), whose
@@ -333,8 +256,8 @@ class VectorIndex:
             if collection is None or not vectors:
                 return [[] for _ in vectors]
             found = collection.query(query_embeddings=[list(v) for v in vectors], n_results=limit,
-                                     where=self._where(scope), include=["distances"])
-            return [[(i, 1.0 - d) for i, d in zip(self._unstored(ids), distances)]
+                                     include=["distances"])
+            return [[(i, 1.0 - d) for i, d in zip(ids, distances)]
                     for ids, distances in zip(found["ids"], found["distances"])]
         return self._retrying(query)
 
@@ -344,7 +267,7 @@ class VectorIndex:
             collection = self._collection(scope, create=False, view=view)
             if collection is None or not ids:
                 return set()
-            found = self._unstored(_held(collection, view, self._stored(scope, ids), ids, [], self._where(scope))["ids"])
+            found = _held(collection, view, ids, [])["ids"]
             return {owner(i) for i in found} if view == UNITS else set(found)
         return self._retrying(present)
 
@@ -358,13 +281,7 @@ class VectorIndex:
 
     def _page(self, scope: str, view: str, limit: int, offset: int) -> list[str]:
         collection = self._collection(scope, create=False, view=view)
-        if collection is None:
-            return []
-        return self._unstored(collection.get(where=self._where(scope), include=[], limit=limit, offset=offset)["ids"])
-
-    def collection_names(self, scope: str) -> set[str]:
-        """The collections the scope's vectors are in."""
-        return {self._name(scope, view) for view in VIEWS}
+        return collection.get(include=[], limit=limit, offset=offset)["ids"] if collection is not None else []
 
     def collection_counts(self) -> dict[str, int]:
         """Vectors per collection of every view and scope (for the audit)."""
@@ -374,47 +291,21 @@ class VectorIndex:
 
     def count(self, scope: str | None = None) -> int:
         """Vectors of the content view (one per indexed memory): of one scope, or of all."""
-        if scope is not None and self.shared:
-            return sum(len(page) for page in self.ids(scope))
         if scope is not None:
             def one():
                 collection = self._collection(scope, create=False)
                 return collection.count() if collection is not None else 0
             return self._retrying(one)
-        if self.shared:
-            def every():
-                collection = self._collection("", create=False)
-                return collection.count() if collection is not None else 0
-            return self._retrying(every)
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
                                           if c.name.startswith("cmms_")))
 
 
-DROP_PAGE = 1000  # vectors of a scope blanked and deleted a request, when it is forgotten whole
-
-
-def _held(collection, view: str, stored: Sequence[str], ids: Sequence[str], include: list,
-          where: dict | None) -> dict:
-    """The vectors `collection` holds for the memories `ids` (`stored`: their ids as stored),
-    within `where`: by id, or for the sentences view by the memory id in their metadata."""
+def _held(collection, view: str, ids: Sequence[str], include: list) -> dict:
+    """The vectors `collection` holds for the memories `ids`: by id, or for the sentences
+    view by the memory id in their metadata."""
     if view != UNITS:
-        return collection.get(ids=list(stored), where=where, include=include)
-    mine = {"memory_id": {"$in": list(ids)}}
-    return collection.get(where={"$and": [where, mine]} if where else mine, include=include)
-
-
-def _blank_and_delete(collection, view: str, stored: Sequence[str], ids: Sequence[str] | None,
-                      where: dict | None) -> None:
-    """Overwrite the held vectors of `ids` (stored as `stored`; None: `stored` are the vectors'
-    own ids) with a blank unit vector, then delete them (see VectorIndex.delete)."""
-    present = (collection.get(ids=list(stored), include=["embeddings"]) if ids is None
-               else _held(collection, view, stored, ids, ["embeddings"], where))
-    if present["ids"]:
-        blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
-        collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
-    doomed = list(stored) if view != UNITS or ids is None else present["ids"]
-    if doomed:
-        collection.delete(ids=doomed)
+        return collection.get(ids=list(ids), include=include)
+    return collection.get(where={"memory_id": {"$in": list(ids)}}, include=include)
 
 
 def _sync_threshold(collection) -> int:
