@@ -2,9 +2,11 @@
 
 Seeds a fresh Hermes home (the plugin installed, `--memories` memories whose vectors are
 indexed), then runs each command as a fresh process `--runs` times, round robin, and reports
-the median, min and max wall time per command. Goal: each within 1.5 s on 2 cores.
+the median, min and max wall time per command. Goal: each within 1.5 s on 2 cores. With
+`--against COMMIT`, the package as it was at that commit of this checkout is timed too, run for
+run alternating with this one on the same home, so both meet the same load.
 
-    python benchmarks/cli_times.py [--runs 5] [--memories 300] [--json OUT]
+    python benchmarks/cli_times.py [--runs 5] [--memories 300] [--against main] [--json OUT]
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 from chat import Chat  # noqa: E402
 
@@ -56,8 +59,19 @@ def seed(home: Path, memories: int) -> dict:
         service.close()
 
 
-def time_command(home: Path, argv: list[str]) -> float:
-    env = dict(os.environ, HERMES_HOME=str(home))
+def tree_at(commit: str, into: Path) -> Path:
+    """The package as installed (hooks/, mcp_bridge/, install/ inside it) from `commit` of this
+    checkout, for PYTHONPATH: it goes before the editable install of this one."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "hermes_cmms", "hooks", "mcp_bridge",
+                              "install"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    for part in ("hooks", "mcp_bridge", "install"):
+        shutil.move(str(into / part), str(into / "hermes_cmms" / part))
+    return into
+
+
+def time_command(home: Path, argv: list[str], tree: Path | None = None) -> float:
+    env = dict(os.environ, HERMES_HOME=str(home), **({"PYTHONPATH": str(tree)} if tree else {}))
     cli = str(Path(sys.executable).with_name("hermes-cmms"))
     started = time.monotonic()
     proc = subprocess.run([cli, *argv], env=env, capture_output=True, text=True, timeout=120)
@@ -72,26 +86,34 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="Runs of each command (default 5).")
     parser.add_argument("--memories", type=int, default=300, help="Memories in the store (default 300).")
     parser.add_argument("--only", action="append", choices=sorted(COMMANDS), help="Only these commands.")
+    parser.add_argument("--against", metavar="COMMIT", help="Also time the package at this commit, alternating.")
     parser.add_argument("--json", help="Also write every time to this JSON file.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cmms-cli-times-"))
+    trees = {"": None}
     try:
+        if args.against:
+            (work / "against").mkdir()
+            trees = {f"{args.against}: ": tree_at(args.against, work / "against"), "this: ": None}
         seeded = seed(work / "home", args.memories)
         print(f"seeded: {seeded['memories']} memories, {seeded['indexed']} indexed, embedder {seeded['embedder']}")
         names = args.only or list(COMMANDS)
-        times: dict[str, list[float]] = {name: [] for name in names}
+        times: dict[str, list[float]] = {label + name: [] for name in names for label in trees}
+        loads = [os.getloadavg()[0]]
         for _ in range(args.runs):
             for name in names:
-                times[name].append(time_command(work / "home", COMMANDS[name]))
+                for label, tree in trees.items():
+                    times[label + name].append(time_command(work / "home", COMMANDS[name], tree))
+            loads.append(os.getloadavg()[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:<14} median {median:5.2f} s  (min {min(values):.2f}, max {max(values):.2f})"
+        print(f"{name:<22} median {median:5.2f} s  (min {min(values):.2f}, max {max(values):.2f})"
               f"{'' if median <= GOAL_S else '  over the goal'}")
-    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"load average (1 min) over the runs: {min(loads):.2f} to {max(loads):.2f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"times": times, "load": os.getloadavg()}, indent=2), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"times": times, "load": loads}, indent=2), encoding="utf-8")
     return 0
 
 

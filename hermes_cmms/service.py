@@ -4,7 +4,6 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, Optional, Sequence
 
 import pluggy
@@ -47,9 +46,10 @@ class MemoryService:
         pm = pm or make_plugin_manager()  # first: a broken plugin fails before a thread starts
         store = Store(settings.database_url)
         indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings),
-                          lock_path=settings.data_dir / "indexer.lock", start=start_indexer)
+                          lock_path=settings.data_dir / "indexer.lock", start=start_indexer,
+                          threads=settings.threads)
         self.engine = Engine(settings, pm, store, indexer,
-                             ThreadPoolExecutor(VECTOR_WORKERS, thread_name_prefix="cmms-query"), service=self)
+                             settings.threads.pool(VECTOR_WORKERS, "cmms-query"), service=self)
         if start_indexer:  # a service that will recall: the token counter ready before the first block
             self.engine.pool.submit(tokens.encoding)
         self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, store, indexer
@@ -59,7 +59,8 @@ class MemoryService:
             self.scheduler = Scheduler(self.store, {
                 "sweep": (settings.sweep_interval_s, self.sweep),
                 "decay": (settings.decay_interval_s, self.decay),
-                "consolidate": (settings.consolidate_interval_s, self.consolidate_all)}).start()
+                "consolidate": (settings.consolidate_interval_s, self.consolidate_all)},
+                threads=settings.threads).start()
 
     @property
     def summariser(self) -> Optional[Summariser]:
@@ -82,9 +83,16 @@ class MemoryService:
     # -- writes ---------------------------------------------------------------------------
 
     def retain_turn(self, scope: str, session_id: str, user: str, assistant: str,
-                    source: str = "hermes") -> list[str]:
-        """Store one conversation turn verbatim; durable when this returns."""
-        return admission.retain_turn(self.engine, scope, session_id, user, assistant, source)
+                    source: str = "hermes", author: Optional[dict] = None, client: str = "") -> list[str]:
+        """Store one conversation turn verbatim; durable when this returns. `author` ({"id",
+        "name", "is_bot"}) wrote the user's message (its speaker), sent through `client`."""
+        return admission.retain_turn(self.engine, scope, session_id, user, assistant, source, author, client)
+
+    def checkpoint(self, scope: str, session_id: str, turns: Sequence[tuple[str, str]],
+                   source: str = "hermes") -> int:
+        """Before a compaction: store the (user, assistant) `turns` the scope does not hold yet
+        (idempotent); how many messages were stored."""
+        return admission.checkpoint(self.engine, scope, session_id, turns, source)
 
     def remember(self, scope: str, content: str, **kwargs) -> str:
         """Store one explicit memory (a note, an observation, a fact); return its id (the

@@ -42,6 +42,10 @@ NEXT_STEP = ("Next step: run `hermes` and chat; memories are recalled from your 
              "`hermes memory status` shows cmms as the active provider "
              "(restart `hermes gateway` if it is running).")
 
+PROFILES_NOTE = ("Hermes profiles: on Hermes 0.19, a profile made from this one later (`hermes profile create NAME "
+                 "--clone`) gets memory.provider: cmms but not plugins/cmms/, so memory is off there until you run "
+                 "`hermes-cmms install-hermes-plugin --hermes-home {profiles}/NAME` (`hermes-cmms doctor` in it says so).")
+
 Step = tuple[str, str]  # (verb, what)
 
 
@@ -58,7 +62,8 @@ def install(home: Path, dry_run: bool = False) -> list[str]:
     lines = [_say(verb, what, dry_run) for verb, what in steps]
     if not lines:
         lines = [f"hermes-cmms is already installed in {home}: nothing to do."]
-    return _banner(dry_run) + _hermes_warning() + lines + _prepare_model(home, dry_run) + [NEXT_STEP]
+    return (_banner(dry_run) + _hermes_warning() + lines + _prepare_model(home, dry_run)
+            + [PROFILES_NOTE.format(profiles=_profiles_root(home)), NEXT_STEP])
 
 
 def uninstall(home: Path, purge: bool = False, dry_run: bool = False) -> list[str]:
@@ -225,6 +230,13 @@ def _usable_home(home: Path) -> Path:
     return home
 
 
+def _profiles_root(home: Path) -> Path:
+    """Where Hermes keeps the named profiles of the root `home` belongs to (home itself, or the
+    root of a `<root>/profiles/<name>` home)."""
+    home = home.expanduser().resolve()
+    return home.parent if home.parent.name == "profiles" else home / "profiles"
+
+
 def _say(verb: str, what: str, dry_run: bool) -> str:
     return f"would {verb} {what}" if dry_run else f"{PAST[verb]} {what}"
 
@@ -243,7 +255,9 @@ def _hermes_warning() -> list[str]:
 
 def _prepare_model(home: Path, dry_run: bool) -> list[str]:
     """Prepare the ONNX MiniLM now (once per machine), so the first Hermes session loads it in
-    a fraction of a second; a failure here only says so (the first session tries again)."""
+    a fraction of a second: the arithmetic queries use, and the int8 one every memory is stored
+    with (about 4 s to make, otherwise spent by the first session's indexer); a failure here
+    only says so (the first session tries again)."""
     from ..service import packaged_int8_minilm, prepared_minilm
 
     try:
@@ -254,7 +268,8 @@ def _prepare_model(home: Path, dry_run: bool) -> list[str]:
     if dry_run or source is None or choice.partition(":")[0] not in ("auto", "onnx"):
         return []
     try:
-        return [f"prepared the embedding model in {prepared_minilm(source, choice == 'onnx:int8')}"]
+        made = dict.fromkeys([prepared_minilm(source, choice == "onnx:int8"), prepared_minilm(source, True)])
+        return [f"prepared the embedding model in {path}" for path in made]
     except Exception as exc:  # noqa: BLE001 - a cache that cannot be written, a foreign file
         return [f"note: the embedding model is not prepared yet ({exc}); the first session will try again."]
 

@@ -319,3 +319,30 @@ def browser():
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
+
+
+def terminal_output(main: int, proc, timeout: float, answer=None) -> bytes:
+    """All a process wrote on the pseudo-terminal whose controlling side is `main`, until it
+    closed the terminal or ended, or `timeout` passed; `answer(seen)` may give bytes to type
+    once (the answer to a prompt), or None to wait."""
+    import select
+    import time
+
+    seen, answered, deadline = b"", False, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        typed = answer(seen) if answer is not None and not answered else None
+        if typed is not None:
+            os.write(main, typed)
+            answered = True
+        if proc.poll() is not None and not ready:
+            break
+    return seen

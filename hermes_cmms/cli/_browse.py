@@ -7,9 +7,8 @@ from typing import Callable, Optional
 
 from ..common.errors import UnknownMemory
 from ..common.ids import given_back, public_ids, shown_id, stored_id
-from ._engine import _service
+from ._engine import OWNER, SCOPE_HELP, _service
 
-DEFAULT_SCOPE = "local:default"
 LINE_CHARS = 160  # of a memory's text, what `list` shows on its line
 STATES = ("active", "superseded", "expired", "all", "candidate", "validated", "stale", "archived")
 
@@ -142,7 +141,7 @@ def _audit(page: dict) -> list[str]:
 def register(add: Callable) -> None:
     """Add `list` and `show` to the command line (`add` from commands.build_parser)."""
     p = add("list", cmd_list, "List a scope's memories: filtered, sorted, a page at a time.")
-    p.add_argument("--scope", default=DEFAULT_SCOPE, help="The scope (default: local:default).")
+    p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--tier", choices=["working", "episodic", "semantic"])
     p.add_argument("--kind", help="message, observation, note, summary, fact, preference, decision, skill, belief, ...")
     p.add_argument("--tag", action="append", help="Memories carrying this tag (repeatable: all must match).")
@@ -161,5 +160,5 @@ def register(add: Callable) -> None:
     p = add("show", cmd_show, "Show one memory whole: provenance, confidence and decay, what it superseded "
                               "or was superseded by, what was learned from it, its audit events.")
     p.add_argument("id", metavar="ID")
-    p.add_argument("--scope", default=DEFAULT_SCOPE, help="The scope (default: local:default).")
+    p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--json", action="store_true")

@@ -6,6 +6,36 @@ from ..common.config import Settings
 VECTORS_WAIT_S = 30.0  # a command that searches waits this long for the embedder and the index
 
 
+class _Owner:
+    """The default of --scope: the scope the provider gives the owner of the command's home
+    (common.scopes.local_scope: local:default, or local:work in the profile `work`), worked out
+    once the home is known (owner_default)."""
+
+    def __repr__(self) -> str:
+        return "local:<profile>"
+
+
+OWNER = _Owner()
+SCOPE_HELP = ("The scope (default: the Hermes CLI user's of this home, local:<profile>: local:default, "
+              "or local:work in the profile work).")
+
+
+def owner_scope(args) -> str:
+    """The scope the provider gives the owner of the command's --hermes-home."""
+    from ..common.config import hermes_home
+    from ..common.scopes import local_scope
+
+    return local_scope(hermes_home(args.hermes_home))
+
+
+def owner_default(args) -> None:
+    """Put the owner's scope where --scope was left at its default (OWNER); `owner_scoped` says
+    it was (`tag` reads a --hermes-home after its id, and then works the default out again)."""
+    args.owner_scoped = getattr(args, "scope", None) is OWNER
+    if args.owner_scoped:
+        args.scope = owner_scope(args)
+
+
 def _service(args, vectors: bool = False, **overrides):
     """A MemoryService for the command's home, without the background scheduler, whose
     embedder and vector index load only if the command needs them (a write, a drain), or at
@@ -17,6 +47,19 @@ def _service(args, vectors: bool = False, **overrides):
     if vectors:
         service.wait_vectors(VECTORS_WAIT_S)
     return service
+
+
+def storing_only(args) -> dict:
+    """The overrides of a command that only stores vectors (`import --wait`, `reindex`): the
+    int8 MiniLM memories are stored with alone, without the float32 one queries use (about
+    100 MB less), where the embedder chosen is the default ONNX one; else none."""
+    from ..common.config import hermes_home
+
+    if Settings.load(hermes_home(args.hermes_home)).embedder not in ("auto", "onnx"):
+        return {}
+    from ..service import packaged_int8_minilm
+
+    return {"embedder": "onnx:int8"} if packaged_int8_minilm() is not None else {}
 
 
 def settings_for(args, **overrides) -> Settings:

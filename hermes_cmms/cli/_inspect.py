@@ -6,9 +6,8 @@ from typing import Callable
 
 from ..common.bounds import query_text
 from ..common.ids import public_ids, shown_id, stored_id
-from ._engine import _service
+from ._engine import OWNER, SCOPE_HELP, _service
 
-SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 
 
 def cmd_inspect(args) -> int:
@@ -53,7 +52,7 @@ def _why(line: dict) -> str:
 def register(add: Callable) -> None:
     p = add("inspect", cmd_inspect, "Show the block a prompt would recall, each line with why it is there.")
     p.add_argument("prompt")
-    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--budget", type=int, help="Token budget (default: the recall_tokens setting).")
     p.add_argument("--why-not", metavar="ID", help="Also say why this memory is or is not in the block.")
     p.add_argument("--json", action="store_true")

@@ -8,16 +8,15 @@ from typing import Callable
 
 from ..common.errors import InvalidInput
 from ..common.ids import public_ids, shown_id, stored_id
-from ._engine import VectorBar, _service, may_create
+from ._engine import OWNER, SCOPE_HELP, VectorBar, _service, may_create, storing_only
 
-SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
 
 
-def _run(args, work: Callable, vectors: bool = False) -> object:
+def _run(args, work: Callable, vectors: bool = False, **overrides) -> object:
     """Open the engine (ready to rank by vectors with `vectors`), do one thing, close it
     (waiting for the indexer when asked)."""
-    service = _service(args, vectors=vectors)
+    service = _service(args, vectors=vectors, **overrides)
     try:
         return work(service)
     finally:
@@ -120,7 +119,7 @@ def cmd_reindex(args) -> int:
     args.drain = True
     bar = VectorBar(args)
     try:
-        result = _run(args, lambda s: s.reindex(args.scope, progress=bar))
+        result = _run(args, lambda s: s.reindex(args.scope, progress=bar), **storing_only(args))
     finally:
         bar.close()
     _print(result, args)
@@ -137,7 +136,7 @@ def register(add: Callable) -> None:
     p = add("learn", cmd_learn, "Learn facts, preferences, decisions, skills and beliefs from a text.")
     p.add_argument("text", nargs="?", help="The text, or '-' to read standard input.")
     p.add_argument("--file", help="Read the text from this file.")
-    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--source", help="Where the text came from (its receipt).")
     p.add_argument("--no-beliefs", action="store_true", help="Do not store opinions as beliefs.")
     p.add_argument("--json", action="store_true")
@@ -146,7 +145,7 @@ def register(add: Callable) -> None:
     _add_graph(add)
     p = add("route", cmd_route, "Answer a question through the 4-stage router; shows which stage answered.")
     p.add_argument("query")
-    p.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--limit", type=int, default=5)
     p = add("audit", cmd_audit, "Check the stored data: orphans, receipts, lifecycle, confidence, drift. "
                                 "Exits 3 when something is found.")
@@ -203,7 +202,7 @@ def _add_graph(add: Callable) -> None:
 def _action(actions, name: str, help_text: str, limit: bool = False):
     """A sub-command with the options every knowledge sub-command takes."""
     q = actions.add_parser(name, help=help_text, description=help_text)
-    q.add_argument("--scope", default="local:default", help=SCOPE_HELP)
+    q.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     q.add_argument("--hermes-home", default=argparse.SUPPRESS,  # given here or before the action
                    help="Hermes home directory (default: $HERMES_HOME or ~/.hermes)")
     if limit:

@@ -9,10 +9,8 @@ from typing import Callable
 
 from ..common.errors import InvalidInput
 from ..common.ids import public_ids, shown_id, stored_id
-from ._engine import _service
+from ._engine import OWNER, SCOPE_HELP, _service, owner_default
 
-DEFAULT_SCOPE = "local:default"
-SCOPE_HELP = "The scope (default: local:default, the Hermes CLI user's)."
 SHOWN_CHARS = 160  # of a memory's text, what the preview shows on its line
 COUNTED = (("facts", "fact"), ("beliefs", "belief row"), ("evidence", "piece of evidence", "pieces of evidence"),
            ("links", "link"), ("relations", "graph relation"), ("entities", "graph entity", "graph entities"),
@@ -75,6 +73,8 @@ def _options_after_id(args) -> list[str]:
     """`tag`'s words after the id but its options (--scope S, --actor A, --hermes-home H,
     --json, also as --name=value), which set `args`: the tag changes, in order."""
     changes, words = [], list(args.changes)
+    if getattr(args, "owner_scoped", False):  # the default, worked out again below: the home may follow
+        args.scope = OWNER
     while words:
         word = words.pop(0)
         name, has_value, value = word.partition("=")
@@ -88,6 +88,7 @@ def _options_after_id(args) -> list[str]:
             raise InvalidInput(f"tag takes --scope, --actor, --hermes-home and --json; {inert(word, 60)!r} is not one of them.")
         else:
             changes.append(word)
+    owner_default(args)
     return changes
 
 
@@ -136,7 +137,7 @@ def confirmed(service, scope: str, ids: list[str], yes: bool) -> bool:
 def register(add: Callable[..., argparse.ArgumentParser]) -> None:
     """Add the steering commands to the `hermes-cmms` parser (`add` as in build_parser)."""
     def common(p: argparse.ArgumentParser, json_out: bool = True) -> None:
-        p.add_argument("--scope", default=DEFAULT_SCOPE, help=SCOPE_HELP)
+        p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
         p.add_argument("--actor", help="Who asked (recorded on the audit trail, as cli:ACTOR).")
         if json_out:
             p.add_argument("--json", action="store_true")

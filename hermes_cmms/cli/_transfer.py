@@ -20,11 +20,15 @@ def _service(args, embedder: Optional[str] = "none"):
 
 
 def _bar(args, description: str, total: Optional[int]):
-    """A progress bar on standard error, or None when it is not a terminal or --quiet is given."""
+    """A progress bar on standard error, or None when it is not a terminal or --quiet is given.
+    Reading with a total counts the file's bytes (ops/formats/run.read_at), else records."""
     if args.quiet or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
+    if description == "reading" and total is not None:
+        return tqdm(total=total, desc=description, unit="B", unit_scale=True, unit_divisor=1024,
+                    file=sys.stderr, leave=False)
     return tqdm(total=total, desc=description, unit=" records", file=sys.stderr, leave=False)
 
 
@@ -120,7 +124,7 @@ def _line(record: dict) -> bytes:
 
 
 def cmd_import(args) -> int:
-    service = _service(args, embedder=None if args.wait else "none")
+    service = _service(args, embedder=_engine.storing_only(args).get("embedder") if args.wait else "none")
     bars: dict[str, object] = {}
 
     def progress(phase: str, done: int, total: Optional[int]) -> None:
@@ -159,8 +163,7 @@ def register(add: Callable) -> None:
     """Add the transfer commands with `add(name, func, help)` from cli.build_parser."""
     p = add("export", cmd_export, "Write every memory, fact, belief, link, session and audit event of "
                                   "one scope as JSON Lines (vectors are rebuilt on import).")
-    p.add_argument("--scope", default="local:default",
-                   help="The scope to export (default: local:default, the Hermes CLI user's).")
+    p.add_argument("--scope", default=_engine.OWNER, help=_engine.SCOPE_HELP)
     p.add_argument("--output", "-o", help="Write to this file (default: standard output); for markdown, "
                                           "the folder of notes.")
     p.add_argument("--format", choices=("jsonl", "memory-json", "markdown"), default="jsonl",

@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import public_ids, stored_id, stored_ids
-from ._engine import _service, may_create, settings_for
+from ._engine import OWNER, SCOPE_HELP, _service, may_create, owner_default, owner_scope, settings_for
 
 
 def cmd_install(args) -> int:
@@ -118,7 +118,7 @@ def cmd_forget(args) -> int:
         raise InvalidInput("Say what to forget: ID..., --id, or --tier/--tag, or --all.")
     if args.scope is None and not args.ids:
         raise InvalidInput("Name the scope with --scope to forget by --id, --tier, --tag or --all.")
-    args.scope = args.scope or "local:default"
+    args.scope = args.scope or owner_scope(args)
     service = _service(args)
     try:
         actor = f"cli:{args.actor}" if args.actor else "cli"
@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p = add("search", cmd_search, "Search memories of one scope.")
     p.add_argument("query")
-    p.add_argument("--scope", default="local:default", help="Scope to search (default: local:default).")
+    p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--limit", type=int, default=8)
     p.add_argument("--json", action="store_true")
     p = add("mcp", cmd_mcp, "Serve this memory to MCP clients (stdio by default, or streamable HTTP).")
@@ -324,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     may_create(p)
     p = add("forget", cmd_forget, "Forget memories of one scope: by id, tier or tag, or all of them.")
     p.add_argument("ids", nargs="*", metavar="ID", help="Memories to forget: shows all that goes with them "
-                                                         "and asks first (default scope: local:default).")
+                                                         "and asks first (default scope: local:<profile>).")
     p.add_argument("--yes", action="store_true", help="With ID...: forget without asking.")
     p.add_argument("--scope", help="The scope, e.g. user:telegram:12345 or local:default (required but with ID...).")
     p.add_argument("--id", action="append", help="A memory id (repeatable).")
@@ -386,7 +386,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         code = reader_gone()
-    if argv is None and not settled():  # this process is the command
+    if argv is None:  # this process is the command: once its threads are done, it ends (exit_now)
+        settled()
         exit_now(code)
     return code
 
@@ -403,6 +404,7 @@ def reader_gone() -> int:
 def run(command, args: argparse.Namespace) -> int:
     """Run one command: its exit code, an error said in one sentence (a bug: its traceback)."""
     try:
+        owner_default(args)
         return command(args)
     except CmmsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -428,12 +430,15 @@ def settled(timeout: float = SETTLE_S) -> bool:
 def exit_now(code: int) -> None:
     """End the process with `code`, output flushed, without finalising the interpreter.
 
-    The last resort when an engine thread is still running: Python ends such a daemon thread
-    from under it at exit, and the process dies of SIGABRT ("terminate called without an active
-    exception") when the thread is inside torch's C++ or safetensors' Rust code, as the indexer
-    is while it loads the embedding model (tens of seconds on a busy machine, and it cannot be
-    cut short) or embeds a batch. The store is already closed; a vector write cut short here is
-    what a SIGKILL leaves, which the outbox repairs."""
+    How every command ends: what it wrote is closed by then (its service, in the command), and
+    the interpreter's teardown of Chroma, SQLAlchemy and the rest would keep the person at the
+    prompt waiting 0.2-0.7 s more (docs/benchmarks.md). It is also the way out while an engine
+    thread still runs: Python ends such a daemon thread from under it at exit, and the process
+    dies of SIGABRT ("terminate called without an active exception") when the thread is inside
+    torch's C++ or safetensors' Rust code, as the indexer is while it loads the embedding model
+    (tens of seconds on a busy machine, and it cannot be cut short) or embeds a batch. The store
+    is already closed; a vector write cut short here is what a SIGKILL leaves, which the outbox
+    repairs."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from .errors import InvalidInput
+from .threads import IN_CONTEXT, Threads
 
 EMBEDDER_CHOICES = ("auto", "onnx", "chroma-default", "sentence-transformers", "none")
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")
@@ -113,6 +114,7 @@ class Settings:
     mirror: str = "on"
     inbox: str = ""
     sources: dict = field(default_factory=dict, compare=False)
+    threads: Threads = field(default=IN_CONTEXT, compare=False, repr=False)  # how the engine starts its threads
 
     @property
     def data_dir(self) -> Path:

@@ -8,18 +8,30 @@ from typing import Optional
 
 
 def local_scope(home: Path) -> str:
-    """The scope Hermes gives its CLI user in this home: `local:<profile>`, the profile being
-    what hermes_cli.profiles.get_active_profile_name says for it ('default', or the name of
-    a `<root>/profiles/<name>` home)."""
+    """The scope Hermes gives its CLI user in this home: `local:<profile>` (owner_scope), the
+    profile being the one the home is (profile_name). The provider, the MCP bridge, the
+    dashboard and every `hermes-cmms` command default to it."""
+    return owner_scope(profile_name(home))
+
+
+def owner_scope(profile: Optional[str]) -> str:
+    """The scope of a profile's owner, the one at its keyboard: `local:<profile>`."""
+    return f"local:{profile or 'default'}"
+
+
+def profile_name(home: Path) -> str:
+    """The Hermes profile `home` is, as hermes_cli.profiles.get_active_profile_name says (what
+    Hermes hands the provider as `agent_identity`): 'default', or the name of a
+    `<root>/profiles/<name>` home."""
     try:
         from hermes_cli.profiles import get_active_profile_name
     except ImportError:  # Hermes not installed here: the same rule, simplified
         resolved = Path(home).expanduser().resolve()
-        return f"local:{resolved.name if resolved.parent.name == 'profiles' else 'default'}"
+        return resolved.name if resolved.parent.name == "profiles" else "default"
     previous = os.environ.get("HERMES_HOME")
     os.environ["HERMES_HOME"] = str(home)
     try:
-        return f"local:{get_active_profile_name()}"
+        return get_active_profile_name()
     finally:
         if previous is None:
             del os.environ["HERMES_HOME"]
@@ -41,5 +53,5 @@ def scope_for(platform: Optional[str], user_id: Optional[str], agent_identity: O
     if user_id:
         return f"user:{platform or 'unknown'}:{user_id}"
     if (platform or "cli") in LOCAL_PLATFORMS:
-        return f"local:{agent_identity or 'default'}"
+        return owner_scope(agent_identity)
     return f"conversation:{platform}:{conversation or uuid.uuid4()}"

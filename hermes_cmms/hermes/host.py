@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..common.threads import Threads
 
 try:  # Hermes 0.20+: the host's own type, which its UI renders as "🧠 ... recalled N memories"
     from agent.memory_provider import RecallStatus
@@ -52,3 +56,20 @@ def is_trivial_prompt(text: str) -> bool:
         return True
     stripped = text.strip()
     return not stripped or stripped.startswith("/") or bool(_TRIVIAL.fullmatch(stripped))
+
+
+def host_threads(provider) -> "Threads":
+    """How the engine under `provider` starts its threads: with the host's own spawner where
+    Hermes has one (0.23: `spawn_context_thread` and `ctx_bound`, on the MemoryProvider ABC or
+    in agent.memory_provider), else in a copy of the caller's context, which carries the profile
+    as Hermes keeps it (`HERMES_HOME`'s override and the secret scope are context variables from
+    0.19 on)."""
+    from ..common.threads import Threads, bind_to_context, spawn_in_context
+
+    try:
+        import agent.memory_provider as api
+    except ImportError:
+        api = None
+    spawn = getattr(provider, "spawn_context_thread", None) or getattr(api, "spawn_context_thread", None)
+    bind = getattr(provider, "ctx_bound", None) or getattr(api, "ctx_bound", None)
+    return Threads(spawn if callable(spawn) else spawn_in_context, bind if callable(bind) else bind_to_context)

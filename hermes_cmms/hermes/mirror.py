@@ -21,6 +21,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from ..common.shared import Shared
+from ..common.threads import IN_CONTEXT, Threads
 from ..common.errors import CmmsError
 from ..common.text import content_hash
 
@@ -73,8 +74,9 @@ class Mirror:
     """Keeps `scope` in step with `home/memories/{MEMORY,USER}.md` and learns inbox files."""
 
     def __init__(self, service, home: Path, scope: str, inbox: Optional[Path] = None,
-                 debounce: float = 0.3, lease_s: float = LEASE_S):
+                 debounce: float = 0.3, lease_s: float = LEASE_S, threads: Threads = IN_CONTEXT):
         self.service = service
+        self.threads = threads
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.lease_s = lease_s
         self.holding = False  # whether this mirror holds the store's mirror lease
@@ -105,8 +107,7 @@ class Mirror:
         for folder in {self.memories, self.inbox} - {None}:
             self._observer.schedule(handler, str(folder), recursive=False)
         self._observer.start()
-        self._worker = threading.Thread(target=self._run, name="cmms-mirror", daemon=True)
-        self._worker.start()
+        self._worker = self.threads.start(self._run, "cmms-mirror")  # (watchdog's threads only say what changed)
         self._take_over()
         return self
 
@@ -356,11 +357,11 @@ def _pair(removed: list, added: list) -> list[tuple]:
 _mirrors = Shared()
 
 
-def acquire(service, home: Path, scope: str, inbox: Optional[Path] = None) -> Mirror:
+def acquire(service, home: Path, scope: str, inbox: Optional[Path] = None, threads: Threads = IN_CONTEXT) -> Mirror:
     """The process's mirror of this home into `scope`, started on first use (every provider
-    instance of a gateway shares one)."""
+    instance of a gateway shares one) on a thread started by `threads`."""
     key = (str(Path(home).resolve()), scope)
-    return _mirrors.acquire(key, lambda: Mirror(service, home, scope, inbox=inbox).start())
+    return _mirrors.acquire(key, lambda: Mirror(service, home, scope, inbox=inbox, threads=threads).start())
 
 
 def release(mirror: Mirror) -> None:

@@ -11,8 +11,10 @@ import json
 import logging
 import threading
 import time
-from pathlib import Path
+from concurrent.futures import Future, TimeoutError as Late
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 from agent.memory_provider import MemoryProvider
@@ -21,14 +23,18 @@ from ..common.config import Settings
 from ..common.errors import CmmsError, StoreUnavailable
 from ..common.scopes import LOCAL_PLATFORMS, scope_for  # (re-exported: the door's users name them here)
 from ..common.text import brief, clean_key
-from . import setup as cmms_setup
-from .host import HOST_SAYS_UNAVAILABLE, HOST_SHOWS_RECALL, RecallStatus, is_trivial_prompt, prefetch_timeout
+from . import setup as cmms_setup, turns
+from .host import (HOST_SAYS_UNAVAILABLE, HOST_SHOWS_RECALL, RecallStatus, host_threads, is_trivial_prompt,
+                   prefetch_timeout)
 from .tools import TOOL_SCHEMAS, call_tool
 
 log = logging.getLogger(__name__)
 _said: set[str] = set()  # unavailability reasons already logged by this process
 
 QUEUED_RESULT_TTL_S = 120.0
+FIRST_TURN_WAIT_S = 2.0  # the recall on_turn_start begins waits this long for a model still loading,
+# then (the search's own 1 s wait past) goes keyword-only; prefetch waits for it that long + COLLECT_S
+COLLECT_S = 1.5
 
 
 class _Facade:
@@ -50,10 +56,24 @@ def _conversation(kwargs: Dict[str, Any], session_id: str) -> Optional[str]:
     return session_id or None
 
 
+def _profile(kwargs: dict) -> Optional[str]:
+    """The profile this agent runs in: what Hermes says (`agent_identity`); for the owner at a
+    host that does not say, the profile its home is, so the owner's scope is the one every
+    door defaults to (common.scopes.local_scope)."""
+    said = kwargs.get("agent_identity")
+    if said or kwargs.get("user_id") or (kwargs.get("platform") or "cli") not in LOCAL_PLATFORMS:
+        return said
+    from ..common.config import hermes_home
+    from ..common.scopes import profile_name
+
+    return profile_name(hermes_home(kwargs.get("hermes_home")))
+
+
 class CmmsMemoryProvider(MemoryProvider):
     """Composite Memory: every turn retained, relevant memories recalled before each turn."""
 
     name = "cmms"
+    pre_compress_checkpoint_api_version = 2  # Hermes 0.23: on_pre_compress saves the turns or raises
 
     def __init__(self) -> None:
         self.service: Optional[engine.MemoryService] = None
@@ -63,6 +83,8 @@ class CmmsMemoryProvider(MemoryProvider):
         self.platform = "cli"
         self.primary = True
         self._queued: Optional[tuple[str, float, str, set]] = None  # (query, when, text, ids)
+        self._early: Optional[tuple[str, Future]] = None  # (message, its recall) begun by on_turn_start
+        self._author: Optional[tuple[str, Optional[dict], str]] = None  # (message, author, client) of the turn
         self._seen: set[str] = set()  # memory ids injected by turns this session completed
         self._pending: set[str] = set()  # ids injected into the turn in progress
         self._lock = threading.Lock()
@@ -102,7 +124,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self._say = None if HOST_SHOWS_RECALL else kwargs.get("status_callback")
         self._warn = kwargs.get("warning_callback")
         try:
-            self.settings = Settings.load(kwargs.get("hermes_home"))
+            self.settings = replace(Settings.load(kwargs.get("hermes_home")), threads=host_threads(self))
             self.service = engine.acquire(_writable(self.settings))
         except Exception as exc:
             self._failure = brief(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -122,7 +144,7 @@ class CmmsMemoryProvider(MemoryProvider):
         inspects a provider this way): no store opened, no thread started, nothing loaded."""
         self.session_id = session_id or ""
         self.platform = kwargs.get("platform") or "cli"
-        self.scope = scope_for(self.platform, kwargs.get("user_id"), kwargs.get("agent_identity"),
+        self.scope = scope_for(self.platform, kwargs.get("user_id"), _profile(kwargs),
                                _conversation(kwargs, self.session_id))
         self.primary = kwargs.get("agent_context", "primary") == "primary"
 
@@ -134,7 +156,8 @@ class CmmsMemoryProvider(MemoryProvider):
 
         inbox = Path(self.settings.inbox).expanduser() if self.settings.inbox else None
         try:
-            self._mirror = mirror.acquire(self.service, self.settings.home, local_scope(self.settings.home), inbox)
+            self._mirror = mirror.acquire(self.service, self.settings.home, local_scope(self.settings.home), inbox,
+                                          self.settings.threads)
         except Exception as exc:  # noqa: BLE001 - memory works without the mirror
             log.warning("cmms: not mirroring the memory files: %s", exc)
 
@@ -171,10 +194,11 @@ class CmmsMemoryProvider(MemoryProvider):
         started = time.monotonic()
         with self._lock:
             queued, self._queued = self._queued, None
+            early, self._early = self._early, None
         if queued and queued[0] == query and started - queued[1] < QUEUED_RESULT_TTL_S:
             text, injected = queued[2], queued[3]
         else:
-            text, injected = self._recall(query)
+            text, injected = self._collect(early, query)
         if time.monotonic() - started > prefetch_timeout():  # Hermes went on without this block,
             log.info("cmms: recall outlasted Hermes' prefetch timeout; nothing was injected")
             return text  # so none of it is in front of the model: nothing to count or announce
@@ -196,6 +220,39 @@ class CmmsMemoryProvider(MemoryProvider):
                 self._say(f"🧠 cmms recalled {count} memor{'y' if count == 1 else 'ies'}")
             except Exception:  # noqa: BLE001 - a status line never breaks a turn
                 log.debug("cmms: status_callback failed", exc_info=True)
+
+    def _begin(self, message: str) -> None:
+        """Begin the turn's recall on a thread of its own (on_turn_start): in a fresh process it
+        waits for the model up to FIRST_TURN_WAIT_S, while Hermes goes on; prefetch collects it."""
+        if self.service is None or is_trivial_prompt(message):
+            return
+        future: Future = Future()
+
+        def run() -> None:
+            try:
+                self.service.wait_vectors(min(FIRST_TURN_WAIT_S, prefetch_timeout() / 4))
+                future.set_result(self._recall(message))
+            except BaseException as exc:  # noqa: BLE001 - handed to prefetch, which searches again
+                future.set_exception(exc)
+
+        with self._lock:
+            self._early = (message, future)
+        try:
+            self.settings.threads.start(run, "cmms-turn-recall")
+        except Exception as exc:  # noqa: BLE001 - prefetch searches itself
+            future.set_exception(exc)
+
+    def _collect(self, early: Optional[tuple[str, Future]], query: str) -> tuple[str, set[str]]:
+        """The recall on_turn_start began for `query`, once done (a bounded wait); else a recall
+        now, keyword-only while the model is still loading."""
+        if early is not None and early[0] == query:
+            try:
+                return early[1].result(min(FIRST_TURN_WAIT_S, prefetch_timeout() / 4) + COLLECT_S)
+            except Late:
+                log.info("cmms: the turn's early recall is late; recalling again")
+            except Exception as exc:  # noqa: BLE001 - recall failures never break a turn
+                log.debug("cmms: the turn's early recall failed: %s", exc)
+        return self._recall(query)
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
         if self.service is not None and not is_trivial_prompt(query):
@@ -219,25 +276,41 @@ class CmmsMemoryProvider(MemoryProvider):
             return "", set()
         return text, seen - before
 
-    def on_pre_compress(self, messages: List[Dict[str, Any]]) -> str:
-        users = [m.get("content") for m in messages or [] if m.get("role") == "user"]
-        last = next((u for u in reversed(users) if isinstance(u, str) and u.strip()), "")
-        if not last or self.service is None:
+    def on_pre_compress(self, messages: List[Dict[str, Any]], *, require_checkpoint: bool = False,
+                        **kwargs: Any) -> str:
+        """Before Hermes compacts the conversation: save its user/assistant turns (checkpoint v2:
+        idempotent; raises when they cannot be saved, so a compaction that requires the
+        checkpoint fails closed), then return what memory recalls for the last user message
+        (0.19 puts it in the summary's prompt)."""
+        said = turns.evidence(messages)
+        if said and self.primary:
+            with self._writing("the conversation before compaction"):
+                self.service.checkpoint(self.scope, self.session_id, said, source=f"hermes:{self.platform}")
+        elif said and require_checkpoint:
+            raise StoreUnavailable("cmms did not store the conversation before compaction: memory is "
+                                   "read-only in this agent; only the primary agent writes.")
+        if not said or self.service is None:
             return ""
-        return self._recall(last, skip_injected=False)[0]  # the summary is written fresh
+        return self._recall(said[-1][0], skip_injected=False)[0]  # the summary is written fresh
 
     # -- retain ---------------------------------------------------------------------------
 
     def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
-                  messages: Optional[List[Dict[str, Any]]] = None) -> None:
+                  messages: Optional[List[Dict[str, Any]]] = None, turn_author: Optional[Dict[str, Any]] = None,
+                  **kwargs: Any) -> None:
+        """Store the turn; `turn_author` ({"id", "name", "is_bot"}, Hermes 0.23's group chats)
+        makes the user's message that speaker's, kept with the client that sent it."""
         with self._lock:  # the turn completed: its memory block is now in the history
             self._seen |= self._pending
             self._pending = set()
+            told = self._author if self._author and self._author[0] == user_content else ("", None, "")
         if not self.primary:
             return
         with self._writing("this turn"):
             self.service.retain_turn(self.scope, session_id or self.session_id, user_content,
-                                     assistant_content, source=f"hermes:{self.platform}")
+                                     assistant_content, source=f"hermes:{self.platform}",
+                                     author=turns.author(turn_author) or told[1],
+                                     client=turns.client(kwargs) or told[2])
 
     @contextmanager
     def _writing(self, what: str, service: Optional[engine.MemoryService] = None) -> Iterator[None]:
@@ -266,11 +339,17 @@ class CmmsMemoryProvider(MemoryProvider):
         self._tell(str(failure))
         return failure
 
-    def on_turn_start(self, turn_number: int = 0, message: str = "", **kwargs: Any) -> None:
-        """Turn numbers are assigned by the store, atomically with the write; the 0.20+ kwargs
-        (remaining_tokens, model, platform, tool_count) are not needed. A new turn has recalled
-        nothing yet (0.20+ skips prefetch on trivial prompts: no stale recall_status)."""
+    def on_turn_start(self, turn_number: int = 0, message: str = "", *, author_id: Any = None,
+                      author_name: Any = None, author_is_bot: Any = None, **kwargs: Any) -> None:
+        """A new turn: its recall begins now (prefetch collects it), and who wrote it (0.23's
+        author_*, and the gateway client if announced) is kept for its sync_turn. Turn numbers
+        are assigned by the store, atomically with the write. A new turn has recalled nothing
+        yet (0.20+ skips prefetch on trivial prompts: no stale recall_status)."""
         self._recalled = None
+        who = turns.author(author_id=author_id, author_name=author_name, author_is_bot=author_is_bot)
+        with self._lock:
+            self._author = (message, who, turns.client(kwargs)) if isinstance(message, str) else None
+        self._begin(message)
 
     def on_memory_write(self, action: str, target: str, content: str,
                         metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> None:
@@ -320,7 +399,7 @@ class CmmsMemoryProvider(MemoryProvider):
         old = self.session_id
         self.session_id = new_session_id or old
         with self._lock:  # a new or compacted conversation no longer carries earlier blocks
-            self._seen, self._pending, self._queued = set(), set(), None
+            self._seen, self._pending, self._queued, self._early, self._author = set(), set(), None, None, None
         if self.service is not None and old and (reset or old != self.session_id):
             with self._writing("the end of the previous session"):
                 self.service.flush_session(self.scope, old)
@@ -342,7 +421,7 @@ class CmmsMemoryProvider(MemoryProvider):
                     if self._refused:  # a store that refused writes: the flush says so too
                         service.flush_session(self.scope, self.session_id)
                     else:
-                        service.flush_open_sessions(self.scope, clean_key(self.session_id))
+                        service.flush_open_sessions(self.scope, self.session_id)
         finally:  # no wait for vectors: what is not indexed yet stays in the outbox for the next process
             engine.release(service, drain_timeout=0.0)
 

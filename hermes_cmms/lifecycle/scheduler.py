@@ -14,7 +14,9 @@ import threading
 import time
 import uuid
 from collections import deque
-from typing import Callable
+from typing import Callable, Optional
+
+from ..common.threads import IN_CONTEXT, Threads
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ class Scheduler:
     """Runs `jobs` ({name: (interval seconds, function(now))}) while it holds the lease."""
 
     def __init__(self, store, jobs: dict[str, tuple[float, Callable[[float], object]]],
-                 tick: float = TICK_S, lease: float = LEASE_S):
+                 tick: float = TICK_S, lease: float = LEASE_S, threads: Threads = IN_CONTEXT):
         self.store = store
         self.jobs = jobs
         self.tick = tick
@@ -35,12 +37,13 @@ class Scheduler:
         self.runs: deque[tuple[str, float]] = deque(maxlen=100)  # latest (job, time) run here
         self._leader = False
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="cmms-scheduler", daemon=True)
-        self._heart = threading.Thread(target=self._beat, name="cmms-scheduler-lease", daemon=True)
+        self._threads = threads
+        self._thread: Optional[threading.Thread] = None
+        self._heart: Optional[threading.Thread] = None
 
     def start(self) -> "Scheduler":
-        self._thread.start()
-        self._heart.start()
+        self._thread = self._threads.start(self._run, "cmms-scheduler")
+        self._heart = self._threads.start(self._beat, "cmms-scheduler-lease")
         return self
 
     def _beat(self) -> None:
@@ -97,9 +100,9 @@ class Scheduler:
         job was still running after `timeout` (the lease then simply expires)."""
         self._stop.set()
         for thread in (self._thread, self._heart):
-            if thread.is_alive():
+            if thread is not None and thread.is_alive():
                 thread.join(timeout)
-        if self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive():
             return False
         if self._leader:
             self.store.release_lease(self.owner)

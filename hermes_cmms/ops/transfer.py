@@ -228,12 +228,11 @@ def _write(engine: "Engine", lines, plan: _Plan, scope: str, progress: Progress)
             continue  # the header
         chunk.append((number, parse(text, number)))
         if len(chunk) >= batches.size:
-            done += writer.write(chunk)
+            done += writer.write(chunk, batches)
             batches.done(len(chunk), writer.held_s)  # (the lock's time: checking and redacting come before)
             progress("importing", done, plan.total)
             chunk = []
-            batches.pause()
-    done += writer.write(chunk)
+    done += writer.write(chunk, batches)
     progress("importing", done, plan.total)
     return {**tally, "redacted": writer.redacted, "queued_for_indexing": tally["memories"]["added"]}
 
@@ -246,6 +245,7 @@ class _Writer:
         self.engine, self.scope, self.tally = engine, scope, tally
         self.redacted = 0
         self.held_s = 0.0  # how long the last chunk's write transaction took
+        self.released: Optional[float] = None  # when it ended (perf_counter)
         self.counted: dict[str, dict[tuple, int]] = {"evidence": {}, "audit": {}}  # stored copies left
         self._short: dict[str, str] = {}  # short strings redacted already: roles, kinds, tiers, ids repeat
 
@@ -257,7 +257,10 @@ class _Writer:
             done = self._short[text] = run_redactors(self.engine.pm, text, self.scope)
         return done
 
-    def write(self, chunk: list[tuple[int, dict]]) -> int:
+    def write(self, chunk: list[tuple[int, dict]], batches: Optional[Batches] = None) -> int:
+        """Check and redact the chunk, then write it in one transaction; with `batches`, after
+        what is left of its pause since the last transaction ended (the checking and redacting,
+        done without the lock, count in it: other writers get in all the same)."""
         if not chunk:
             return 0
         groups: dict[str, list[dict]] = {name: [] for name in KINDS}
@@ -266,13 +269,16 @@ class _Writer:
             row, changed = prepared(kind, row, self.scope, self.redact)
             groups[kind.name].append(row)
             self.redacted += changed
+        if batches is not None and self.released is not None:
+            batches.pause(since=self.released)
         now, started = time.time(), time.perf_counter()
         try:
             with transfer_rows.writing(self.engine.store) as conn:
                 for name, rows in groups.items():
                     if rows:
                         self._insert(conn, KINDS[name], rows, now)
-            self.held_s = time.perf_counter() - started
+            self.released = time.perf_counter()
+            self.held_s = self.released - started
         except StoreUnavailable as exc:  # (what failed and how, in one line)
             raise StoreUnavailable(f"The import stopped at lines {chunk[0][0]}-{chunk[-1][0]} because the store "
                                    f"failed ({exc}); the lines before were imported, and importing the file "

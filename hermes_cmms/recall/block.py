@@ -58,7 +58,7 @@ def settled(timeout: float = SETTLE_S) -> bool:
 def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str]) -> None:
     """Queue the recall event of a block that gave something (see _writer)."""
     if memory_ids:
-        _writer.submit(_write, engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
+        _writer.submit(engine.settings.threads.bind(_write), engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
                        memory_ids, engine.settings.recall_events, time.time())
 
 

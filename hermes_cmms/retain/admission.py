@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from ..common import lifecycle_rules as lifecycle
 from ..common.checks import scope_of, tags_of
 from ..common.errors import InvalidInput
 from ..common.plugins import run_redactors
-from ..common.text import UNDECODABLE, clean, clean_key, map_strings
+from ..common.text import UNDECODABLE, clean, clean_key, content_hash, map_strings
+from ..store import turn_rows
 from ..store.store import NewMemory
 from .judge import judge as _judge
 
@@ -21,20 +22,75 @@ log = logging.getLogger(__name__)
 
 MAX_CONTENT_CHARS = 10_000_000
 MAX_FACT_PART_CHARS = 2_000
+MAX_NAME_CHARS = 200  # a turn author's name or id, a client's name
 MAX_TTL_SECONDS = 10 * 365 * 86400
 
 
 def retain_turn(engine: "Engine", scope: str, session_id: str, user: str, assistant: str,
-                source: str = "hermes") -> list[str]:
-    """Store one conversation turn verbatim; durable when this returns."""
+                source: str = "hermes", author: Optional[Mapping] = None, client: str = "") -> list[str]:
+    """Store one conversation turn verbatim; durable when this returns. `author` ({"id", "name",
+    "is_bot"}: who wrote the user's message, in a group chat) makes that message its speaker's,
+    and is kept with `client` (the gateway client that sent the turn) in its detail."""
     scope, session_id = scope_of(scope), clean_key(session_id or "")
-    items = [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source,
-                       confidence=lifecycle.reliability(source))
-             for role, text in (("user", user), ("assistant", assistant))
-             if isinstance(text, str) and clean(text).strip()]
+    items = _turn(scope, session_id, user, assistant, source, author, client)
     if not items:
         return []
     return _retain(engine, scope, session_id, items, turn_of=(scope, session_id))
+
+
+def checkpoint(engine: "Engine", scope: str, session_id: str, turns: Sequence[tuple[str, str]],
+               source: str = "hermes") -> int:
+    """Store the (user, assistant) `turns` of a conversation about to be compacted, each pair a
+    turn, except the messages the scope already holds (as sync_turn or an earlier checkpoint
+    stored them: none is stored or reinforced twice); how many messages were stored."""
+    scope, session_id = scope_of(scope), clean_key(session_id or "")
+    pairs = [_turn(scope, session_id, user, assistant, source, None, "") for user, assistant in turns]
+    for item in (item for pair in pairs for item in pair):
+        _admit(engine.pm, item, scope)  # as stored: what `held` compares
+    held = turn_rows.held(engine.store, scope, {_key(item) for pair in pairs for item in pair})
+    stored = 0
+    for pair in pairs:
+        new = [item for item in pair if _key(item) not in held]
+        held |= {_key(item) for item in new}
+        if new:
+            stored += len(_stored(engine, scope, session_id, new, turn_of=(scope, session_id)))
+    return stored
+
+
+def _key(item: NewMemory) -> tuple[str, str]:
+    return item.role or "", content_hash(item.content)
+
+
+def _turn(scope: str, session_id: str, user: str, assistant: str, source: str,
+          author: Optional[Mapping], client: str) -> list[NewMemory]:
+    """The messages of one turn, the user's carrying its author and client."""
+    speaker, detail = _provenance(author, client)
+    return [NewMemory(scope=scope, content=text, role=role, session_id=session_id, source=source,
+                      confidence=lifecycle.reliability(source), speaker=speaker if role == "user" else None,
+                      detail=detail if role == "user" else None)
+            for role, text in (("user", user), ("assistant", assistant))
+            if isinstance(text, str) and clean(text).strip()]
+
+
+def _provenance(author: Optional[Mapping], client: str) -> tuple[Optional[str], Optional[dict]]:
+    """(speaker, detail) of a message from `author` ({"id", "name", "is_bot"}, any of them)
+    sent through `client`: hostile values dropped or cut; the speaker is the name."""
+    author = author if isinstance(author, Mapping) else {}
+    said = {key: _short(author.get(key)) for key in ("id", "name")}
+    said = {key: value for key, value in said.items() if value}
+    if isinstance(author.get("is_bot"), bool):
+        said["is_bot"] = author["is_bot"]
+    detail = {"author": said} if said else {}
+    if _short(client):
+        detail["client"] = _short(client)
+    return said.get("name"), detail or None  # (lower-cased once redacted, by _admit)
+
+
+def _short(value) -> str:
+    """A name or id as kept: a string or whole number, one line, at most MAX_NAME_CHARS."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return ""
+    return " ".join(clean(str(value)).split())[:MAX_NAME_CHARS]
 
 
 def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note", tier: str = "semantic",
@@ -101,6 +157,12 @@ def _retain(engine: "Engine", scope: str, session_id: Optional[str], items: list
     """Admit `items` (see the module's docstring) and fire the retain hook; return the ids."""
     for item in items:
         _admit(engine.pm, item, scope)
+    return _stored(engine, scope, session_id, items, turn_of, judge)
+
+
+def _stored(engine: "Engine", scope: str, session_id: Optional[str], items: list[NewMemory],
+            turn_of: Optional[tuple[str, str]], judge: bool = False) -> list[str]:
+    """Admitted `items` written by the retain hook (those that are not only secrets); the ids."""
     kept = [item for item in items if not lifecycle.only_secrets(item.content)]
     if not kept:
         if turn_of is None:
@@ -122,6 +184,7 @@ def _admit(pm, item: NewMemory, scope: str) -> None:
     item.content = run_redactors(pm, text, scope)
     item.tags = tuple(run_redactors(pm, clean(str(tag)), scope) for tag in item.tags)
     item.source = run_redactors(pm, clean(item.source), scope)  # receipts can carry secrets too
+    item.speaker = run_redactors(pm, item.speaker, scope).lower() if item.speaker else item.speaker
     item.replaces = tuple(run_redactors(pm, clean(text), scope) for text in item.replaces)  # as stored
     if item.detail:
         item.detail = _redacted(pm, item.detail, scope)

@@ -57,8 +57,14 @@ class Batches:
             scaled = int(self.size * TARGET_S / max(seconds, 1e-4))
             self.size = max(LEAST_ROWS, min(self.most, scaled, self.size * 2))
 
-    def pause(self) -> None:
-        time.sleep(max(LEAST_PAUSE_S, min(self.last_s, POLL_GAP_S)) if self.polled else LEAST_PAUSE_S)
+    def pause(self, since: Optional[float] = None) -> None:
+        """Let other writers in; `since`: the perf_counter at which the last transaction ended,
+        when other work has been done without the lock since (only what is left is slept)."""
+        length = max(LEAST_PAUSE_S, min(self.last_s, POLL_GAP_S)) if self.polled else LEAST_PAUSE_S
+        if since is not None:
+            length -= time.perf_counter() - since
+        if length > 0:
+            time.sleep(length)
 
 
 def slices(items: list, work: Callable[[Connection, list], object]) -> Callable[[Connection, int], int]:

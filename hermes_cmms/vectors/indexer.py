@@ -1,7 +1,6 @@
 """Background worker: turns outbox rows into vector-index writes, in batches."""
 from __future__ import annotations
 
-import contextvars
 import logging
 import os
 import threading
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ..store.store import Store
 from ..store.vector_rows import outbox_lag
 from ..common.text import clean
+from ..common.threads import IN_CONTEXT, Threads
 from ..common.units import units
 from .chroma import UNITS, VectorIndex
 
@@ -50,8 +50,9 @@ class Indexer:
 
     def __init__(self, store: Store, load_embedder: Callable[[], Optional[Embedder]],
                  open_vectors: Callable[[], VectorIndex], lock_path: Optional[Path] = None,
-                 start: bool = True):
+                 start: bool = True, threads: Threads = IN_CONTEXT):
         self.store = store
+        self._threads = threads
         self._load_embedder = load_embedder
         self._open_vectors = open_vectors
         self.embedder: Optional[Embedder] = None
@@ -65,7 +66,7 @@ class Indexer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._unsaved: set[str] = set()  # scopes with vector deletes Chroma has not saved yet
-        self._thread = threading.Thread(target=self._run, name="cmms-indexer", daemon=True)
+        self._thread: Optional[threading.Thread] = None
         self._writes: Optional[ThreadPoolExecutor] = None  # the sentence view's writes, beside the others
         self._starting = threading.Lock()
         if start:
@@ -76,18 +77,18 @@ class Indexer:
         after stop(), never). An indexer made with start=False starts when first asked to
         work: by `ready`, notify() or drain()."""
         with self._starting:
-            if self._thread.ident is None and not self._stop.is_set():
+            if self._thread is None and not self._stop.is_set():
                 # numpy whole before the thread imports the model on top of it: a thread that
                 # touches numpy while another is still importing it can get the module half made
                 # ("partially initialized module 'numpy' has no attribute 'ndarray'")
                 import numpy  # noqa: F401
 
-                self._thread.start()
+                self._thread = self._threads.start(self._run, "cmms-indexer")
 
     @property
     def started(self) -> bool:
         """Whether the indexer thread was started (a command that only reads SQL never starts it)."""
-        return self._thread.ident is not None
+        return self._thread is not None
 
     @property
     def ready(self) -> threading.Event:
@@ -276,7 +277,7 @@ class Indexer:
         # the sentence view (the largest) is written on a thread of its own beside the other two:
         # Chroma lets the GIL go while it writes, and its inserts slow as a collection grows
         # (about a third of the indexer's time at 20,000 memories; docs/benchmarks.md)
-        sentences = self._write_pool().submit(contextvars.copy_context().run, self.vectors.upsert, scope, unit_ids,
+        sentences = self._write_pool().submit(self.vectors.upsert, scope, unit_ids,
                                           unit_vectors, [{"memory_id": m.id, "kind": m.kind, "created_at": m.created_at}
                                                          for m in owners], view=UNITS) if unit_ids else None
         try:
@@ -288,7 +289,7 @@ class Indexer:
 
     def _write_pool(self) -> ThreadPoolExecutor:
         if self._writes is None:
-            self._writes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cmms-vector-write")
+            self._writes = self._threads.pool(1, "cmms-vector-write")  # (each write in the indexer's context)
         return self._writes
 
 

@@ -178,6 +178,14 @@ def test_inspection_commands_load_no_model_no_vector_index(stored_home, args):
 
 
 @pytest.mark.slow
+@pytest.mark.store
+def test_doctor_checks_the_model_without_loading_it(stored_home):
+    """(It reads the prepared model's file and the tokenizer's: not the runtime, not numpy.)"""
+    assert [m for m in loaded(stored_home, "doctor")["heavy"] if m not in ("tiktoken", "hermes_cmms.vectors.embedders")
+            ] == []
+
+
+@pytest.mark.slow
 def test_help_loads_not_even_the_store(home):
     assert loaded(home, "--help") == {"code": 0, "heavy": [], "sql": False}
 

@@ -5,16 +5,15 @@ import fcntl
 import json
 import os
 import pty
-import select
 import struct
 import subprocess
 import sys
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import terminal_output
 from inprocess import cli
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
@@ -33,19 +32,7 @@ def _on_terminal(home, *args) -> tuple[int, str, str]:
     proc = subprocess.Popen([CLI, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=child,
                             env=env, close_fds=True)
     os.close(child)
-    seen, deadline = b"", time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(main, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif proc.poll() is not None:
-            break
+    seen = terminal_output(main, proc, 300)
     out = proc.communicate(timeout=60)[0]
     os.close(main)
     return proc.returncode, out.decode(), seen.decode("utf-8", "replace")
@@ -82,3 +69,17 @@ def test_import_wait_shows_a_bar_and_a_pipe_or_quiet_gets_none(home):
     piped = subprocess.run([CLI, "import", "--wait", str(CHATGPT)], capture_output=True, text=True,
                            env=dict(os.environ, HERMES_HOME=str(home)))  # standard error a pipe: no bar
     assert piped.returncode == 0 and "indexing" not in piped.stderr and "\r" not in piped.stderr
+
+
+@pytest.mark.parametrize("chosen, used", [(None, "onnx:int8"), ("onnx", "onnx:int8"), ("onnx:int8", None),
+                                          ("sentence-transformers", None), ("none", None)])
+def test_a_command_that_only_stores_vectors_loads_only_the_int8_model(home, monkeypatch, chosen, used):
+    """`import --wait` and `reindex` embed texts to store only: with the default ONNX embedder they
+    load the int8 MiniLM those go through, not the float32 one too; any other choice is kept."""
+    import argparse
+    from hermes_cmms.cli._engine import storing_only
+
+    monkeypatch.delenv("CMMS_EMBEDDER", raising=False)
+    if chosen:
+        monkeypatch.setenv("CMMS_EMBEDDER", chosen)
+    assert storing_only(argparse.Namespace(hermes_home=str(home))).get("embedder") == used

@@ -4,16 +4,15 @@ process."""
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from db import row, sql
 from hermes_cmms import MemoryService, Settings
+from conftest import terminal_output
 from inprocess import cli
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
@@ -110,22 +109,7 @@ def _on_terminal(home, args, answer: str) -> tuple[int, str]:
     env = dict(os.environ, HERMES_HOME=str(home), CMMS_EMBEDDER="none")
     proc = subprocess.Popen([CLI, *args], stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
     os.close(child)
-    seen, answered, deadline = b"", False, time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(main, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not answered and b"[y/N]" in seen:
-            os.write(main, answer.encode() + b"\n")
-            answered = True
-        if proc.poll() is not None and not ready:
-            break
+    seen = terminal_output(main, proc, 60, lambda seen: answer.encode() + b"\n" if b"[y/N]" in seen else None)
     code = proc.wait(timeout=30)
     os.close(main)
     return code, seen.decode("utf-8", "replace")

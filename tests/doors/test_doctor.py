@@ -8,3 +8,19 @@ def test_doctor_needs_no_plugin_files_where_hermes_reads_entry_points(home):
     assert doctor._plugin_files(home, "0.19.0")[0] == "FAIL"
     for newer in ("0.20.0", "0.22.5", "1.0"):
         assert doctor._plugin_files(home, newer)[:2] == ("ok", "plugin files"), newer
+
+
+def test_doctor_finds_the_model_without_loading_it(tmp_path, monkeypatch):
+    """The embedder line says what would load, from its files and runtime, and that it was not
+    loaded (loading it was a second of doctor's wait); a model that is not there still fails."""
+    from hermes_cmms.vectors.embedders import NOT_LOADED, embedder_on_disk, onnx_cache_dir
+
+    level, detail = embedder_on_disk("onnx")
+    assert level == "ok" and detail.startswith("onnx:all-MiniLM-L6-v2 float32, prepared in ") and NOT_LOADED in detail
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a machine where it was never prepared
+    assert embedder_on_disk("auto") == (
+        "ok", f"onnx:all-MiniLM-L6-v2 float32, prepared in {onnx_cache_dir()} at first use, about a second "
+              f"({NOT_LOADED})")
+    assert not any(tmp_path.iterdir())  # (doctor prepared nothing)
+    assert embedder_on_disk("none")[0] == "warn"
+    assert embedder_on_disk("onnx:fast") == ("FAIL", "Unknown ONNX arithmetic 'fast': use onnx (float32) or onnx:int8.")

@@ -135,3 +135,26 @@ def test_a_session_the_provider_kept_while_hermes_ran_is_not_imported_twice(home
     assert summary["skipped"]["a message of a session hermes-cmms kept while it ran"]["count"] == 3
     assert summary["scopes"]["local:default"]["memories"]["added"] == 2  # the other session's
     assert [m["content"] for m in exported(home, "local:default")].count("My balcony faces south.") == 1
+
+
+@pytest.mark.store
+def test_the_turns_retaindb_never_sent_go_to_each_users_scope(home, tmp_path):
+    """The bundled RetainDB provider keeps the turns its service has not taken in
+    retaindb_queue.db: each user's into the scope the provider gives them (the platform from
+    state.db), none of a user whose platform is unknown, every secret masked."""
+    hermes = tmp_path / "hermes"
+    built(hermes, "state.db", "state.sql")
+    queue = built(hermes, "retaindb_queue.db", "retaindb_queue.sql")
+    dry = imported(home, "--dry-run", str(queue))
+    assert dry["format"] == "hermes-retaindb"
+    assert {scope: plan["memories"]["new"] for scope, plan in dry["scopes"].items()} == {"local:default": 3, TELEGRAM: 2}
+    assert set(dry["skipped"]) == {"a gateway user's turn whose platform state.db does not name",
+                                   "a queued turn without a message to keep"}
+    imported(home, str(queue))
+    local = exported(home, "local:default")
+    assert [m["content"] for m in local][:2] == ["My bike is a green Brompton.", "A green Brompton, noted."]
+    assert "sk-proj-AbCdEf" not in json.dumps(local) and local[2]["content"].startswith("The lock code is in my notes")
+    assert local[0]["created_at"] == 1768032005.0 and local[0]["source"] == "import:hermes-retaindb"
+    assert [m["content"] for m in exported(home, TELEGRAM)] == ["I moved to Ghent last spring.", "Ghent, got it."]
+    assert not any("Whose words" in m["content"] for scope in ("local:default", TELEGRAM) for m in exported(home, scope))
+    assert imported(home, str(queue))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}

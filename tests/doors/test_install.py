@@ -281,4 +281,6 @@ def test_install_prepares_the_embedding_model_once(home, tmp_path, monkeypatch):
     lines = install(home)
     prepared = embedders.prepared_minilm(embedders.packaged_int8_minilm())
     assert f"prepared the embedding model in {prepared}" in lines and prepared.stat().st_size > 20 * 2**20
+    storing = embedders.prepared_minilm(embedders.packaged_int8_minilm(), int8=True)  # what memories are stored with
+    assert f"prepared the embedding model in {storing}" in lines and storing != prepared
     assert not any("prepared" in line for line in install(home, dry_run=True))

@@ -90,8 +90,8 @@ def test_texts_to_store_go_through_int8_in_batches_and_still_meet_their_query():
     queries use: each stays the float32 query's vector to cosine ~0.99, and the texts beside it
     in a call take it no further from its query than int8 rounding does alone."""
     embedder = embedders._build("onnx")
+    assert embedder.storing(wait=120).int8 and embedder.storing().name.endswith(" int8")
     stored = np.array(embedder.embed_documents(TEXTS))
-    assert embedder._documents.int8 and embedder._documents.name.endswith(" int8")
     assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-5)
     queries = np.array(embedder.embed(TEXTS))
     cosines = (stored * queries).sum(axis=1)
@@ -105,7 +105,8 @@ def test_texts_to_store_fall_back_to_the_query_arithmetic_when_int8_cannot_load(
         raise InvalidInput("no int8 here")
     source = embedders.packaged_int8_minilm()
     embedder = embedders.OnnxMiniLMEmbedder(embedders.prepared_minilm(source), documents=refuse)
-    assert embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])
+    assert embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])  # (while it is made, too)
+    assert embedder.storing(wait=30) is None and embedder.embed_documents(TEXTS[:2]) == embedder.embed(TEXTS[:2])
     assert "the int8 MiniLM for storing is unavailable" in caplog.text and "no int8 here" in caplog.text
 
 
@@ -137,6 +138,21 @@ def test_the_prepared_model_is_made_once_into_the_user_cache(tmp_path, monkeypat
     assert len(embedders.OnnxMiniLMEmbedder(first).embed(TEXTS[:1])[0]) == 384
     quantised = embedders.prepared_minilm(source, int8=True)
     assert quantised != first and quantised.stat().st_size < first.stat().st_size * 0.7
+
+
+def test_files_left_by_a_process_that_died_preparing_the_model_are_removed(tmp_path, monkeypatch):
+    """A command may end (os._exit) while its indexer makes the int8 file: the next preparation
+    removes what the dead process left, and nothing of a live one."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    source = embedders.packaged_int8_minilm()
+    target = embedders.prepared_minilm(source)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    left = [target.with_name(f"{target.name}.{dead}.1234.part"), target.with_name(f"{target.name}.{dead}.1234.folded")]
+    alive = target.with_name(f"{target.name}.{os.getppid()}.1.part")
+    for path in (*left, alive):
+        path.write_bytes(b"partial")
+    embedders.prepared_minilm(source, again=True)
+    assert not any(path.exists() for path in left) and alive.exists()
 
 
 def test_onnx_without_the_model_package_is_one_sentence(monkeypatch):

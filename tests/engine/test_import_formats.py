@@ -69,3 +69,39 @@ def test_formats_are_found_by_module_and_an_unknown_file_is_named(tmp_path):
     export.write_text(json.dumps({"type": "header", "format": "hermes-cmms-export", "version": 1, "scope": "s",
                                   "counts": {}}) + "\n")
     assert detect(export) == "cmms"
+
+
+def _chatgpt_export(path, conversations: int, turns: int) -> None:
+    """A conversations.json of plain two-message turns on one branch each."""
+    items = []
+    for c in range(conversations):
+        mapping, parent = {"root": {"id": "root", "message": None, "parent": None, "children": []}}, "root"
+        for t in range(turns):
+            for role in ("user", "assistant"):
+                node = f"c{c}-{t}-{role}"
+                mapping[node] = {"id": node, "parent": parent, "children": [], "message": {
+                    "id": node, "author": {"role": role}, "create_time": 1.7e9 + c * 1000 + t,
+                    "content": {"content_type": "text", "parts": [f"Message {t} of {role} in chat {c} about kites."]}}}
+                mapping[parent]["children"].append(node)
+                parent = node
+        items.append({"id": f"c{c}", "title": "kites", "create_time": 1.7e9, "mapping": mapping, "current_node": parent})
+    path.write_text(json.dumps(items), encoding="utf-8")
+
+
+@pytest.mark.one_backend
+def test_reading_a_file_reports_its_bytes_so_the_bar_has_an_end(keyword_service, tmp_path):
+    """The reading pass of a big file says how far into the file it is (of its size), not only
+    how many records it has read: its bar shows an ETA. A ZIP's compressed bytes count too."""
+    import zipfile
+
+    export = tmp_path / "conversations.json"
+    _chatgpt_export(export, conversations=30, turns=20)  # 1,200 messages
+    packed = tmp_path / "export.zip"
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.write(export, "conversations.json")
+    for path in (export, packed):
+        seen = []
+        keyword_service.import_foreign(path, dry_run=True, progress=lambda phase, done, total: seen.append((phase, done, total)))
+        reading = [(done, total) for phase, done, total in seen if phase == "reading"]
+        assert reading and all(total == path.stat().st_size for _, total in reading), (path.name, reading)
+        assert all(0 < done <= total for done, total in reading) and reading == sorted(reading)

@@ -53,11 +53,17 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
     progress = progress or (lambda phase, done, total: None)
     default = scope_of(scope) if scope is not None else local_scope(Path(engine.settings.home))
     reading = _Reading(path, scope is not None, default, partial(_kept_live, engine))
+    size, by_bytes = (path.stat().st_size if path.is_file() else None), None
     try:
         for done, item in enumerate(readers[name].records(path, scope=default), 1):
             reading.take(item)
             if done % transfer.CHUNK == 0:
-                progress("reading", done, None)
+                at = read_at(path) if size and by_bytes is not False else None
+                by_bytes = at is not None if by_bytes is None else by_bytes
+                if by_bytes:  # (bytes of the file, once its reader's handle is seen; else records)
+                    progress("reading", size if at is None else at, size)
+                else:
+                    progress("reading", done, None)
         reading.close()
         summary = {"format": name, "path": str(path), "dry_run": dry_run, **reading.summary()}
         if dry_run:
@@ -69,6 +75,24 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
     finally:
         for spool in reading.spools.values():
             spool.handle.close()
+
+
+def read_at(path: Path) -> Optional[int]:
+    """How far this process has read `path` (the reader's own handle on it, a ZIP's too), from
+    Linux's /proc/self/fdinfo: the reading's progress in bytes, so its bar has an end and an
+    ETA; None elsewhere, or when the reader reads a copy (Hermes' SQLite files)."""
+    try:
+        target = os.path.realpath(path)
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{fd}") == target:
+                    with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                        return int(info.readline().split()[1])  # "pos:\t<offset>"
+            except (OSError, ValueError, IndexError):
+                continue
+    except OSError:
+        pass
+    return None
 
 
 class _Spool:
