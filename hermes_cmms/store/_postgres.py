@@ -7,8 +7,13 @@ import hashlib
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine
 
-POOL_SIZE = 5  # connections kept open per process
-MAX_OVERFLOW = 10  # more opened under a burst, closed when returned
+# A process needs few connections: its writes run one at a time (Store._write_lock), beside a
+# read or two (a recall, the index writer, the scheduler). At most PROCESS_CONNECTIONS each, 16
+# gateway workers, 2 bridges and a CLI run fit PostgreSQL's default max_connections of 100 (less
+# its 3 superuser_reserved_connections): 19 x 5 = 95 <= 97. See docs/deploy.md for bigger fleets.
+POOL_SIZE = 2  # connections kept open per process
+MAX_OVERFLOW = 3  # more opened under a burst, closed when returned
+PROCESS_CONNECTIONS = POOL_SIZE + MAX_OVERFLOW
 POOL_TIMEOUT_S = 30  # a caller waits this long for a free connection, then gets a clear error
 POOL_RECYCLE_S = 1800
 CONNECT_TIMEOUT_S = 10

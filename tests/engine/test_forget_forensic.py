@@ -109,14 +109,16 @@ def _remember(service) -> tuple[str, str]:
     return gone, kept
 
 
-def _vectors(service, *texts: str) -> list[np.ndarray]:
-    return [np.asarray(v, dtype=np.float32) for v in service.indexer.embedder.embed(list(texts))]
+def _stored_vector(service, scope: str, memory_id: str) -> np.ndarray:
+    """The memory's vector as the index holds it (texts to store go through the int8 model, or
+    the float32 one while that is made: the index, not a new embedding, says which)."""
+    return np.asarray(service.indexer.vectors.get(scope, [memory_id])[memory_id], dtype=np.float32)
 
 
 @pytest.fixture
 def remembered(service, home):
     gone, kept = _remember(service)
-    gone_vector, kept_vector = _vectors(service, GONE, KEPT)
+    gone_vector, kept_vector = _stored_vector(service, SCOPE, gone), _stored_vector(service, OTHER, kept)
     return service, home / "cmms", (gone, gone_vector), (kept, kept_vector)
 
 
