@@ -7,8 +7,9 @@ import hashlib
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine
 
-# A process needs few connections: its writes run one at a time (Store._write_lock), beside a
-# read or two (a recall, the index writer, the scheduler). At most PROCESS_CONNECTIONS each, 16
+# A process needs few connections: its writes (one at a time per scope; on SQLite and for writes
+# across scopes one at a time in all, Store._write_lock), a recall, the index writer (two while it
+# holds a claim: outbox_claims) and the scheduler; past the pool a caller waits for a free one. At most PROCESS_CONNECTIONS each, 16
 # gateway workers, 2 bridges and a CLI run fit PostgreSQL's default max_connections of 100 (less
 # its 3 superuser_reserved_connections): 19 x 5 = 95 <= 97. See docs/deploy.md for bigger fleets.
 POOL_SIZE = 2  # connections kept open per process
