@@ -10,7 +10,6 @@ from agent.memory_manager import MemoryManager
 import hermes023_runtime as hermes023
 from conftest import SERVER, refuse_writes
 from db import sql
-from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.errors import StoreUnavailable
 from hermes_cmms.provider import CmmsMemoryProvider
 
@@ -35,14 +34,8 @@ def _provider(home, session="s1"):
 
 
 def _stored(home) -> list[tuple]:
-    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
-    try:
-        with svc.store.read() as conn:
-            rows = conn.exec_driver_sql("SELECT role, content, access_count FROM memories "
-                                        "WHERE kind = 'message' ORDER BY seq").all()
-        return [tuple(row) for row in rows]
-    finally:
-        svc.close()
+    return [tuple(r) for r in sql(home, "SELECT role, content, access_count FROM memories "
+                                        "WHERE kind = 'message' ORDER BY seq")]
 
 
 def test_the_checkpoint_saves_the_turns_once(kw_home):

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import hermes023_runtime as hermes023
-from hermes_cmms import MemoryService, Settings
+from db import sql
 from hermes_cmms.provider import CmmsMemoryProvider
 
 pytestmark = pytest.mark.store
@@ -24,14 +24,9 @@ def _provider(home, session="g1"):
 
 
 def _messages(home) -> list[dict]:
-    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
-    try:
-        with svc.store.read() as conn:
-            rows = conn.exec_driver_sql("SELECT role, content, speaker, detail, source FROM memories "
-                                        f"WHERE kind = 'message' AND scope = '{SCOPE}' ORDER BY seq").all()
-        return [{**row._mapping, "detail": json.loads(row.detail) if row.detail else None} for row in rows]
-    finally:
-        svc.close()
+    rows = sql(home, "SELECT role, content, speaker, detail, source FROM memories "
+                     "WHERE kind = 'message' AND scope = ? ORDER BY seq", SCOPE, mapping=True)
+    return [{**row, "detail": json.loads(row["detail"]) if row["detail"] else None} for row in rows]
 
 
 def test_turn_author_is_the_speaker_and_kept_with_the_client(kw_home):
