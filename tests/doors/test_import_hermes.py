@@ -158,3 +158,10 @@ def test_the_turns_retaindb_never_sent_go_to_each_users_scope(home, tmp_path):
     assert [m["content"] for m in exported(home, TELEGRAM)] == ["I moved to Ghent last spring.", "Ghent, got it."]
     assert not any("Whose words" in m["content"] for scope in ("local:default", TELEGRAM) for m in exported(home, scope))
     assert imported(home, str(queue))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}
+    live = sqlite3.connect(queue)  # the queue grew (or an import stopped before it): the next run adds the rest
+    live.execute("INSERT INTO pending (user_id, session_id, messages_json, created_at) VALUES ('default', "
+                 "'20260110_080000_aa11bb', '[{\"role\": \"user\", \"content\": \"The bike lives in the hall.\"}]', "
+                 "'2026-01-10T10:00:00+00:00')")
+    live.commit()
+    live.close()
+    assert imported(home, str(queue))["scopes"]["local:default"]["memories"] == {"added": 1, "skipped": 3}
