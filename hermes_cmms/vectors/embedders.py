@@ -112,8 +112,11 @@ class OnnxMiniLMEmbedder:
         once per machine, then a fraction of a second), so no write waits for it."""
         with self._storing_lock:
             if self._storing is None and self._make_storing is not None and self._preparing is None:
+                # not a daemon: a process ending while ONNX Runtime's C++ still loads or quantises
+                # here would abort ("terminate called without an active exception"); Python
+                # waits for it at exit instead (a fraction of a second, 4 s once a machine)
                 self._preparing = threading.Thread(target=contextvars.copy_context().run, args=(self._prepare,),
-                                                   name="cmms-prepare-int8", daemon=True)
+                                                   name="cmms-prepare-int8", daemon=False)
                 self._preparing.start()
         if self._storing is None and self._preparing is not None and wait > 0:
             self._preparing.join(wait)

@@ -58,6 +58,24 @@ def test_numpy_is_whole_before_the_indexer_thread_imports_the_model(home, tmp_pa
                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "HERMES_HOME": str(home)})
     assert out.stdout.split("\n")[0] == "True", out.stderr[-2000:]
 
+@pytest.mark.store
+def test_a_process_that_ends_while_the_int8_model_loads_ends_cleanly(home, tmp_path):
+    """The int8 model texts are stored with loads on a thread of its own: a process that ends
+    (normally, not by os._exit) while ONNX Runtime still loads it waits for it instead of
+    aborting ("terminate called without an active exception", exit -6)."""
+    cache = tmp_path / "cache" / "hermes-cmms"
+    cache.mkdir(parents=True)
+    for int8 in (False, True):  # prepared, as install-hermes-plugin leaves them
+        prepared = embedders.prepared_minilm(embedders.packaged_int8_minilm(), int8=int8)
+        os.link(prepared, cache / prepared.name)
+    code = ("import sys; from hermes_cmms import MemoryService, Settings; "
+            f"s = MemoryService(Settings.load({str(home)!r}), scheduler=False); "
+            "s.remember('local:default', 'My cat is called Biscuit.'); print(s.indexer.drain(120)); s.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "HERMES_HOME": str(home)})
+    assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr[-2000:]
+
+
 TEXTS = ["My sister Ines moved to Porto in March.", "hi", "Chess club is on Thursdays. " * 200,
          "Melanie: I went camping with the kids last weekend! [shares a photo: a tent by a lake]",
          "Zoë: café au lait, naïve résumé — 😀 ünïcode.", ""]
