@@ -21,6 +21,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -97,8 +98,11 @@ class Clock:
     def __init__(self, service):
         indexer, store = service.indexer, service.store
         self.seconds = {"embed": 0.0, "upsert": 0.0, "vector_query": 0.0, "keyword": 0.0, "get": 0.0}
+        self._local = threading.local()  # the names a thread is inside of
         if indexer.active:
             indexer.embedder.embed = self._wrap("embed", indexer.embedder.embed)
+            if hasattr(indexer.embedder, "embed_documents"):  # what the indexer stores through (int8)
+                indexer.embedder.embed_documents = self._wrap("embed", indexer.embedder.embed_documents)
             indexer.vectors.upsert = self._wrap("upsert", indexer.vectors.upsert)
             indexer.vectors.query = self._wrap("vector_query", indexer.vectors.query)
         store.keyword_search = self._wrap("keyword", store.keyword_search)
@@ -106,10 +110,15 @@ class Clock:
 
     def _wrap(self, name, fn):
         def timed(*args, **kwargs):
+            inside = self._local.__dict__.setdefault("names", set())
+            if name in inside:  # (embed_documents falling back to embed: counted once)
+                return fn(*args, **kwargs)
+            inside.add(name)
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
+                inside.discard(name)
                 self.seconds[name] += time.perf_counter() - t0
         return timed
 

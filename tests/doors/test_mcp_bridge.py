@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from conftest import SERVER
 from hermes_cmms import MemoryService, Settings, __version__
 from hermes_cmms.common.ids import shown_id
 from hermes_cmms.mcp_bridge import local_scope
@@ -455,7 +456,9 @@ def test_a_write_through_either_door_is_recallable_through_the_other_within_a_se
         async def main():
             async with stdio_bridge(home, "--scope", scope) as bridge:
                 await _until(lambda: _ready(bridge), 120)  # the bridge's own model has loaded
-                assert (await bridge.ok("ping"))["writer"] is False
+                # embedded: Hermes holds the writer lock; PostgreSQL + a Chroma server: every process
+                # embeds (each the scopes it claims)
+                assert (await bridge.ok("ping"))["writer"] is SERVER
                 # the bridge has the vector index open: embedded Chroma would keep it stale
                 assert (await bridge.ok("semantic_search", query="boat", top_k=5))["results"]
                 provider.sync_turn("My cat is called Biscuit and she naps on the radiator.", "Lovely!")

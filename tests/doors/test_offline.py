@@ -82,13 +82,15 @@ def recorder(tmp_path: Path) -> None:
         pytest.skip(f"needs unshare -rn and strace to record network attempts: {why}")
 
 
-def door_homes(tmp_path: Path, door: str, model: Path) -> tuple[Path, Path]:
-    """The user's home for `door`, holding the prepared model as after a first run (saves
-    preparing it), and a Hermes home as Hermes leaves it (its config.yaml), where hermes-cmms
+def door_homes(tmp_path: Path, door: str, models: list[Path]) -> tuple[Path, Path]:
+    """The user's home for `door`, holding the prepared models (the query's float32 and the
+    int8 memories are stored with) as after a first run or `install-hermes-plugin` (saves
+    preparing them), and a Hermes home as Hermes leaves it (its config.yaml), where hermes-cmms
     starts a store."""
     home, hermes_home = tmp_path / door / "home", tmp_path / door / "hermes"
     (home / ".cache" / "hermes-cmms").mkdir(parents=True)
-    os.link(model, home / ".cache" / "hermes-cmms" / model.name)
+    for model in models:
+        os.link(model, home / ".cache" / "hermes-cmms" / model.name)
     hermes_home.mkdir()
     (hermes_home / "config.yaml").write_text("{}\n", encoding="utf-8")
     return home, hermes_home
@@ -132,8 +134,8 @@ def left_in(home: Path) -> list[str]:
 
 def test_no_door_sends_anything_off_the_machine_or_leaves_a_telemetry_file(tmp_path, llm_server):
     recorder(tmp_path)
-    model = Path(shutil.copy(prepared_minilm(packaged_int8_minilm()), tmp_path))
-    homes = {door: door_homes(tmp_path, door, model) for door in ("bridge", "cli", "hermes")}
+    models = [Path(shutil.copy(prepared_minilm(packaged_int8_minilm(), int8=int8), tmp_path)) for int8 in (False, True)]
+    homes = {door: door_homes(tmp_path, door, models) for door in ("bridge", "cli", "hermes")}
     started = {"hermes": hermes_oneshot(*homes["hermes"], llm_server.url),  # these two meanwhile
                "cli": cli_session(tmp_path / "cli.trace", *homes["cli"])}
     try:
