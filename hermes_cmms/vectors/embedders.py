@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import gzip
 import hashlib
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence
 
 from ..common.config import ONNX_ARITHMETIC
 from ..common.errors import InvalidInput
+from ..common.threads import spawn_in_context
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,9 +115,7 @@ class OnnxMiniLMEmbedder:
                 # not a daemon: a process ending while ONNX Runtime's C++ still loads or quantises
                 # here would abort ("terminate called without an active exception"); Python
                 # waits for it at exit instead (a fraction of a second, 4 s once a machine)
-                self._preparing = threading.Thread(target=contextvars.copy_context().run, args=(self._prepare,),
-                                                   name="cmms-prepare-int8", daemon=False)
-                self._preparing.start()
+                self._preparing = spawn_in_context(self._prepare, name="cmms-prepare-int8", daemon=False)
         if self._storing is None and self._preparing is not None and wait > 0:
             self._preparing.join(wait)
         return self._storing
