@@ -21,6 +21,7 @@ ONNX_ARITHMETIC = ("", "int8")  # onnx (float32) and onnx:int8
 SETTINGS: dict[str, tuple[str, Any]] = {
     "database_url": ("CMMS_DATABASE_URL", ""),
     "chroma_url": ("CMMS_CHROMA_URL", ""),
+    "chroma_buckets": ("CMMS_CHROMA_BUCKETS", 100),
     "embedder": ("CMMS_EMBEDDER", "auto"),
     "embedder_dtype": ("CMMS_EMBEDDER_DTYPE", "auto"),
     "recall_tokens": ("CMMS_RECALL_TOKENS", 600),
@@ -49,6 +50,7 @@ FIELD_TYPES: dict[str, dict[str, Any]] = {
     "consolidate_interval_s": {"type": "integer", "minimum": 60, "maximum": 604_800, "step": 60},
     "snapshot_days": {"type": "integer", "minimum": 1, "maximum": 3650, "step": 1},
     "recall_events": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "step": 100},
+    "chroma_buckets": {"type": "integer", "minimum": 1, "maximum": 100_000, "step": 1},
     "scheduler": {"type": "boolean"},
     "mirror": {"type": "boolean"},
 }
@@ -99,6 +101,7 @@ class Settings:
     home: Path
     database_url: str
     chroma_url: str = ""
+    chroma_buckets: int = 100  # a Chroma server's collections a view, scopes hashed into them (chroma.py)
     embedder: str = "auto"
     embedder_dtype: str = "auto"
     recall_tokens: int = 600
@@ -143,7 +146,7 @@ class Settings:
                 values[name], sources[name] = default, "default"
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{home_path / 'cmms' / 'cmms.db'}"
-        for name in ("recall_tokens", "recall_events", *INTERVALS):
+        for name in ("recall_tokens", "recall_events", "chroma_buckets", *INTERVALS):
             values[name] = _positive_int(name, values[name])
         _check_embedder(values["embedder"])
         values["llm"] = _check_llm(values["llm"])

@@ -19,6 +19,7 @@ from ..common.errors import InvalidInput
 DESCRIPTIONS = {
     "database_url": "SQL store URL (empty: SQLite in $HERMES_HOME/cmms/cmms.db)",
     "chroma_url": "Chroma server URL, http://host:port (empty: embedded Chroma in $HERMES_HOME/cmms/chroma)",
+    "chroma_buckets": "Collections a view on a Chroma server, scopes hashed into them (changed: run reindex)",
     "embedder": "Embedding model for semantic recall (never downloads)",
     "embedder_dtype": "sentence-transformers precision",
     "recall_tokens": "Token budget of the memory injected per turn",

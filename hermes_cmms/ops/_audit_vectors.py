@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from ._audit_report import BATCH, Report, _chain, _finding
 from ..store import vector_rows
-from ..vectors.chroma import VIEWS, collection_name
+from ..vectors.chroma import VIEWS
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -77,7 +77,7 @@ def _vector_drift(engine: "Engine", scope: Optional[str], report: Report) -> Ite
             yield from _missing_vectors(engine, vectors, name, view, report)
             yield from _stray_vectors(engine, vectors, name, view, report)
     if scope is None:  # a Chroma server may hold other stores' collections: counted, never touched
-        mine = {collection_name(s, v) for s in scopes for v in VIEWS}
+        mine = set().union(*(vectors.collection_names(s) for s in scopes))
         report.checked["unmapped_collections"] = sum(
             1 for name, count in vectors.collection_counts().items() if name not in mine and count)
 
@@ -117,6 +117,8 @@ def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float
         return {"vectors": "none (keyword-only or unavailable): not repaired"}
     queued = removed = passes = 0
     drained = True
+    scopes = [s for s in _known_scopes(engine, scope) if s not in set(engine.store.forgetting_scopes())]
+    moved = sum(vectors.move_old(s) for s in scopes)  # a server layout from before: moved, not embedded again
     if waiting:
         engine.indexer.notify()
         drained = engine.indexer.drain(drain_timeout, progress)
@@ -128,4 +130,9 @@ def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float
         queued, removed = queued + upserts, removed + deletes
         engine.indexer.notify()
         drained = engine.indexer.drain(drain_timeout, progress)
-    return {"vectors_queued": queued, "vectors_removed": removed, "vector_passes": passes, "drained": drained}
+    done = {"vectors_queued": queued, "vectors_removed": removed, "vector_passes": passes, "drained": drained}
+    if moved:
+        done["vectors_moved"] = moved
+    if scope is None and (emptied := vectors.drop_empty_old_buckets()):
+        done["old_buckets_dropped"] = emptied
+    return done

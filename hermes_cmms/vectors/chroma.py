@@ -1,4 +1,6 @@
-"""The Chroma vector index (derived data): one collection per scope, vectors computed by us."""
+"""The Chroma vector index (derived data), vectors computed by us: embedded, one collection per
+scope and view; on a Chroma server, `chroma_buckets` collections a view, each scope hashed into
+one of them, each vector's id and metadata carrying its scope's key (see BUCKETS)."""
 from __future__ import annotations
 
 import hashlib
@@ -46,9 +48,31 @@ def owner(unit_id: str) -> str:
     return unit_id.rpartition(":")[0] or unit_id
 
 
+def scope_key(scope: str) -> str:
+    """A fixed-length key for a scope, whatever its string holds."""
+    return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
+
+
 def collection_name(scope: str, view: str = "content") -> str:
-    """A Chroma-safe, fixed-length collection name for a scope and view."""
-    return VIEWS[view] + hashlib.sha256(scope.encode("utf-8")).hexdigest()[:40]
+    """A Chroma-safe, fixed-length collection name for a scope and view (embedded; a server's
+    before it hashed scopes into buckets, issue 31)."""
+    return VIEWS[view] + scope_key(scope)
+
+
+# BUCKETS: a Chroma server holds the scopes of a view in `chroma_buckets` collections (100 by
+# default), each scope hashed into one, not a collection per scope: Chroma keeps ~2.7 MB of memory
+# for every collection it has opened (30,000 collections for 10,000 users would need ~80 GB), while
+# one collection for every scope makes each filtered search walk all of them (1.4 s p95 at 2,000
+# scopes). ~100 scopes a collection is the middle (docs/benchmarks.md, "Many scopes"). Scope
+# isolation then rests on two things every call does: a stored id is `<scope key>:<memory id>` (two
+# scopes' ids never meet), and every read filters on the scope key in the metadata (`where`).
+def bucket_name(scope: str, view: str, buckets: int) -> str:
+    """The server collection holding the scope's vectors of `view`, among `buckets` a view."""
+    return f"{VIEWS[view]}b{buckets}_{int(scope_key(scope), 16) % buckets}"
+
+
+def _bucket_prefix(view: str, buckets: int) -> str:
+    return f"{VIEWS[view]}b{buckets}_"
 
 
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
@@ -71,6 +95,10 @@ class VectorIndex:
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
         self.embedded = not settings.chroma_url
+        self.shared = not self.embedded  # (see BUCKETS)
+        self.buckets = settings.chroma_buckets
+        self._no_legacy: set[str] = set()  # a server's collections of an old layout known to be gone
+        self._other_counts: list[int] | None = None  # bucket counts of an old layout (see _old_counts)
         self.location = settings.chroma_url or str(settings.chroma_path)
         self._failures = 0
         self._down_until = 0.0
@@ -113,8 +141,25 @@ class VectorIndex:
             old.close()
             self.client = self._connect()
 
-    def _collection(self, scope: str, create: bool, view: str = "content"):
-        name = collection_name(scope, view)
+    def _name(self, scope: str, view: str) -> str:
+        return bucket_name(scope, view, self.buckets) if self.shared else collection_name(scope, view)
+
+    def _stored(self, scope: str, ids: Sequence[str]) -> list[str]:
+        """The ids as stored: in a shared collection, prefixed with the scope's key."""
+        return [f"{scope_key(scope)}:{i}" for i in ids] if self.shared else list(ids)
+
+    def _unstored(self, ids: Sequence[str]) -> list[str]:
+        return [i.partition(":")[2] for i in ids] if self.shared else list(ids)
+
+    def _where(self, scope: str, more: dict | None = None) -> dict | None:
+        """The metadata filter that keeps a read in the scope (shared collections), and `more`."""
+        if not self.shared:
+            return more
+        mine = {"scope": scope_key(scope)}
+        return {"$and": [mine, more]} if more else mine
+
+    def _collection(self, scope: str, create: bool, view: str = "content", name: str | None = None):
+        name = name or self._name(scope, view)
         if not self.embedded:
             self._server()  # connected before the lock below is taken (connecting takes it too)
         with self._lock:
@@ -178,8 +223,11 @@ class VectorIndex:
 
     def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
                metadatas: Sequence[dict], view: str = "content") -> None:
+        if self.shared:
+            metadatas = [{**m, "scope": scope_key(scope)} for m in metadatas]
         self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
-            ids=list(ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)), write=True)
+            ids=self._stored(scope, ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)),
+            write=True)
 
     def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The content-view vectors stored for `ids` (those that exist)."""
@@ -187,8 +235,8 @@ class VectorIndex:
             collection = self._collection(scope, create=False)
             if collection is None or not ids:
                 return {}
-            found = collection.get(ids=list(ids), include=["embeddings"])
-            return {i: list(map(float, v)) for i, v in zip(found["ids"], found["embeddings"])}
+            found = collection.get(ids=self._stored(scope, ids), where=self._where(scope), include=["embeddings"])
+            return {i: list(map(float, v)) for i, v in zip(self._unstored(found["ids"]), found["embeddings"])}
         return self._retrying(get)
 
     def delete(self, scope: str, ids: Sequence[str], save: bool = True) -> None:
@@ -196,18 +244,17 @@ class VectorIndex:
         Chroma's files: HNSW only marks a deleted element (its vector stays in data_level0.bin),
         so each is first overwritten with a blank unit vector, then deleted; then (unless
         `save` is false: the caller calls `save` once after a run of deletes) the index is saved
-        and the log dropped."""
+        and the log dropped. On a server, vectors still in a layout from before (see `_old`)
+        go too."""
         def delete():
             for view in VIEWS:
                 collection = self._collection(scope, create=False, view=view)
                 if collection is not None and ids:
-                    present = _held(collection, view, ids, ["embeddings"])
-                    if present["ids"]:
-                        blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
-                        collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
-                    doomed = list(ids) if view != UNITS else present["ids"]
-                    if doomed:
-                        collection.delete(ids=doomed)
+                    _blank_and_delete(collection, view, self._stored(scope, ids), ids, self._where(scope))
+                for old, per_scope in self._old(scope, view) if ids else ():
+                    stored, where = (list(ids), None) if per_scope else (self._stored(scope, ids), self._where(scope))
+                    _blank_and_delete(old, view, stored, ids, where)
+                    _save(old)
         self._retrying(delete, write=True)
         if save:
             self.save(scope)
@@ -219,11 +266,26 @@ class VectorIndex:
             for view in VIEWS:
                 collection = self._collection(scope, create=False, view=view)
                 if collection is not None:
-                    collection.delete(ids=[f"{BLANK_ID}:{n}" for n in range(_sync_threshold(collection))])
+                    _save(collection)
         self._retrying(save, write=True)
 
     def drop(self, scope: str) -> None:
-        """Delete every view of the scope whole (forget --all), with its index files."""
+        """Delete every view of the scope whole (forget --all), with its index files. In a
+        server's buckets: every vector of the scope blanked and deleted, then the index saved;
+        its collections from a layout before (see `_old`) emptied the same way, then deleted."""
+        if self.shared:
+            def drop_shared():
+                for view in VIEWS:
+                    collection = self._collection(scope, create=False, view=view)
+                    homes = ([(collection, False)] if collection is not None else []) + self._old(scope, view)
+                    for home, per_scope in homes:
+                        where = None if per_scope else self._where(scope)
+                        while held := home.get(where=where, include=[], limit=DROP_PAGE)["ids"]:
+                            _blank_and_delete(home, view, held, None, None)
+                        _save(home)
+            self._retrying(drop_shared, write=True)
+            self.drop_legacy(scope)
+            return
         def drop():
             for view in VIEWS:
                 name = collection_name(scope, view)
@@ -238,6 +300,97 @@ class VectorIndex:
                 for path in segments:  # Chroma leaves a deleted collection's HNSW files behind
                     shutil.rmtree(path, ignore_errors=True)
         self._retrying(drop, write=True)
+
+    # -- layouts from before: a collection per scope, or another number of buckets ---------------
+
+    def _old_counts(self) -> list[int]:
+        """The other bucket counts the server's collections were made with (looked up once)."""
+        if self._other_counts is None:
+            found = set()
+            for c in self._retrying(lambda: self.client.list_collections()):
+                head, _, tail = c.name.partition("_")
+                if head + "_" == VIEWS["content"] and tail.startswith("b") and "_" in tail:
+                    count = tail[1:].partition("_")[0]
+                    if count.isdigit() and int(count) != self.buckets:
+                        found.add(int(count))
+            self._other_counts = sorted(found)
+        return self._other_counts
+
+    def _old(self, scope: str, view: str) -> list[tuple[object, bool]]:
+        """The scope's collections of `view` in a server layout from before, that exist: its own
+        (a collection per scope, before issue 31: True) and its buckets of another count (False)."""
+        if not self.shared:
+            return []
+        names = [(collection_name(scope, view), True)]
+        names += [(bucket_name(scope, view, n), False) for n in self._old_counts()]
+        found = []
+        for name, per_scope in names:
+            if name in self._no_legacy:
+                continue
+            collection = self._collection(scope, create=False, view=view, name=name)
+            if collection is None:
+                self._no_legacy.add(name)
+            else:
+                found.append((collection, per_scope))
+        return found
+
+    def move_old(self, scope: str) -> int:
+        """Move the scope's vectors from a server layout before this one into its buckets, as
+        they are (nothing embedded again), each removed from where it was as a delete removes
+        it; the scope's own old collections are then deleted. Returns the vectors moved."""
+        def move():
+            moved, key = 0, scope_key(scope)
+            for view in VIEWS:
+                for old, per_scope in self._old(scope, view):
+                    where = None if per_scope else self._where(scope)
+                    while (found := old.get(where=where, include=["embeddings", "metadatas"], limit=DROP_PAGE))["ids"]:
+                        ids = found["ids"] if per_scope else self._unstored(found["ids"])
+                        self._collection(scope, create=True, view=view).upsert(
+                            ids=self._stored(scope, ids), embeddings=[list(v) for v in found["embeddings"]],
+                            metadatas=[{**(m or {}), "scope": key} for m in found["metadatas"]])
+                        _blank_and_delete(old, view, found["ids"], None, None)
+                        moved += len(ids)
+                    _save(old)
+            return moved
+        moved = self._retrying(move, write=True) if self.shared else 0
+        if moved:
+            self.save(scope)
+        self.drop_legacy(scope)
+        return moved
+
+    def drop_legacy(self, scope: str) -> bool:
+        """Delete the scope's collections of its own from before BUCKETS (after `move_old`, or
+        when the scope is forgotten); whether there were any."""
+        def drop():
+            dropped = False
+            for view in VIEWS:
+                name = collection_name(scope, view)
+                if name in self._no_legacy or self._collection(scope, create=False, view=view, name=name) is None:
+                    continue
+                with self._lock:
+                    self._collections.pop(name, None)
+                self.client.delete_collection(name)
+                self._no_legacy.add(name)
+                dropped = True
+            return dropped
+        return bool(self.shared and self._retrying(drop, write=True))
+
+    def drop_empty_old_buckets(self) -> int:
+        """Delete the buckets of another count that `move_old` emptied; how many."""
+        if not self.shared:
+            return 0
+        def drop():
+            dropped = 0
+            for c in self.client.list_collections():
+                if any(c.name.startswith(_bucket_prefix(v, n)) for v in VIEWS for n in self._old_counts()) \
+                        and not c.count():
+                    with self._lock:
+                        self._collections.pop(c.name, None)
+                    self.client.delete_collection(c.name)
+                    self._no_legacy.add(c.name)
+                    dropped += 1
+            return dropped
+        return self._retrying(drop, write=True)
 
     def scrub(self) -> None:
         """Embedded: rewrite chroma.sqlite3 (VACUUM, in a child process: see CHROMA_SQL), whose
@@ -260,8 +413,8 @@ class VectorIndex:
             if collection is None or not vectors:
                 return [[] for _ in vectors]
             found = collection.query(query_embeddings=[list(v) for v in vectors], n_results=limit,
-                                     include=["distances"])
-            return [[(i, 1.0 - d) for i, d in zip(ids, distances)]
+                                     where=self._where(scope), include=["distances"])
+            return [[(i, 1.0 - d) for i, d in zip(self._unstored(ids), distances)]
                     for ids, distances in zip(found["ids"], found["distances"])]
         return self._retrying(query)
 
@@ -271,7 +424,7 @@ class VectorIndex:
             collection = self._collection(scope, create=False, view=view)
             if collection is None or not ids:
                 return set()
-            found = _held(collection, view, ids, [])["ids"]
+            found = self._unstored(_held(collection, view, self._stored(scope, ids), ids, [], self._where(scope))["ids"])
             return {owner(i) for i in found} if view == UNITS else set(found)
         return self._retrying(present)
 
@@ -285,7 +438,13 @@ class VectorIndex:
 
     def _page(self, scope: str, view: str, limit: int, offset: int) -> list[str]:
         collection = self._collection(scope, create=False, view=view)
-        return collection.get(include=[], limit=limit, offset=offset)["ids"] if collection is not None else []
+        if collection is None:
+            return []
+        return self._unstored(collection.get(where=self._where(scope), include=[], limit=limit, offset=offset)["ids"])
+
+    def collection_names(self, scope: str) -> set[str]:
+        """The collections the scope's vectors are in."""
+        return {self._name(scope, view) for view in VIEWS}
 
     def collection_counts(self) -> dict[str, int]:
         """Vectors per collection of every view and scope (for the audit)."""
@@ -295,21 +454,48 @@ class VectorIndex:
 
     def count(self, scope: str | None = None) -> int:
         """Vectors of the content view (one per indexed memory): of one scope, or of all."""
+        if scope is not None and self.shared:
+            return sum(len(page) for page in self.ids(scope))
         if scope is not None:
             def one():
                 collection = self._collection(scope, create=False)
                 return collection.count() if collection is not None else 0
             return self._retrying(one)
+        mine = _bucket_prefix("content", self.buckets) if self.shared else VIEWS["content"]
         return self._retrying(lambda: sum(c.count() for c in self.client.list_collections()
-                                          if c.name.startswith("cmms_")))
+                                          if c.name.startswith(mine)))
 
 
-def _held(collection, view: str, ids: Sequence[str], include: list) -> dict:
-    """The vectors `collection` holds for the memories `ids`: by id, or for the sentences
-    view by the memory id in their metadata."""
+DROP_PAGE = 1000  # vectors of a scope blanked and deleted a request, when it is forgotten whole
+
+
+def _held(collection, view: str, stored: Sequence[str], ids: Sequence[str], include: list,
+          where: dict | None) -> dict:
+    """The vectors `collection` holds for the memories `ids` (`stored`: their ids as stored),
+    within `where`: by id, or for the sentences view by the memory id in their metadata."""
     if view != UNITS:
-        return collection.get(ids=list(ids), include=include)
-    return collection.get(where={"memory_id": {"$in": list(ids)}}, include=include)
+        return collection.get(ids=list(stored), where=where, include=include)
+    mine = {"memory_id": {"$in": list(ids)}}
+    return collection.get(where={"$and": [where, mine]} if where else mine, include=include)
+
+
+def _blank_and_delete(collection, view: str, stored: Sequence[str], ids: Sequence[str] | None,
+                      where: dict | None) -> None:
+    """Overwrite the held vectors of `ids` (stored as `stored`; None: `stored` are the vectors'
+    own ids) with a blank unit vector, then delete them (see VectorIndex.delete)."""
+    present = (collection.get(ids=list(stored), include=["embeddings"]) if ids is None
+               else _held(collection, view, stored, ids, ["embeddings"], where))
+    if present["ids"]:
+        blank = [1.0] + [0.0] * (len(present["embeddings"][0]) - 1)
+        collection.upsert(ids=present["ids"], embeddings=[blank] * len(present["ids"]))
+    doomed = list(stored) if view != UNITS or ids is None else present["ids"]
+    if doomed:
+        collection.delete(ids=doomed)
+
+
+def _save(collection) -> None:
+    """Make Chroma save the collection's HNSW index and drop its log now (see BLANK_ID)."""
+    collection.delete(ids=[f"{BLANK_ID}:{n}" for n in range(_sync_threshold(collection))])
 
 
 def _sync_threshold(collection) -> int:

@@ -33,6 +33,7 @@ def own_section(home) -> dict:
 ANSWERS = {
     "database_url": [""],
     "chroma_url": [""],
+    "chroma_buckets": [""],
     "embedder": ["word2vec", "none"],
     "embedder_dtype": [""],
     "recall_tokens": ["lots", "20", "900"],  # not a number, below the minimum, then fine

@@ -1,23 +1,30 @@
-"""Many scopes on a Chroma server (issue 31): a collection per scope and view, so no read of one
-scope returns another's vectors, whatever the scope strings or memory ids hold, and forgetting
-one scope among many leaves none of its vectors and takes none of the others'."""
+"""Many scopes on a Chroma server (issue 31): scopes hashed into `chroma_buckets` collections a
+view. No read of one scope returns another's vectors, whatever the scope strings or memory ids
+hold, even when every scope shares one collection; forgetting one scope among 10,000 (a real
+`hermes-cmms forget` process) leaves none of its vectors and takes none of the others'; the
+layouts from before (a collection per scope, another bucket count) are moved by `reindex`
+without embedding anything again, and reached by a forget before that."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 
 import chromadb
+import numpy as np
 from conftest import server_only
 
-from hermes_cmms import Settings
-from hermes_cmms.vectors.chroma import VIEWS, VectorIndex, _server_address, collection_name
+from hermes_cmms import MemoryService, Settings
+from hermes_cmms.vectors.chroma import VIEWS, VectorIndex, _server_address, bucket_name, collection_name, scope_key
 
 pytestmark = server_only
 DIM = 16
 
 
-def _unit(rng: random.Random) -> list[float]:
-    vector = [rng.gauss(0, 1) for _ in range(DIM)]
+def _unit(rng: random.Random, dim: int = DIM) -> list[float]:
+    vector = [rng.gauss(0, 1) for _ in range(dim)]
     norm = sum(x * x for x in vector) ** 0.5
     return [x / norm for x in vector]
 
@@ -35,21 +42,23 @@ def _raw(settings: Settings):
     return chromadb.HttpClient(**_server_address(settings.chroma_url), database=database)
 
 
-def _close(a: list[float], b: list[float]) -> bool:
+def _close(a, b) -> bool:
     return max(abs(x - y) for x, y in zip(a, b)) < 1e-4
 
 
-def test_no_read_in_one_scope_returns_another_scopes_vectors_whatever_the_strings(home):
-    settings = Settings.load(home, embedder="none")
+def test_no_read_in_one_scope_returns_another_scopes_vectors_even_in_one_collection(home):
+    settings = Settings.load(home, embedder="none", chroma_buckets=1)  # every scope in the same collection
     index, rng = VectorIndex(settings), random.Random(3)
     victim = "telegram:alice"
     secret = [_unit(rng) for _ in range(5)]
     ids = [f"m{n}" for n in range(5)]
     _fill(index, victim, ids, secret)
-    crafted = [collection_name(victim)[5:], collection_name(victim), victim + "\x00", victim.upper(), " " + victim,
-               json.dumps({"$ne": victim}), '{"$in": ["telegram:alice"]}', "telegram:alice' OR '1'='1", "", "*"]
+    crafted = [scope_key(victim), f"{scope_key(victim)}:m0", collection_name(victim), victim + "\x00",
+               victim.upper(), " " + victim, json.dumps({"$ne": victim}), '{"$in": ["telegram:alice"]}',
+               "telegram:alice' OR '1'='1", "", "*"]
     for scope in crafted:  # the same memory ids in every scope, vectors of its own
         _fill(index, scope, ids, [_unit(rng) for _ in ids])
+    assert {c.name for c in _raw(settings).list_collections()} == {bucket_name(victim, v, 1) for v in VIEWS}
     for scope in crafted:
         for view in VIEWS:
             found = {i for v in secret for i, similarity in index.query(scope, v, 50, view) if similarity > 0.999}
@@ -62,26 +71,129 @@ def test_no_read_in_one_scope_returns_another_scopes_vectors_whatever_the_string
     assert all(_close(own[i], v) for i, v in zip(ids, secret))
     index.delete(crafted[1], ids)  # a delete in a crafted scope leaves the victim's alone
     assert index.present(victim, ids) == set(ids) and index.present(crafted[1], ids) == set()
+    assert index.count() == len(ids) * len(crafted)  # 12 scopes of 5 memories, one emptied
 
 
-def test_forgetting_one_scope_among_many_leaves_none_of_its_vectors(home):
-    settings = Settings.load(home, embedder="none")
-    index, rng = VectorIndex(settings), random.Random(5)
-    scopes = [f"slack:user-{n}" for n in range(20)]
-    vectors = {s: [_unit(rng) for _ in range(8)] for s in scopes}
-    for scope in scopes:
-        _fill(index, scope, [f"{scope}-m{n}" for n in range(8)], vectors[scope])
-    gone = scopes[7]
-    index.drop(gone)
+def _bulk(raw, scopes: list[str], dim: int, buckets: int) -> dict[str, np.ndarray]:
+    """One memory a scope in every view, written straight into the buckets as the indexer lays
+    them out (ids `<scope key>:<id>`, the scope key in the metadata): 10,000 scopes through
+    VectorIndex would take 30,000 requests."""
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((len(scopes), dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for view in VIEWS:
+        groups: dict[str, list[int]] = {}
+        for n, scope in enumerate(scopes):
+            groups.setdefault(bucket_name(scope, view, buckets), []).append(n)
+        for name, members in groups.items():
+            memory = [f"m{n}" for n in members]
+            raw.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None).upsert(
+                ids=[f"{scope_key(scopes[n])}:{m}" + (":0" if view == "sentences" else "")
+                     for n, m in zip(members, memory)],
+                embeddings=vectors[members],
+                metadatas=[{"kind": "note", "scope": scope_key(scopes[n]),
+                            **({"memory_id": m} if view == "sentences" else {})} for n, m in zip(members, memory)])
+    return {scope: vectors[n] for n, scope in enumerate(scopes)}
+
+
+def test_forgetting_one_scope_among_10000_leaves_none_of_its_vectors_and_takes_no_others(home):
+    settings = Settings.load(home)
+    victim = "telegram:user-victim"
+    scopes = [f"telegram:user-{n:05d}" for n in range(10_000)]
+    neighbours = [s for s in scopes if bucket_name(s, "content", settings.chroma_buckets)
+                  == bucket_name(victim, "content", settings.chroma_buckets)]
+    assert 50 < len(neighbours) < 150  # ~100 scopes a collection
+    service = MemoryService(settings, scheduler=False)
+    try:
+        gone = [service.remember(victim, text) for text in
+                ("Zanzibarquux keeps the spare key under the blue flowerpot",
+                 "The victim's bank PIN hint is the dog's birthday")]
+        kept = service.remember(neighbours[0], "The neighbour parks in bay 12")
+        assert service.indexer.drain(120)
+        victim_vectors = service.indexer.vectors.get(victim, gone)
+        assert set(victim_vectors) == set(gone)
+    finally:
+        service.close()
     raw = _raw(settings)
-    names = {c.name for c in raw.list_collections(limit=1000)}
-    assert not names & {collection_name(gone, view) for view in VIEWS}
-    assert len(names) == len(VIEWS) * (len(scopes) - 1)
-    for collection in raw.list_collections(limit=1000):  # none of its ids or vectors anywhere
-        held = collection.get(include=["embeddings"])
-        assert not [i for i in held["ids"] if i.startswith(gone)]
-        assert not [e for e in held["embeddings"] for v in vectors[gone] if _close(list(e), v)]
-    for scope in scopes[:3] + scopes[8:10]:  # the others keep theirs
-        assert index.present(scope, [f"{scope}-m{n}" for n in range(8)]) == {f"{scope}-m{n}" for n in range(8)}
-    for v in vectors[gone]:  # nothing answers for it, in its scope or any other
-        assert not any(s > 0.999 for scope in (gone, scopes[8]) for _, s in index.query(scope, v, 50))
+    others = _bulk(raw, scopes, len(next(iter(victim_vectors.values()))), settings.chroma_buckets)
+    before = {c.name: c.count() for c in raw.list_collections()}
+    assert len(before) == len(VIEWS) * settings.chroma_buckets and sum(before.values()) == 3 * 10_003
+
+    done = subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "forget", "--scope", victim, "--all"],
+                          capture_output=True, text=True, env={**os.environ, "HERMES_HOME": str(home)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    after = {c.name: c.count() for c in raw.list_collections()}
+    assert sum(after.values()) == sum(before.values()) - 2 * len(VIEWS)  # its 2 memories in 3 views, no more
+    assert {n: c for n, c in after.items() if c != before[n]} == {
+        bucket_name(victim, v, settings.chroma_buckets): before[bucket_name(victim, v, settings.chroma_buckets)] - 2
+        for v in VIEWS}
+    for collection in raw.list_collections():  # nothing of it left to read, by key, id or vector
+        held = collection.get(where={"scope": scope_key(victim)}, include=[])
+        assert held["ids"] == []
+        assert not [i for i in collection.get(include=[])["ids"] if any(g in i for g in gone)]
+    index = VectorIndex(settings)
+    for vector in victim_vectors.values():
+        for scope in (victim, neighbours[0], neighbours[1]):
+            for view in VIEWS:
+                assert not [i for i, s in index.query(scope, vector, 50, view) if s > 0.999], (scope, view)
+    assert index.present(neighbours[0], [kept]) == {kept}
+    for scope in neighbours[1:4] + scopes[:3]:  # the others keep theirs, found by their own queries
+        assert [i for i, _ in index.query(scope, others[scope].tolist(), 1)] == [f"m{scopes.index(scope)}"]
+
+
+def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embedding_again(home):
+    old = Settings.load(home, chroma_buckets=3)
+    service = MemoryService(old, scheduler=False)
+    try:
+        boat = service.remember("local:default", "The boat is moored at the north pier")
+        tea = service.remember("telegram:ana", "Ana drinks green tea every morning")
+        assert service.indexer.drain(60)
+        stored = {boat: service.indexer.vectors.get("local:default", [boat])[boat],
+                  tea: service.indexer.vectors.get("telegram:ana", [tea])[tea]}
+    finally:
+        service.close()
+    raw = _raw(old)
+    # local:default as a server written before issue 31 held it: a collection per scope and view
+    for view in VIEWS:
+        bucket = raw.get_collection(bucket_name("local:default", view, 3))
+        held = bucket.get(where={"scope": scope_key("local:default")}, include=["embeddings", "metadatas"])
+        own = raw.create_collection(collection_name("local:default", view), metadata={"hnsw:space": "cosine"})
+        own.upsert(ids=[i.partition(":")[2] for i in held["ids"]], embeddings=held["embeddings"],
+                   metadatas=[{k: v for k, v in m.items() if k != "scope"} for m in held["metadatas"]])
+        bucket.delete(ids=held["ids"])
+    settings = Settings.load(home, chroma_buckets=5)  # telegram:ana: in buckets of another count
+    service = MemoryService(settings, scheduler=False)
+    try:
+        done = service.reindex()
+        assert done["vectors_moved"] == 2 * len(VIEWS) and done["vectors_queued"] == 0, done  # none embedded again
+        assert done["old_buckets_dropped"] == len({bucket_name(s, v, 3) for s in ("local:default", "telegram:ana")
+                                                   for v in VIEWS})
+        names = {c.name for c in raw.list_collections()}
+        assert names == {bucket_name(s, v, 5) for s in ("local:default", "telegram:ana") for v in VIEWS}
+        vectors = service.indexer.vectors
+        assert _close(vectors.get("local:default", [boat])[boat], stored[boat])
+        assert _close(vectors.get("telegram:ana", [tea])[tea], stored[tea])
+        assert [h.memory.id for h in service.search("local:default", "where is the boat moored")][:1] == [boat]
+        assert service.audit()["checked"].get("unmapped_collections") == 0
+    finally:
+        service.close()
+
+
+def test_a_forget_before_the_reindex_reaches_the_old_layout(home):
+    old = Settings.load(home, embedder="none", chroma_buckets=2)
+    rng = random.Random(9)
+    before = VectorIndex(old)
+    secret = [_unit(rng) for _ in range(3)]
+    _fill(before, "slack:bo", ["a", "b", "c"], secret)
+    raw = _raw(old)
+    own = raw.create_collection(collection_name("slack:bo", "content"), metadata={"hnsw:space": "cosine"})
+    own.upsert(ids=["d"], embeddings=[_unit(rng)])
+    index = VectorIndex(Settings.load(home, embedder="none", chroma_buckets=7))
+    index.delete("slack:bo", ["a"])
+    assert before.present("slack:bo", ["a", "b", "c"]) == {"b", "c"}
+    index.drop("slack:bo")
+    assert before.present("slack:bo", ["a", "b", "c"]) == set()
+    assert collection_name("slack:bo", "content") not in {c.name for c in raw.list_collections()}
+    for vector in secret:
+        assert not [i for i, s in before.query("slack:bo", vector, 10) if s > 0.999]
