@@ -235,10 +235,29 @@ class Indexer:
                 claim.done()
             except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
                 log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
+                if self._by_scope:
+                    self._unwrite_forgotten(batch)
                 claim.failed(f"{type(exc).__name__}: {exc}")
                 pause = min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6))
         self._stop.wait(pause)  # (with the claim let go)
         return True
+
+    def _unwrite_forgotten(self, batch) -> None:
+        """After a claim failed: remove the vectors just written for memories that are no longer
+        stored. The claim may have been lost while they were written (PostgreSQL ended its idle
+        transaction), and another process may have applied a forget meanwhile, before they
+        landed; nothing would then remove them."""
+        upserts: dict[str, list[str]] = defaultdict(list)
+        for row in batch:
+            if row.op == "upsert":
+                upserts[row.scope].append(row.memory_id)
+        try:
+            for scope, ids in upserts.items():
+                gone = sorted(set(ids) - set(self.store.get(ids, scope)))
+                if gone:
+                    self.vectors.delete(scope, gone)
+        except Exception as exc:  # noqa: BLE001 - the audit's vector_drift finds what is left
+            log.warning("hermes-cmms: could not check the vectors of a failed claim: %s", exc)
 
     def _write(self, batch) -> None:
         deleting = any(row.op == "delete" for row in batch)

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import textwrap
+import threading
 import time
 
 import pytest
@@ -81,3 +82,43 @@ def test_a_vector_writer_killed_with_claimed_rows_loses_none_and_doubles_none(ho
         if hanging.poll() is None:
             os.kill(hanging.pid, signal.SIGKILL)
             hanging.wait(30)
+
+
+def test_a_claim_lost_while_its_vectors_are_written_leaves_no_vector_of_a_forgotten_memory(home):
+    """PostgreSQL ends a claim's transaction (idle_in_transaction_session_timeout: a slow Chroma
+    server, say) while its process embeds; another process forgets the memory and applies the
+    delete before the vectors land. The first process finds its claim gone when it marks the
+    rows done, and removes the vectors of memories no longer stored."""
+    from hermes_cmms import MemoryService, Settings
+
+    with MemoryService(Settings.load(home, embedder="none"), scheduler=False) as filling:
+        gone = filling.remember(SCOPES[0], "The locker code is 4711")
+        kept = filling.remember(SCOPES[0], "The bike is in the cellar")
+    writer, others = MemoryService(Settings.load(home), scheduler=False), []
+    try:
+        upsert, unwrite, checked = writer.indexer._upsert, writer.indexer._unwrite_forgotten, threading.Event()
+
+        def upsert_after_a_forget(scope, memories):
+            if not others:  # the claim's session ends, another process forgets meanwhile
+                ended = sql(home, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                                  "datname = current_database() AND state = 'idle in transaction'")
+                others.append(MemoryService(Settings.load(home), scheduler=False))
+                others[0].forget(SCOPES[0], gone)
+                assert others[0].indexer.drain(120) and ended == [(True,)]
+            upsert(scope, memories)  # the memories read before the forget: its vectors land now
+
+        def unwrite_then_say(batch):
+            unwrite(batch)
+            checked.set()
+
+        writer.indexer._upsert, writer.indexer._unwrite_forgotten = upsert_after_a_forget, unwrite_then_say
+        writer.indexer.notify()
+        assert checked.wait(180), "the writer's claim did not fail"
+        for index in (writer.indexer.vectors, others[0].indexer.vectors):
+            assert index.present(SCOPES[0], [gone, kept]) == {kept}
+            assert index.present(SCOPES[0], [gone], "sentences") == set()
+        drift = others[0].audit("vector_drift")["findings"]["vector_drift"]
+        assert not [f for f in drift if f["check"] == "stray_vector"], drift
+    finally:
+        for service in (writer, *others):
+            service.close()
