@@ -7,6 +7,8 @@ import re
 _WORD = re.compile(r"\w+", re.UNICODE)
 SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 _SPACE = re.compile(r"\s+")
+# A recalled-memory block as Hermes wraps it into a turn (left out of what is kept as the turn)
+MEMORY_BLOCK = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
 
 STOPWORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being

@@ -2,10 +2,9 @@
 of a transcript before a compaction, and who wrote a turn."""
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
-FENCE = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
+from ..common.text import MEMORY_BLOCK
 
 
 def evidence(messages: Any) -> list[tuple[str, str]]:
@@ -29,7 +28,7 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         content = "\n".join(part.get("text", "") for part in content
                             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
-    return FENCE.sub("", content).strip() if isinstance(content, str) else ""
+    return MEMORY_BLOCK.sub("", content).strip() if isinstance(content, str) else ""
 
 
 def author(turn_author: Any = None, **named: Any) -> Optional[dict]:

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from ...common.scopes import local_scope, scope_for
+from ...common.text import MEMORY_BLOCK
 from ...store import hermes_files
 from . import Skipped, memory, session, timestamp
 
 NAME = "hermes-state"
 SENTINEL = "\x00json:"
-FENCE_BLOCK = re.compile(r"<\s*memory-context\s*>[\s\S]*?</\s*memory-context\s*>", re.IGNORECASE)
 FENCE_TAG = re.compile(r"</?\s*memory-context\s*>", re.IGNORECASE)
 SYSTEM_NOTE = re.compile(r"\[System note:\s*The following is recalled memory context,\s*NOT new user input\.[^\]]*\]\s*",
                          re.IGNORECASE)
@@ -91,7 +91,7 @@ def _said(message: dict, after_review: bool) -> tuple[str, Optional[str]]:
         text = text.split(SUMMARY_END, 1)[1].split("\n", 1)[-1] if SUMMARY_END in text else ""
         if not text.strip():
             return "", "a compaction summary"
-    text = FENCE_TAG.sub("", SYSTEM_NOTE.sub("", FENCE_BLOCK.sub("", text))).strip()
+    text = FENCE_TAG.sub("", SYSTEM_NOTE.sub("", MEMORY_BLOCK.sub("", text))).strip()
     if not text:
         return "", "a tool call" if role == "assistant" and message.get("tool_calls") else "a message without text"
     return text, None
