@@ -15,6 +15,8 @@ views).
     python benchmarks/scale.py [--workers 1,2,4] [--writers 4] [--seconds 30] [--users 64] [--json OUT]
         [--code DIR]   (import hermes_cmms from DIR, e.g. an export of the commit to compare)
         [--embedder none]   (keyword-only workers: the write path alone, no embedding on the cores)
+        [--rate R]   (R turns/s offered by all workers together, spread over their writer threads:
+                      prefetch latency at a set load, not flat out)
 
 The servers default to $CMMS_TEST_PG_URL / $CMMS_TEST_CHROMA_URL (.ci/services prints them).
 The run tries to raise its own priority (nice -15: needs the right to) and records the load
@@ -48,9 +50,10 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
-def worker(home: str, users: list[int], seconds: float, writers: int) -> int:
+def worker(home: str, users: list[int], seconds: float, writers: int, pace: float = 0.0) -> int:
     """One gateway-like worker: ready, then `go` on stdin, write and read for `seconds`, print
-    the figures, then keep embedding until `stop` on stdin."""
+    the figures, then keep embedding until `stop` on stdin. With `pace`, each writer thread
+    starts a turn every `pace` seconds at most (a set rate, not flat out)."""
     import hermes_cmms
     from hermes_cmms.provider import CmmsMemoryProvider
 
@@ -74,8 +77,10 @@ def worker(home: str, users: list[int], seconds: float, writers: int) -> int:
     acked, errors, prefetch_s = [0] * writers, [], []
 
     def write(index: int) -> None:
-        mine, n = providers[index::writers], 0
+        mine, n, began = providers[index::writers], 0, time.monotonic()
         while mine and time.monotonic() < deadline:
+            if pace:
+                time.sleep(max(0.0, began + n * pace - time.monotonic()))
             provider = mine[n % len(mine)]
             n += 1
             token = uuid.uuid4().hex[:10]
@@ -126,7 +131,7 @@ def _count(database_url: str, statement: str) -> int:
 
 
 def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chroma_url: str,
-        code: str | None, writers: int = WRITERS, embedder: str = "onnx") -> dict:
+        code: str | None, writers: int = WRITERS, embedder: str = "onnx", rate: float = 0.0) -> dict:
     with server_databases(pg_url, chroma_url, prefix="scale") as (database_url, chroma), \
             tempfile.TemporaryDirectory(prefix="cmms-scale-") as tmp:
         env = dict(os.environ, CMMS_DATABASE_URL=database_url, CMMS_CHROMA_URL=chroma, CMMS_EMBEDDER=embedder,
@@ -140,7 +145,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             mine = [u for u in range(users) if u % workers == w]
             procs.append(subprocess.Popen(
                 [sys.executable, __file__, "--worker", str(home), "--seconds", str(seconds), "--writers", str(writers),
-                 "--users", ",".join(map(str, mine))],
+                 "--users", ",".join(map(str, mine)), "--pace", str(workers * writers / rate if rate else 0)],
                 env={**env, "HERMES_HOME": str(home)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         try:
             code_at = {json.loads(p.stdout.readline())["ready"] for p in procs}
@@ -189,11 +194,14 @@ def main(argv=None) -> int:
     parser.add_argument("--writers", type=int, default=WRITERS, help="sync_turn threads per worker")
     parser.add_argument("--embedder", default="onnx", help="none: no vectors (the write path alone)")
     parser.add_argument("--code", help="import hermes_cmms from this directory (a checkout to compare)")
+    parser.add_argument("--rate", type=float, default=0.0,
+                        help="turns/s offered by all workers together (default: each writer flat out)")
     parser.add_argument("--json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--pace", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds, args.writers)
+        return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds, args.writers, args.pace)
     try:
         os.nice(-15)  # the workers inherit it
         niced = -15
@@ -201,9 +209,10 @@ def main(argv=None) -> int:
         niced = os.nice(0)
     before = os.getloadavg()
     rows = [run(int(n), int(args.users), args.seconds, args.drain, args.pg_url, args.chroma_url, args.code,
-                args.writers, args.embedder) for n in args.workers.split(",")]
+                args.writers, args.embedder, args.rate) for n in args.workers.split(",")]
     summary = {"nice": niced, "cpus": os.cpu_count(), "loadavg_before": before, "loadavg_after": os.getloadavg(),
-               "seconds": args.seconds, "users": int(args.users), "writers_per_worker": args.writers, "embedder": args.embedder, "runs": rows}
+               "seconds": args.seconds, "users": int(args.users), "writers_per_worker": args.writers, "embedder": args.embedder,
+               "rate": args.rate or "flat out", "runs": rows}
     for row in rows:
         print(json.dumps({k: v for k, v in row.items() if k != "error_sample"}), flush=True)
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))
