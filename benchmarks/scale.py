@@ -15,10 +15,16 @@ views).
     python benchmarks/scale.py [--workers 1,2,4] [--writers 4] [--seconds 30] [--users 64] [--json OUT]
         [--code DIR]   (import hermes_cmms from DIR, e.g. an export of the commit to compare)
         [--embedder none]   (keyword-only workers: the write path alone, no embedding on the cores)
+        [--reads per-turn]   (one prefetch per acknowledged turn, as a Hermes turn makes; default flat out)
         [--rate R]   (R turns/s offered by all workers together, spread over their writer threads:
                       prefetch latency at a set load, not flat out)
 
 The servers default to $CMMS_TEST_PG_URL / $CMMS_TEST_CHROMA_URL (.ci/services prints them).
+Each run also records the CPU each acknowledged turn cost: in the writer threads (sync_turn
+itself), in the workers' whole processes (with their prefetch thread and the indexer's
+embedding), and in the PostgreSQL and Chroma server processes on this machine; and how
+busy the machine's cores were (`cpu_busy`: 1.0 = every core, all the time): with the cores
+full, more workers cannot add turns.
 The run tries to raise its own priority (nice -15: needs the right to) and records the load
 average before and after, since the machine it runs on may be shared.
 """
@@ -50,10 +56,13 @@ def percentile(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
 
 
-def worker(home: str, users: list[int], seconds: float, writers: int, pace: float = 0.0) -> int:
+def worker(home: str, users: list[int], seconds: float, writers: int, pace: float = 0.0,
+           reads: str = "flat") -> int:
     """One gateway-like worker: ready, then `go` on stdin, write and read for `seconds`, print
     the figures, then keep embedding until `stop` on stdin. With `pace`, each writer thread
-    starts a turn every `pace` seconds at most (a set rate, not flat out)."""
+    starts a turn every `pace` seconds at most (a set rate, not flat out). `reads` "per-turn":
+    the prefetch thread makes one prefetch per acknowledged turn at most, as a Hermes turn does
+    (else flat out)."""
     import hermes_cmms
     from hermes_cmms.provider import CmmsMemoryProvider
 
@@ -75,9 +84,10 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
         return 2
     deadline = time.monotonic() + seconds
     acked, errors, prefetch_s = [0] * writers, [], []
+    cpu_began, write_cpu = time.process_time(), [0.0] * writers
 
     def write(index: int) -> None:
-        mine, n, began = providers[index::writers], 0, time.monotonic()
+        mine, n, began, cpu = providers[index::writers], 0, time.monotonic(), time.thread_time()
         while mine and time.monotonic() < deadline:
             if pace:
                 time.sleep(max(0.0, began + n * pace - time.monotonic()))
@@ -90,10 +100,14 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
                 acked[index] += 1
             except Exception as exc:  # noqa: BLE001 - counted, the load goes on
                 errors.append(f"{type(exc).__name__}: {exc}"[:200])
+        write_cpu[index] = time.thread_time() - cpu
 
     def read() -> None:
         n = 0
         while time.monotonic() < deadline:
+            if reads == "per-turn" and n >= sum(acked):
+                time.sleep(0.002)
+                continue
             provider = readers[n % len(readers)]
             started = time.perf_counter()
             try:
@@ -110,12 +124,28 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
     for thread in threads:
         thread.join()
     print(json.dumps({"turns": sum(acked), "errors": errors[:5], "error_count": len(errors),
-                      "prefetch_s": prefetch_s}), flush=True)
+                      "prefetch_s": prefetch_s, "cpu_s": time.process_time() - cpu_began,
+                      "write_cpu_s": sum(write_cpu)}), flush=True)
     sys.stdin.readline()  # "stop": the indexer embeds meanwhile
     for provider in providers + readers:
         provider.session_id = ""  # no session flush: not what is measured
         provider.shutdown()
     return 0
+
+
+def server_cpu_s() -> dict[str, float]:
+    """CPU seconds used so far by the PostgreSQL and Chroma server processes on this machine."""
+    tick, used = os.sysconf("SC_CLK_TCK"), {"postgres": 0.0, "chroma": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            head, _, rest = stat.read_text().partition(") ")
+        except OSError:
+            continue
+        name = head.partition(" (")[2]
+        if name in used:
+            fields = rest.split()
+            used[name] += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return used
 
 
 def _count(database_url: str, statement: str) -> int:
@@ -131,7 +161,8 @@ def _count(database_url: str, statement: str) -> int:
 
 
 def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chroma_url: str,
-        code: str | None, writers: int = WRITERS, embedder: str = "onnx", rate: float = 0.0) -> dict:
+        code: str | None, writers: int = WRITERS, embedder: str = "onnx", rate: float = 0.0,
+        reads: str = "flat") -> dict:
     with server_databases(pg_url, chroma_url, prefix="scale") as (database_url, chroma), \
             tempfile.TemporaryDirectory(prefix="cmms-scale-") as tmp:
         env = dict(os.environ, CMMS_DATABASE_URL=database_url, CMMS_CHROMA_URL=chroma, CMMS_EMBEDDER=embedder,
@@ -145,16 +176,17 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             mine = [u for u in range(users) if u % workers == w]
             procs.append(subprocess.Popen(
                 [sys.executable, __file__, "--worker", str(home), "--seconds", str(seconds), "--writers", str(writers),
-                 "--users", ",".join(map(str, mine)), "--pace", str(workers * writers / rate if rate else 0)],
+                 "--users", ",".join(map(str, mine)), "--pace", str(workers * writers / rate if rate else 0), "--reads", reads],
                 env={**env, "HERMES_HOME": str(home)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
         try:
             code_at = {json.loads(p.stdout.readline())["ready"] for p in procs}
             for p in procs:
                 p.stdin.write("go\n")
                 p.stdin.flush()
-            started = time.monotonic()
+            started, servers_before = time.monotonic(), server_cpu_s()
             results = [json.loads(p.stdout.readline()) for p in procs]
             load_s = time.monotonic() - started
+            servers = {k: v - servers_before[k] for k, v in server_cpu_s().items()}
             memories = _count(database_url, "SELECT count(*) FROM memories")
             queued = _count(database_url, "SELECT count(*) FROM outbox")
             drained_at, left = time.monotonic(), queued
@@ -180,6 +212,10 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             "vectors_per_s": round((queued - left) / drain_s, 1) if drain_s > 0.5 else None,
             "prefetch_p50_ms": round(percentile(prefetch, 50) * 1000, 1),
             "prefetch_p95_ms": round(percentile(prefetch, 95) * 1000, 1), "prefetches": len(prefetch),
+            "cpu_ms_per_turn": {"writer_threads": round(1000 * sum(r["write_cpu_s"] for r in results) / max(turns, 1), 2),
+                                "workers": round(1000 * sum(r["cpu_s"] for r in results) / max(turns, 1), 2),
+                                **{k: round(1000 * v / max(turns, 1), 2) for k, v in servers.items()}},
+            "cpu_busy": round((sum(r["cpu_s"] for r in results) + sum(servers.values())) / load_s / (os.cpu_count() or 1), 2),
             "errors": sum(r["error_count"] for r in results), "error_sample": [e for r in results for e in r["errors"]][:3]}
 
 
@@ -199,9 +235,12 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--pace", type=float, default=0.0, help=argparse.SUPPRESS)
+    parser.add_argument("--reads", choices=("flat", "per-turn"), default="flat",
+                        help="the prefetch thread: flat out, or one prefetch per acknowledged turn at most")
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds, args.writers, args.pace)
+        return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds, args.writers, args.pace,
+                      args.reads)
     try:
         os.nice(-15)  # the workers inherit it
         niced = -15
@@ -209,10 +248,10 @@ def main(argv=None) -> int:
         niced = os.nice(0)
     before = os.getloadavg()
     rows = [run(int(n), int(args.users), args.seconds, args.drain, args.pg_url, args.chroma_url, args.code,
-                args.writers, args.embedder, args.rate) for n in args.workers.split(",")]
+                args.writers, args.embedder, args.rate, args.reads) for n in args.workers.split(",")]
     summary = {"nice": niced, "cpus": os.cpu_count(), "loadavg_before": before, "loadavg_after": os.getloadavg(),
                "seconds": args.seconds, "users": int(args.users), "writers_per_worker": args.writers, "embedder": args.embedder,
-               "rate": args.rate or "flat out", "runs": rows}
+               "rate": args.rate or "flat out", "reads": args.reads, "runs": rows}
     for row in rows:
         print(json.dumps({k: v for k, v in row.items() if k != "error_sample"}), flush=True)
     print(json.dumps({k: v for k, v in summary.items() if k != "runs"}))
