@@ -228,6 +228,14 @@ class VectorIndex:
         self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
             ids=self._stored(scope, ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)),
             write=True)
+        if self.shared and ids and (olds := self._old(scope, view)):  # (cached: none, after a first look)
+            memories = sorted({owner(i) for i in ids}) if view == UNITS else list(ids)
+            def stale():  # the same memories' vectors in a layout from before: older, so they go
+                for old, per_scope in olds:
+                    stored, where = (memories, None) if per_scope else (self._stored(scope, memories), self._where(scope))
+                    if _blank_and_delete(old, view, stored, memories, where):
+                        _save(old)
+            self._retrying(stale, write=True)
 
     def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The content-view vectors stored for `ids` (those that exist)."""
@@ -253,8 +261,8 @@ class VectorIndex:
                     _blank_and_delete(collection, view, self._stored(scope, ids), ids, self._where(scope))
                 for old, per_scope in self._old(scope, view) if ids else ():
                     stored, where = (list(ids), None) if per_scope else (self._stored(scope, ids), self._where(scope))
-                    _blank_and_delete(old, view, stored, ids, where)
-                    _save(old)
+                    if _blank_and_delete(old, view, stored, ids, where):
+                        _save(old)
         self._retrying(delete, write=True)
         if save:
             self.save(scope)
@@ -309,7 +317,7 @@ class VectorIndex:
             found = set()
             for c in self._retrying(lambda: self.client.list_collections()):
                 head, _, tail = c.name.partition("_")
-                if head + "_" == VIEWS["content"] and tail.startswith("b") and "_" in tail:
+                if head + "_" in VIEWS.values() and tail.startswith("b") and "_" in tail:
                     count = tail[1:].partition("_")[0]
                     if count.isdigit() and int(count) != self.buckets:
                         found.add(int(count))
@@ -337,7 +345,10 @@ class VectorIndex:
     def move_old(self, scope: str) -> int:
         """Move the scope's vectors from a server layout before this one into its buckets, as
         they are (nothing embedded again), each removed from where it was as a delete removes
-        it; the scope's own old collections are then deleted. Returns the vectors moved."""
+        it; the scope's own old collections are then deleted. What the buckets already hold is
+        newer (written since) and is kept, and a blanked vector (a delete cut short) is not
+        moved, so a move run twice, or cut short and run again, changes nothing. Returns the
+        vectors moved."""
         def move():
             moved, key = 0, scope_key(scope)
             for view in VIEWS:
@@ -345,11 +356,17 @@ class VectorIndex:
                     where = None if per_scope else self._where(scope)
                     while (found := old.get(where=where, include=["embeddings", "metadatas"], limit=DROP_PAGE))["ids"]:
                         ids = found["ids"] if per_scope else self._unstored(found["ids"])
-                        self._collection(scope, create=True, view=view).upsert(
-                            ids=self._stored(scope, ids), embeddings=[list(v) for v in found["embeddings"]],
-                            metadatas=[{**(m or {}), "scope": key} for m in found["metadatas"]])
+                        metas = [m or {} for m in found["metadatas"]]
+                        bucket = self._collection(scope, create=True, view=view)
+                        newer = self._newer(bucket, scope, view, ids, metas)
+                        keep = [n for n, (i, m, v) in enumerate(zip(ids, metas, found["embeddings"]))
+                                if (m.get("memory_id") if view == UNITS else i) not in newer and not _blank(v)]
+                        if keep:
+                            bucket.upsert(ids=self._stored(scope, [ids[n] for n in keep]),
+                                          embeddings=[list(found["embeddings"][n]) for n in keep],
+                                          metadatas=[{**metas[n], "scope": key} for n in keep])
                         _blank_and_delete(old, view, found["ids"], None, None)
-                        moved += len(ids)
+                        moved += len(keep)
                     _save(old)
             return moved
         moved = self._retrying(move, write=True) if self.shared else 0
@@ -357,6 +374,16 @@ class VectorIndex:
             self.save(scope)
         self.drop_legacy(scope)
         return moved
+
+    def _newer(self, bucket, scope: str, view: str, ids: list[str], metas: list[dict]) -> set[str]:
+        """Of the memories (sentences view) or ids (other views) of a page of an old layout,
+        those the scope's bucket already holds."""
+        if view != UNITS:
+            return set(self._unstored(bucket.get(ids=self._stored(scope, ids), include=[])["ids"]))
+        owners = sorted({m.get("memory_id") for m in metas if m.get("memory_id")})
+        held = bucket.get(where=self._where(scope, {"memory_id": {"$in": owners}}), include=["metadatas"]) \
+            if owners else {"metadatas": []}
+        return {m.get("memory_id") for m in held["metadatas"] if m}
 
     def drop_legacy(self, scope: str) -> bool:
         """Delete the scope's collections of its own from before BUCKETS (after `move_old`, or
@@ -480,9 +507,10 @@ def _held(collection, view: str, stored: Sequence[str], ids: Sequence[str], incl
 
 
 def _blank_and_delete(collection, view: str, stored: Sequence[str], ids: Sequence[str] | None,
-                      where: dict | None) -> None:
+                      where: dict | None) -> bool:
     """Overwrite the held vectors of `ids` (stored as `stored`; None: `stored` are the vectors'
-    own ids) with a blank unit vector, then delete them (see VectorIndex.delete)."""
+    own ids) with a blank unit vector, then delete them (see VectorIndex.delete); whether it
+    held any."""
     present = (collection.get(ids=list(stored), include=["embeddings"]) if ids is None
                else _held(collection, view, stored, ids, ["embeddings"], where))
     if present["ids"]:
@@ -491,6 +519,12 @@ def _blank_and_delete(collection, view: str, stored: Sequence[str], ids: Sequenc
     doomed = list(stored) if view != UNITS or ids is None else present["ids"]
     if doomed:
         collection.delete(ids=doomed)
+    return bool(present["ids"])
+
+
+def _blank(vector) -> bool:
+    """Whether `vector` is the blank unit vector a delete writes first (see VectorIndex.delete)."""
+    return len(vector) > 0 and vector[0] == 1.0 and not any(vector[1:])
 
 
 def _save(collection) -> None:

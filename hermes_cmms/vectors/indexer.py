@@ -235,18 +235,17 @@ class Indexer:
                 claim.done()
             except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
                 log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
-                if self._by_scope:
-                    self._unwrite_forgotten(batch)
+                self._unwrite_forgotten(batch)
                 claim.failed(f"{type(exc).__name__}: {exc}")
                 pause = min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6))
         self._stop.wait(pause)  # (with the claim let go)
         return True
 
     def _unwrite_forgotten(self, batch) -> None:
-        """After a claim failed: remove the vectors just written for memories that are no longer
+        """After a batch failed: remove the vectors just written for memories that are no longer
         stored. The claim may have been lost while they were written (PostgreSQL ended its idle
-        transaction), and another process may have applied a forget meanwhile, before they
-        landed; nothing would then remove them."""
+        transaction, or the writer's lease ran out), and another process may have applied a
+        forget meanwhile, before they landed; nothing would then remove them."""
         upserts: dict[str, list[str]] = defaultdict(list)
         for row in batch:
             if row.op == "upsert":

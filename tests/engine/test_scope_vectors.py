@@ -197,3 +197,60 @@ def test_a_forget_before_the_reindex_reaches_the_old_layout(home):
     assert collection_name("slack:bo", "content") not in {c.name for c in raw.list_collections()}
     for vector in secret:
         assert not [i for i, s in before.query("slack:bo", vector, 10) if s > 0.999]
+
+
+def test_a_move_cut_short_and_run_again_keeps_the_vectors_it_moved(home, monkeypatch):
+    """A failure after the old copies were blanked makes the move run again: it must not carry
+    the blank vectors over the ones it had moved."""
+    from chromadb.api.models.Collection import Collection
+
+    rng = random.Random(1)
+    before = VectorIndex(Settings.load(home, embedder="none", chroma_buckets=2))
+    secret = [_unit(rng), _unit(rng)]
+    _fill(before, "telegram:42", ["m1", "m2"], secret)
+    index = VectorIndex(Settings.load(home, embedder="none", chroma_buckets=3))
+    delete, failed = Collection.delete, []
+
+    def fails_once(self, ids=None, where=None, **more):
+        if self.name.startswith("cmms_b2_") and not failed and ids and not ids[0].startswith("cmms:scrub"):
+            failed.append(self.name)
+            raise RuntimeError("the server answered 500")
+        return delete(self, ids=ids, where=where, **more)
+
+    monkeypatch.setattr(Collection, "delete", fails_once)
+    assert index.move_old("telegram:42") >= 2 and failed
+    monkeypatch.setattr(Collection, "delete", delete)
+    moved = index.get("telegram:42", ["m1", "m2"])
+    assert all(_close(moved[i], v) for i, v in zip(["m1", "m2"], secret))
+    assert [i for i, _ in index.query("telegram:42", secret[0], 1)] == ["m1"]
+    assert index.move_old("telegram:42") == 0  # run again: nothing left to move, nothing changed
+    assert all(_close(index.get("telegram:42", ["m1"])["m1"], secret[0]) for _ in [0])
+
+
+def test_a_vector_written_since_the_layout_changed_is_kept_and_its_old_copy_goes(home):
+    """A memory re-embedded after the upgrade (its context changed by a forget, say) is written
+    in the new layout, and its stale copy in the old one goes then, not at the next reindex:
+    it could hold what was forgotten, and a move must never put it back over the new one."""
+    rng = random.Random(2)
+    before = VectorIndex(Settings.load(home, embedder="none", chroma_buckets=2))
+    stale, fresh = _unit(rng), _unit(rng)
+    _fill(before, "slack:y", ["Y"], [stale])
+    index = VectorIndex(Settings.load(home, embedder="none", chroma_buckets=5))
+    _fill(index, "slack:y", ["Y"], [fresh])
+    for view in VIEWS:  # the old copy is gone from every view as the new one is written
+        assert before.present("slack:y", ["Y"], view) == set()
+    assert index.move_old("slack:y") == 0
+    assert _close(index.get("slack:y", ["Y"])["Y"], fresh)
+    assert not [i for i, s in index.query("slack:y", stale, 5, "sentences") if s > 0.999]
+
+
+def test_old_buckets_left_in_one_view_only_are_still_found(home):
+    settings = Settings.load(home, embedder="none", chroma_buckets=2)
+    before, rng = VectorIndex(settings), random.Random(4)
+    vector = _unit(rng)
+    _fill(before, "slack:z", ["M"], [vector])
+    _raw(settings).delete_collection(bucket_name("slack:z", "content", 2))  # content's gone, the others not
+    index = VectorIndex(Settings.load(home, embedder="none", chroma_buckets=4))
+    index.drop("slack:z")
+    for view in ("context", "sentences"):
+        assert before.present("slack:z", ["M"], view) == set()
