@@ -76,8 +76,7 @@ def test_every_acknowledged_turn_survives_sigkill(home):
         assert store.unflushed_sessions(scope=SCOPE) == [(SCOPE, SESSION)]
     finally:
         store.close()
-    collection = VectorIndex(settings)._collection(SCOPE, create=False)
-    indexed = set(collection.get()["ids"]) if collection is not None else set()
+    indexed = VectorIndex(settings).present(SCOPE, [r.id for r in rows])
     assert {r.id for r in rows} <= pending | indexed  # each row is indexed or still queued
 
     service = MemoryService(settings)
