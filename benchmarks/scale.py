@@ -15,16 +15,17 @@ views).
     python benchmarks/scale.py [--workers 1,2,4] [--writers 4] [--seconds 30] [--users 64] [--json OUT]
         [--code DIR]   (import hermes_cmms from DIR, e.g. an export of the commit to compare)
         [--embedder none]   (keyword-only workers: the write path alone, no embedding on the cores)
-        [--reads per-turn]   (one prefetch per acknowledged turn, as a Hermes turn makes; default flat out)
+        [--reads per-turn|in-turn]   (a prefetch thread making one prefetch per acknowledged turn at most;
+                      in-turn: each writer recalls, then writes, as a Hermes turn does; default: a flat-out thread)
         [--rate R]   (R turns/s offered by all workers together, spread over their writer threads:
                       prefetch latency at a set load, not flat out)
 
 The servers default to $CMMS_TEST_PG_URL / $CMMS_TEST_CHROMA_URL (.ci/services prints them).
 Each run also records the CPU each acknowledged turn cost: in the writer threads (sync_turn
-itself), in the workers' whole processes (with their prefetch thread and the indexer's
-embedding), and in the PostgreSQL and Chroma server processes on this machine; and how
-busy the machine's cores were (`cpu_busy`: 1.0 = every core, all the time): with the cores
-full, more workers cannot add turns.
+itself, and the recall with `--reads in-turn`), in the workers' whole processes (with the
+indexer's embedding), and on the whole machine (PostgreSQL and Chroma included, anything else
+running too); and how busy the machine's cores were (`cpu_busy`, /proc/stat: 1.0 = every
+core, all the time): with the cores full, more workers cannot add turns.
 The run tries to raise its own priority (nice -15: needs the right to) and records the load
 average before and after, since the machine it runs on may be shared.
 """
@@ -62,7 +63,8 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
     the figures, then keep embedding until `stop` on stdin. With `pace`, each writer thread
     starts a turn every `pace` seconds at most (a set rate, not flat out). `reads` "per-turn":
     the prefetch thread makes one prefetch per acknowledged turn at most, as a Hermes turn does
-    (else flat out)."""
+    (else flat out); "in-turn": no prefetch thread, each writer recalls before each turn, as a
+    Hermes turn does (the model's answer left out), so turns/s counts whole turns."""
     import hermes_cmms
     from hermes_cmms.provider import CmmsMemoryProvider
 
@@ -95,6 +97,10 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
             n += 1
             token = uuid.uuid4().hex[:10]
             try:
+                if reads == "in-turn":  # a Hermes turn: the recall first, then the turn's write
+                    started = time.perf_counter()
+                    provider.prefetch(QUESTIONS[n % len(QUESTIONS)])
+                    prefetch_s.append(time.perf_counter() - started)
                 provider.sync_turn(f"Note {token}: the parcel for flat {n} goes to the side door at {n % 24}:00.",
                                    f"Noted parcel {token} for flat {n}.")
                 acked[index] += 1
@@ -118,7 +124,8 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
             n += 1
 
     threads = [threading.Thread(target=write, args=(i,), daemon=True) for i in range(writers)]
-    threads.append(threading.Thread(target=read, daemon=True))
+    if reads != "in-turn":
+        threads.append(threading.Thread(target=read, daemon=True))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -133,19 +140,12 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
     return 0
 
 
-def server_cpu_s() -> dict[str, float]:
-    """CPU seconds used so far by the PostgreSQL and Chroma server processes on this machine."""
-    tick, used = os.sysconf("SC_CLK_TCK"), {"postgres": 0.0, "chroma": 0.0}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            head, _, rest = stat.read_text().partition(") ")
-        except OSError:
-            continue
-        name = head.partition(" (")[2]
-        if name in used:
-            fields = rest.split()
-            used[name] += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-    return used
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
 
 
 def _count(database_url: str, statement: str) -> int:
@@ -183,10 +183,10 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             for p in procs:
                 p.stdin.write("go\n")
                 p.stdin.flush()
-            started, servers_before = time.monotonic(), server_cpu_s()
+            started, cpu_before = time.monotonic(), machine_cpu()
             results = [json.loads(p.stdout.readline()) for p in procs]
             load_s = time.monotonic() - started
-            servers = {k: v - servers_before[k] for k, v in server_cpu_s().items()}
+            busy, total = (after - before for after, before in zip(machine_cpu(), cpu_before))
             memories = _count(database_url, "SELECT count(*) FROM memories")
             queued = _count(database_url, "SELECT count(*) FROM outbox")
             drained_at, left = time.monotonic(), queued
@@ -214,8 +214,8 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             "prefetch_p95_ms": round(percentile(prefetch, 95) * 1000, 1), "prefetches": len(prefetch),
             "cpu_ms_per_turn": {"writer_threads": round(1000 * sum(r["write_cpu_s"] for r in results) / max(turns, 1), 2),
                                 "workers": round(1000 * sum(r["cpu_s"] for r in results) / max(turns, 1), 2),
-                                **{k: round(1000 * v / max(turns, 1), 2) for k, v in servers.items()}},
-            "cpu_busy": round((sum(r["cpu_s"] for r in results) + sum(servers.values())) / load_s / (os.cpu_count() or 1), 2),
+                                "machine": round(1000 * busy / max(turns, 1), 2)},
+            "cpu_busy": round(busy / total, 2) if total else None,
             "errors": sum(r["error_count"] for r in results), "error_sample": [e for r in results for e in r["errors"]][:3]}
 
 
@@ -235,8 +235,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--pace", type=float, default=0.0, help=argparse.SUPPRESS)
-    parser.add_argument("--reads", choices=("flat", "per-turn"), default="flat",
-                        help="the prefetch thread: flat out, or one prefetch per acknowledged turn at most")
+    parser.add_argument("--reads", choices=("flat", "per-turn", "in-turn"), default="flat",
+                        help="a prefetch thread flat out, or making one prefetch per acknowledged turn at most; "
+                             "in-turn: each writer recalls before each turn it writes, as Hermes does")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, [int(u) for u in args.users.split(",") if u], args.seconds, args.writers, args.pace,
