@@ -62,8 +62,7 @@ def worker(home: str, users: list[int], seconds: float, writers: int, pace: floa
     """One gateway-like worker: ready, then `go` on stdin, write and read for `seconds`, print
     the figures, then keep embedding until `stop` on stdin. With `pace`, each writer thread
     starts a turn every `pace` seconds at most (a set rate, not flat out). `reads` "per-turn":
-    the prefetch thread makes one prefetch per acknowledged turn at most, as a Hermes turn does
-    (else flat out); "in-turn": no prefetch thread, each writer recalls before each turn, as a
+    the prefetch thread makes one prefetch per acknowledged turn at most (else flat out); "in-turn": no prefetch thread, each writer recalls before each turn, as a
     Hermes turn does (the model's answer left out), so turns/s counts whole turns."""
     import hermes_cmms
     from hermes_cmms.provider import CmmsMemoryProvider

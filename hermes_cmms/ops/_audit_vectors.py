@@ -117,8 +117,9 @@ def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float
         return {"vectors": "none (keyword-only or unavailable): not repaired"}
     queued = removed = passes = 0
     drained = True
-    scopes = [s for s in _known_scopes(engine, scope) if s not in set(engine.store.forgetting_scopes())]
-    moved = sum(vectors.move_old(s) for s in scopes)  # a server layout from before: moved, not embedded again
+    forgetting = set(engine.store.forgetting_scopes())  # their forget removes their vectors
+    moved = sum(vectors.move_old(s) for s in _known_scopes(engine, scope)  # a server layout from before:
+                if s not in forgetting)  # moved, not embedded again
     if waiting:
         engine.indexer.notify()
         drained = engine.indexer.drain(drain_timeout, progress)

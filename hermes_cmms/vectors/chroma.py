@@ -68,11 +68,20 @@ def collection_name(scope: str, view: str = "content") -> str:
 # scopes' ids never meet), and every read filters on the scope key in the metadata (`where`).
 def bucket_name(scope: str, view: str, buckets: int) -> str:
     """The server collection holding the scope's vectors of `view`, among `buckets` a view."""
-    return f"{VIEWS[view]}b{buckets}_{int(scope_key(scope), 16) % buckets}"
+    return f"{_bucket_prefix(view, buckets)}{int(scope_key(scope), 16) % buckets}"
 
 
 def _bucket_prefix(view: str, buckets: int) -> str:
     return f"{VIEWS[view]}b{buckets}_"
+
+
+def _bucket_count(name: str) -> int | None:
+    """The bucket count a collection name was made with (bucket_name), or None."""
+    head, _, tail = name.partition("_")
+    count = tail[1:].partition("_")[0]
+    if head + "_" in VIEWS.values() and tail.startswith("b") and "_" in tail and count.isdigit():
+        return int(count)
+    return None
 
 
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
@@ -97,8 +106,7 @@ class VectorIndex:
         self.embedded = not settings.chroma_url
         self.shared = not self.embedded  # (see BUCKETS)
         self.buckets = settings.chroma_buckets
-        self._no_legacy: set[str] = set()  # a server's collections of an old layout known to be gone
-        self._other_counts: list[int] | None = None  # bucket counts of an old layout (see _old_counts)
+        self._old_names: set[str] | None = None  # a server's collections not of this layout (see _old)
         self.location = settings.chroma_url or str(settings.chroma_path)
         self._failures = 0
         self._down_until = 0.0
@@ -228,14 +236,9 @@ class VectorIndex:
         self._retrying(lambda: self._collection(scope, create=True, view=view).upsert(
             ids=self._stored(scope, ids), embeddings=[list(v) for v in vectors], metadatas=list(metadatas)),
             write=True)
-        if self.shared and ids and (olds := self._old(scope, view)):  # (cached: none, after a first look)
+        if self.shared and ids and self._old(scope, view):  # the same memories' older vectors go
             memories = sorted({owner(i) for i in ids}) if view == UNITS else list(ids)
-            def stale():  # the same memories' vectors in a layout from before: older, so they go
-                for old, per_scope in olds:
-                    stored, where = (memories, None) if per_scope else (self._stored(scope, memories), self._where(scope))
-                    if _blank_and_delete(old, view, stored, memories, where):
-                        _save(old)
-            self._retrying(stale, write=True)
+            self._retrying(lambda: self._delete_old(scope, view, memories), write=True)
 
     def get(self, scope: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The content-view vectors stored for `ids` (those that exist)."""
@@ -259,10 +262,8 @@ class VectorIndex:
                 collection = self._collection(scope, create=False, view=view)
                 if collection is not None and ids:
                     _blank_and_delete(collection, view, self._stored(scope, ids), ids, self._where(scope))
-                for old, per_scope in self._old(scope, view) if ids else ():
-                    stored, where = (list(ids), None) if per_scope else (self._stored(scope, ids), self._where(scope))
-                    if _blank_and_delete(old, view, stored, ids, where):
-                        _save(old)
+                if ids:
+                    self._delete_old(scope, view, ids)
         self._retrying(delete, write=True)
         if save:
             self.save(scope)
@@ -311,36 +312,42 @@ class VectorIndex:
 
     # -- layouts from before: a collection per scope, or another number of buckets ---------------
 
-    def _old_counts(self) -> list[int]:
-        """The other bucket counts the server's collections were made with (looked up once)."""
-        if self._other_counts is None:
-            found = set()
-            for c in self._retrying(lambda: self.client.list_collections()):
-                head, _, tail = c.name.partition("_")
-                if head + "_" in VIEWS.values() and tail.startswith("b") and "_" in tail:
-                    count = tail[1:].partition("_")[0]
-                    if count.isdigit() and int(count) != self.buckets:
-                        found.add(int(count))
-            self._other_counts = sorted(found)
-        return self._other_counts
-
     def _old(self, scope: str, view: str) -> list[tuple[object, bool]]:
         """The scope's collections of `view` in a server layout from before, that exist: its own
-        (a collection per scope, before issue 31: True) and its buckets of another count (False)."""
+        (a collection per scope, before issue 31: True) and its buckets of another count (False).
+        The server's collections are listed once a process (a collection an older process makes
+        later is found by the next process, or the next reindex's stray pass)."""
         if not self.shared:
             return []
-        names = [(collection_name(scope, view), True)]
-        names += [(bucket_name(scope, view, n), False) for n in self._old_counts()]
+        if self._old_names is None:
+            self._old_names = {c.name for c in self._retrying(lambda: self.client.list_collections())
+                               if c.name.startswith(tuple(VIEWS.values()))
+                               and _bucket_count(c.name) != self.buckets}
+        counts = sorted({n for n in map(_bucket_count, self._old_names) if n is not None})
+        names = [(collection_name(scope, view), True)] + [(bucket_name(scope, view, n), False) for n in counts]
         found = []
         for name, per_scope in names:
-            if name in self._no_legacy:
-                continue
-            collection = self._collection(scope, create=False, view=view, name=name)
-            if collection is None:
-                self._no_legacy.add(name)
-            else:
+            collection = self._collection(scope, create=False, view=view, name=name) \
+                if name in self._old_names else None
+            if collection is not None:
                 found.append((collection, per_scope))
         return found
+
+    def _delete_old(self, scope: str, view: str, ids: Sequence[str]) -> None:
+        """Blank and delete the memories `ids` of the scope from its collections of `view` in a
+        layout from before, each saved if it held any."""
+        for old, per_scope in self._old(scope, view):
+            stored, where = (list(ids), None) if per_scope else (self._stored(scope, ids), self._where(scope))
+            if _blank_and_delete(old, view, stored, ids, where):
+                _save(old)
+
+    def _delete_collection(self, name: str) -> None:
+        """Delete a server collection of a layout from before (emptied or moved)."""
+        with self._lock:
+            self._collections.pop(name, None)
+        self.client.delete_collection(name)
+        if self._old_names is not None:
+            self._old_names.discard(name)
 
     def move_old(self, scope: str) -> int:
         """Move the scope's vectors from a server layout before this one into its buckets, as
@@ -389,17 +396,10 @@ class VectorIndex:
         """Delete the scope's collections of its own from before BUCKETS (after `move_old`, or
         when the scope is forgotten); whether there were any."""
         def drop():
-            dropped = False
-            for view in VIEWS:
-                name = collection_name(scope, view)
-                if name in self._no_legacy or self._collection(scope, create=False, view=view, name=name) is None:
-                    continue
-                with self._lock:
-                    self._collections.pop(name, None)
-                self.client.delete_collection(name)
-                self._no_legacy.add(name)
-                dropped = True
-            return dropped
+            own = [old.name for view in VIEWS for old, per_scope in self._old(scope, view) if per_scope]
+            for name in own:
+                self._delete_collection(name)
+            return bool(own)
         return bool(self.shared and self._retrying(drop, write=True))
 
     def drop_empty_old_buckets(self) -> int:
@@ -407,16 +407,11 @@ class VectorIndex:
         if not self.shared:
             return 0
         def drop():
-            dropped = 0
-            for c in self.client.list_collections():
-                if any(c.name.startswith(_bucket_prefix(v, n)) for v in VIEWS for n in self._old_counts()) \
-                        and not c.count():
-                    with self._lock:
-                        self._collections.pop(c.name, None)
-                    self.client.delete_collection(c.name)
-                    self._no_legacy.add(c.name)
-                    dropped += 1
-            return dropped
+            emptied = [c.name for c in self.client.list_collections()
+                       if _bucket_count(c.name) not in (None, self.buckets) and not c.count()]
+            for name in emptied:
+                self._delete_collection(name)
+            return len(emptied)
         return self._retrying(drop, write=True)
 
     def scrub(self) -> None:
