@@ -313,3 +313,38 @@ def test_the_tab_in_the_real_dashboard(browser, dashboard, ids):
     assert SECRET not in driver.find_element(By.CSS_SELECTOR, ".cmms-tab").text
     assert driver.title == title != "pwned"
     assert driver.execute_script("return document.querySelectorAll('.cmms-tab [onerror], .cmms-tab svg').length") == 0
+
+
+SLOW_LIST = """
+window.__cmmsSlow = 0;
+var real = window.fetch;
+window.fetch = function (url, opts) {
+  var answer = real.call(this, url, opts);
+  if (String(url).indexOf("/api/plugins/cmms/memories") < 0 || String(url).indexOf("q=") >= 0) return answer;
+  window.__cmmsSlow += 1;  // the unfiltered list of the tab's opening: answered after the search
+  return answer.then(function (r) {
+    return new Promise(function (done) { setTimeout(function () { window.__cmmsSlow = -1; done(r); }, 1500); });
+  });
+};
+"""
+
+
+def test_a_late_answer_is_not_drawn_over_a_newer_one(browser, dashboard):
+    """The list the tab opens with, answered after the user's search, must not replace the search's results."""
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(f"{dashboard}/cmms")
+    _until(driver, lambda d: _texts(d, ".cmms-scope-card"), "the overview's scopes")
+    driver.execute_script(SLOW_LIST)
+    driver.find_element(By.CSS_SELECTOR, ".cmms-tab-memories").click()
+    box = _until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".cmms-search"), "the search box")[0]
+    box.send_keys("no such word anywhere")
+    driver.find_element(By.CSS_SELECTOR, ".cmms-search-form button[type=submit]").click()
+    _until(driver, lambda d: _texts(d, ".cmms-total") == ["0 memories"], "the search's answer")
+    assert driver.execute_script("return window.__cmmsSlow") == 1  # the opening list is still on its way
+    _until(driver, lambda d: d.execute_script("return window.__cmmsSlow") == -1, "the late answer")
+    driver.execute_script("return new Promise(function (done) { setTimeout(done, 200); })")
+    assert _texts(driver, ".cmms-total") == ["0 memories"]
+    assert _texts(driver, ".cmms-empty") == ["Nothing here."]
+    assert not driver.find_elements(By.CSS_SELECTOR, ".cmms-item")

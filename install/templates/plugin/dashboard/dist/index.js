@@ -71,10 +71,18 @@
   var BOX = { border: "1px solid rgba(127,127,127,.35)", borderRadius: "6px", padding: "8px 12px", margin: "8px 0" };
   var MONO = { fontFamily: "monospace", whiteSpace: "pre-wrap", overflowWrap: "anywhere" };
 
+  // latest(): a counter of requests; each request's check() is true only while no later one began,
+  // so an answer that comes back after a newer click (a slow list, another tab) is dropped, not drawn.
+  function latest() {
+    var last = 0;
+    return function () { var mine = ++last; return function () { return mine === last; }; };
+  }
+
   function App(root) {
     this.root = root;
     this.scope = "";
     this.view = "overview";
+    this.begin = latest();  // what the body shows: one view, one list, one inspection at a time
   }
 
   App.prototype.start = function () {
@@ -119,9 +127,10 @@
   };
 
   App.prototype.overview = function () {
-    var self = this;
+    var self = this, current = this.begin();
     add(this.clear(), el("p", null, "Loading\u2026"));
     get("/overview", { scope: this.scope }).then(function (o) {
+      if (!current()) return;
       var body = self.clear();
       add(body, el("h3", null, "Scopes"));
       (o.scopes || []).forEach(function (s) {
@@ -141,7 +150,7 @@
         return el("li", null, (r.at || "") + " session " + (r.session_id || "\u2014") + ": " +
           ((r.recalled || r.memories || []).length) + " memories");
       })));
-    }, function (err) { self.fail(err); });
+    }, function (err) { if (current()) self.fail(err); });
   };
 
   function counts(map) {
@@ -169,16 +178,17 @@
     mode.value = filters.mode; state.value = filters.state;
     var results = el("div", { className: "cmms-results" });
     function run(offset) {
-      var asked = { q: search.value, mode: mode.value, state: state.value, offset: offset || 0 };
+      var asked = { q: search.value, mode: mode.value, state: state.value, offset: offset || 0 }, current = self.begin();
       add(empty(results), el("p", null, "Loading\u2026"));
       get("/memories", { scope: self.scope, q: asked.q, mode: asked.mode, state: asked.state, offset: asked.offset }).then(function (page) {
+        if (!current()) return;
         empty(results);
         add(results, el("p", { className: "cmms-total" }, page.total + " memories" + (page.total > page.items.length ? ", " + (page.offset + 1) + "\u2013" + (page.offset + page.items.length) + " shown" : "")));
         if (page.notice) add(results, el("p", { className: "cmms-notice" }, page.notice));
         add(results, self.list(page.items));
         if (page.offset > 0) add(results, el("button", { type: "button", onclick: function () { run(Math.max(page.offset - page.limit, 0)); } }, "Previous"));
         if (page.offset + page.items.length < page.total) add(results, el("button", { type: "button", className: "cmms-next", onclick: function () { run(page.offset + page.limit); } }, "Next"));
-      }, function (err) { add(empty(results), el("p", { className: "cmms-error", role: "alert" }, problem(err))); });
+      }, function (err) { if (current()) add(empty(results), el("p", { className: "cmms-error", role: "alert" }, problem(err))); });
     }
     var form = el("form", { className: "cmms-search-form", onsubmit: function (e) { e.preventDefault(); run(0); }, style: { display: "flex", gap: "8px" } },
       search, mode, state, el("button", { type: "submit" }, "Search"));
@@ -189,9 +199,10 @@
   function empty(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
 
   App.prototype.memory = function (id) {
-    var self = this;
+    var self = this, current = this.begin();
     add(this.clear(), el("p", null, "Loading\u2026"));
     get("/memory", { scope: this.scope, id: id }).then(function (page) {
+      if (!current()) return;
       var m = page.memory, p = page.provenance || {}, c = page.confidence || {};
       var body = self.clear();
       add(body, [
@@ -211,7 +222,7 @@
         el("h3", null, "Audit"),
         el("ul", null, (page.audit || []).map(function (a) { return el("li", null, a.at + " " + a.action + " by " + a.actor); }))
       ]);
-    }, function (err) { self.fail(err); });
+    }, function (err) { if (current()) self.fail(err); });
   };
 
   function pairs(map) {
@@ -235,25 +246,29 @@
     var self = this;
     var prompt = el("textarea", { className: "cmms-prompt", rows: 3, placeholder: "A prompt, as the user would type it", style: { width: "100%" } });
     var out = el("div", { className: "cmms-inspection" });
+    this.begin();  // a view still loading is not drawn over this one
     function inspect(e) {
       e.preventDefault();
+      var current = self.begin();
       add(empty(out), el("p", null, "Loading\u2026"));
       get("/inspect", { scope: self.scope, prompt: prompt.value }).then(function (r) {
+        if (!current()) return;
         empty(out);
         add(out, [
           el("h3", null, "The block Hermes would get (" + r.tokens + " of " + r.budget_tokens + " tokens)"),
           el("pre", { className: "cmms-block", style: Object.assign({}, BOX, MONO) }, r.block || "(nothing recalled)"),
           el("h3", null, "Why each line"), self.lines(r.lines || [], prompt.value),
           el("h3", null, "Ranked next, did not fit"), self.lines(r.next || [], prompt.value)]);
-      }, function (err) { add(empty(out), el("p", { className: "cmms-error", role: "alert" }, problem(err))); });
+      }, function (err) { if (current()) add(empty(out), el("p", { className: "cmms-error", role: "alert" }, problem(err))); });
     }
     var picked = el("input", { className: "cmms-pick", placeholder: "a memory id", size: 38 });
-    var verdict = el("span", { className: "cmms-pick-verdict" });
+    var verdict = el("span", { className: "cmms-pick-verdict" }), ask = latest();
     function whyNot(e) {
       e.preventDefault();
+      var current = ask();
       get("/why_not", { scope: self.scope, prompt: prompt.value, id: picked.value }).then(function (w) {
-        verdict.textContent = " " + visible(w.verdict);
-      }, function (err) { verdict.textContent = " " + visible(problem(err)); });
+        if (current()) verdict.textContent = " " + visible(w.verdict);
+      }, function (err) { if (current()) verdict.textContent = " " + visible(problem(err)); });
     }
     add(this.clear(), [el("form", { className: "cmms-inspect-form", onsubmit: inspect }, prompt,
       el("button", { type: "submit" }, "Inspect")),
@@ -265,7 +280,7 @@
     var self = this;
     if (!lines.length) return el("p", { className: "cmms-empty" }, "None.");
     return el("ol", { className: "cmms-lines" }, lines.map(function (line) {
-      var verdict = el("span", { className: "cmms-verdict" });
+      var verdict = el("span", { className: "cmms-verdict" }), ask = latest();
       return el("li", { className: "cmms-line", style: BOX },
         el("div", { style: MONO }, line.text),
         el("div", { style: { fontSize: ".85em" } }, "found by: " + counts(line.found_by) +
@@ -273,9 +288,10 @@
         el("button", { type: "button", className: "cmms-open", onclick: function () { self.memory(line.memory_id); } }, "Provenance"),
         " ",
         el("button", { type: "button", className: "cmms-why-not", onclick: function () {
+          var current = ask();
           get("/why_not", { scope: self.scope, prompt: prompt, id: line.memory_id }).then(function (w) {
-            verdict.textContent = " " + visible(w.verdict);
-          }, function (err) { verdict.textContent = " " + visible(problem(err)); });
+            if (current()) verdict.textContent = " " + visible(w.verdict);
+          }, function (err) { if (current()) verdict.textContent = " " + visible(problem(err)); });
         } }, "Where does it stand?"), verdict);
     }));
   };
