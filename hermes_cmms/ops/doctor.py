@@ -25,12 +25,14 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     yield _tokenizer()
     yield _writable(settings)
     yield _missing(settings) or _database(settings)  # no store: none is made (a typo in the home)
+    yield from _vectors(settings)
 
 
-def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]:
+def engine_checks(settings: Settings, embedder: Check, store, vectors=None) -> Iterator[Check]:
     """The checks of `doctor` for an engine that is running: `embedder` says what it has loaded
-    (not loaded again here), and its open `store` is checked instead of opening another, without
-    the integrity check (it reads every page: `doctor` runs it)."""
+    (not loaded again here), and its open `store` (and `vectors`, if its indexer opened them) is
+    checked instead of opening another, without the integrity check (it reads every page:
+    `doctor` runs it)."""
     yield _hermes()
     yield _plugin_files(settings.home)
     yield _active(settings.home)
@@ -40,6 +42,7 @@ def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]
     yield _tokenizer()
     yield _writable(settings)
     yield _store_check(settings, store, integrity=False)
+    yield from _vectors(settings, vectors)
 
 
 def _hermes() -> Check:
@@ -177,3 +180,30 @@ def _store_check(settings: Settings, store, integrity: bool = True) -> Check:
         return ("FAIL", "database", f"integrity check: {result}")
     return ("ok", "database", f"{safe_url(settings.database_url)} ({counts['memories']} memories, "
             f"{counts['outbox']} waiting to be indexed)")
+
+
+def _vectors(settings: Settings, vectors=None) -> Iterator[Check]:
+    """A Chroma server (the embedded index needs no line): whether it answers, and its
+    collections in a layout from before `chroma_buckets`, whose vectors recall misses until
+    `reindex` moves them."""
+    if not settings.chroma_url or settings.embedder == "none":
+        return
+    from ..common.errors import VectorsUnavailable
+    from ..vectors.chroma import VectorIndex, _unreachable
+
+    try:
+        old = (vectors or VectorIndex(settings)).old_layouts()
+    except Exception as exc:  # noqa: BLE001 - a server away or refusing is a finding, not a crash
+        away = isinstance(exc, VectorsUnavailable) or _unreachable(exc)
+        said = f"does not answer ({type(exc).__name__})" if away else \
+            f"refused: {(str(exc).splitlines() or [type(exc).__name__])[0][:200]}"
+        yield ("warn", "vectors", f"the Chroma server at {settings.chroma_url} {said}; recall is keyword-only "
+               "and writes wait in the outbox until it answers.")
+        return
+    layout = f"{settings.chroma_buckets} buckets a view"
+    if old:
+        found = "; ".join(f"{n} collections in {kind}" for kind, n in old.items())
+        yield ("warn", "vectors", f"{settings.chroma_url}: {found}, a layout before this one ({layout}): recall "
+               "misses their vectors until `hermes-cmms reindex` moves them (nothing is embedded again).")
+        return
+    yield ("ok", "vectors", f"{settings.chroma_url} ({layout})")

@@ -320,9 +320,7 @@ class VectorIndex:
         if not self.shared:
             return []
         if self._old_names is None:
-            self._old_names = {c.name for c in self._retrying(lambda: self.client.list_collections())
-                               if c.name.startswith(tuple(VIEWS.values()))
-                               and _bucket_count(c.name) != self.buckets}
+            self._old_names = self._list_old()
         counts = sorted({n for n in map(_bucket_count, self._old_names) if n is not None})
         names = [(collection_name(scope, view), True)] + [(bucket_name(scope, view, n), False) for n in counts]
         found = []
@@ -331,6 +329,22 @@ class VectorIndex:
                 if name in self._old_names else None
             if collection is not None:
                 found.append((collection, per_scope))
+        return found
+
+    def _list_old(self) -> set[str]:
+        """The server's collections, listed now, of a layout before this one."""
+        return {c.name for c in self._retrying(lambda: self.client.list_collections())
+                if c.name.startswith(tuple(VIEWS.values())) and _bucket_count(c.name) != self.buckets}
+
+    def old_layouts(self) -> dict[str, int]:
+        """A Chroma server's collections in a layout before this one, listed now, counted by
+        what they are ("a collection per scope", "<n> buckets a view"): the vectors recall does
+        not reach until `reindex` moves them. Embedded: none."""
+        found: dict[str, int] = {}
+        for name in sorted(self._list_old()) if self.shared else []:
+            count = _bucket_count(name)
+            kind = "a collection per scope" if count is None else f"{count} buckets a view"
+            found[kind] = found.get(kind, 0) + 1
         return found
 
     def _delete_old(self, scope: str, view: str, ids: Sequence[str]) -> None:

@@ -33,6 +33,22 @@ def test_doctor_fails_before_install_and_passes_after(home):
     assert any(line.startswith("warn embedder: none") for line in lines)  # CMMS_EMBEDDER=none
 
 
+@pytest.mark.one_backend  # a Chroma server that is not there
+def test_doctor_says_when_the_chroma_server_does_not_answer(home):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    assert run(home, "install-hermes-plugin").returncode == 0
+    MemoryService(Settings.load(home, embedder="none"), scheduler=False).close()
+    done = run(home, "doctor", CMMS_EMBEDDER="auto", CMMS_CHROMA_URL=url)
+    said = [line for line in done.stdout.splitlines() if line.startswith("warn vectors:")]
+    assert said and f"the Chroma server at {url} does not answer" in said[0], done.stdout
+    assert "keyword-only" in said[0] and done.returncode == 0  # recall degrades; Hermes still uses cmms
+    assert not [line for line in run(home, "doctor").stdout.splitlines() if "vectors:" in line]  # embedded: no line
+
+
 @pytest.mark.store
 def test_status_and_search_read_the_store(home):
     svc = MemoryService(Settings.load(home, embedder="none"))

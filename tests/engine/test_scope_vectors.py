@@ -142,7 +142,7 @@ def test_forgetting_one_scope_among_10000_leaves_none_of_its_vectors_and_takes_n
         assert [i for i, _ in index.query(scope, others[scope].tolist(), 1)] == [f"m{scopes.index(scope)}"]
 
 
-def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embedding_again(home):
+def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embedding_again(home, monkeypatch):
     old = Settings.load(home, chroma_buckets=3)
     service = MemoryService(old, scheduler=False)
     try:
@@ -163,12 +163,18 @@ def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embeddin
                    metadatas=[{k: v for k, v in m.items() if k != "scope"} for m in held["metadatas"]])
         bucket.delete(ids=held["ids"])
     settings = Settings.load(home, chroma_buckets=5)  # telegram:ana: in buckets of another count
+    old_buckets = len({bucket_name(s, v, 3) for s in ("local:default", "telegram:ana") for v in VIEWS})
+    monkeypatch.setenv("CMMS_CHROMA_BUCKETS", "5")
+    said = _doctor(home)  # what a user upgrading sees before the reindex: the doctor says what to run
+    assert said[0] == "warn" and f"{len(VIEWS)} collections in a collection per scope" in said[1], said
+    assert f"{old_buckets} collections in 3 buckets a view" in said[1] and "hermes-cmms reindex" in said[1], said
     service = MemoryService(settings, scheduler=False)
     try:
+        health = {line["name"]: line for line in service.overview()["health"]}  # the dashboard's health
+        assert health["vectors"]["level"] == "warn" and "hermes-cmms reindex" in health["vectors"]["detail"]
         done = service.reindex()
         assert done["vectors_moved"] == 2 * len(VIEWS) and done["vectors_queued"] == 0, done  # none embedded again
-        assert done["old_buckets_dropped"] == len({bucket_name(s, v, 3) for s in ("local:default", "telegram:ana")
-                                                   for v in VIEWS})
+        assert done["old_buckets_dropped"] == old_buckets
         names = {c.name for c in raw.list_collections()}
         assert names == {bucket_name(s, v, 5) for s in ("local:default", "telegram:ana") for v in VIEWS}
         vectors = service.indexer.vectors
@@ -178,6 +184,15 @@ def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embeddin
         assert service.audit()["checked"].get("unmapped_collections") == 0
     finally:
         service.close()
+    assert _doctor(home) == ("ok", f"{settings.chroma_url} (5 buckets a view)")
+
+
+def _doctor(home) -> tuple[str, str]:
+    """`hermes-cmms doctor`'s vectors line, in a real process: (level, detail)."""
+    done = subprocess.run([sys.executable, "-m", "hermes_cmms.cli", "doctor", "--hermes-home", str(home)],
+                          capture_output=True, text=True, timeout=120)
+    line = next(line for line in done.stdout.splitlines() if line[5:].startswith("vectors: "))
+    return line[:4].strip(), line[len("warn vectors: "):]
 
 
 def test_a_forget_before_the_reindex_reaches_the_old_layout(home):
