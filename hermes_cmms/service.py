@@ -45,7 +45,7 @@ class MemoryService:
         something first needs them (a search, a write, a drain), not for a read of SQL."""
         pm = pm or make_plugin_manager()  # first: a broken plugin fails before a thread starts
         store = Store(settings.database_url)
-        indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings),
+        indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings, store),
                           lock_path=settings.data_dir / "indexer.lock", start=start_indexer,
                           threads=settings.threads)
         self.engine = Engine(settings, pm, store, indexer,
@@ -660,11 +660,12 @@ def _embedder(settings: Settings):
     return load_embedder(settings.embedder, settings.embedder_dtype)
 
 
-def _vector_index(settings: Settings):
-    """The vector index, opened on the indexer thread (Chroma's client loads on first use)."""
+def _vector_index(settings: Settings, store):
+    """The vector index of `store`, opened on the indexer thread (Chroma's client loads on first
+    use; a server's database must be this store's)."""
     from .vectors.chroma import VectorIndex
 
-    return VectorIndex(settings)
+    return VectorIndex(settings, owner=store.identity() if settings.chroma_url else None)
 
 
 def _error_text(error: str) -> str:

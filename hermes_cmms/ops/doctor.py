@@ -24,8 +24,10 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     yield _embedder(settings)
     yield _tokenizer()
     yield _writable(settings)
-    yield _missing(settings) or _database(settings)  # no store: none is made (a typo in the home)
-    yield from _vectors(settings)
+    missing = _missing(settings)
+    yield missing or _database(settings)  # no store: none is made (a typo in the home)
+    if not missing:
+        yield from _vectors(settings)
 
 
 def engine_checks(settings: Settings, embedder: Check, store, vectors=None) -> Iterator[Check]:
@@ -42,7 +44,7 @@ def engine_checks(settings: Settings, embedder: Check, store, vectors=None) -> I
     yield _tokenizer()
     yield _writable(settings)
     yield _store_check(settings, store, integrity=False)
-    yield from _vectors(settings, vectors)
+    yield from _vectors(settings, vectors, store)
 
 
 def _hermes() -> Check:
@@ -182,17 +184,21 @@ def _store_check(settings: Settings, store, integrity: bool = True) -> Check:
             f"{counts['outbox']} waiting to be indexed)")
 
 
-def _vectors(settings: Settings, vectors=None) -> Iterator[Check]:
-    """A Chroma server (the embedded index needs no line): whether it answers, and its
-    collections in a layout from before `chroma_buckets`, whose vectors recall misses until
-    `reindex` moves them."""
+def _vectors(settings: Settings, vectors=None, store=None) -> Iterator[Check]:
+    """A Chroma server (the embedded index needs no line): whether it answers and its database
+    is this store's, and its collections in a layout from before `chroma_buckets`, whose vectors
+    recall misses until `reindex` moves them. `vectors`: the engine's own index, if it has one;
+    `store`: its open store (else the store is opened here)."""
     if not settings.chroma_url or settings.embedder == "none":
         return
     from ..common.errors import VectorsUnavailable
-    from ..vectors.chroma import VectorIndex, _unreachable
+    from ..vectors.chroma import ForeignDatabase, VectorIndex, _unreachable
 
     try:
-        old = (vectors or VectorIndex(settings)).old_layouts()
+        old = (vectors or VectorIndex(settings, owner=_identity(settings, store))).old_layouts()
+    except ForeignDatabase as exc:
+        yield ("FAIL", "vectors", f"{exc} Until then recall is keyword-only and writes wait in the outbox.")
+        return
     except Exception as exc:  # noqa: BLE001 - a server away or refusing is a finding, not a crash
         away = isinstance(exc, VectorsUnavailable) or _unreachable(exc)
         said = f"does not answer ({type(exc).__name__})" if away else \
@@ -207,3 +213,16 @@ def _vectors(settings: Settings, vectors=None) -> Iterator[Check]:
                "misses their vectors until `hermes-cmms reindex` moves them (nothing is embedded again).")
         return
     yield ("ok", "vectors", f"{settings.chroma_url} ({layout})")
+
+
+def _identity(settings: Settings, store=None) -> str:
+    """The store's id (Store.identity), from `store` or the store the settings name."""
+    if store is not None:
+        return store.identity()
+    from ..store.store import Store
+
+    opened = Store(settings.database_url)
+    try:
+        return opened.identity()
+    finally:
+        opened.close()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Callable
 
 from sqlalchemy import Connection, text
@@ -251,6 +252,12 @@ def _0014_browse_tally(conn: Connection) -> None:
                       "(scope, tier, kind, state, created_at, superseded_by, expires_at)"))
 
 
+def _0015_store_identity(conn: Connection) -> None:
+    """The store's id (a Chroma server's database names the one store it holds vectors for)."""
+    conn.execute(text("CREATE TABLE store_identity (id VARCHAR(32) PRIMARY KEY)"))
+    conn.execute(text("INSERT INTO store_identity (id) VALUES (:id)"), {"id": uuid.uuid4().hex})
+
+
 CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0002_memory_context", _0002_memory_context),
                                     ("0003_memory_expires_at", _0003_memory_expires_at),
@@ -264,7 +271,8 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0011_browse_indexes", _0011_browse_indexes),
                                     ("0012_recall_events", recall_events.migrate),
                                     ("0013_memory_pinned", _0013_memory_pinned),
-                                    ("0014_browse_tally", _0014_browse_tally)]
+                                    ("0014_browse_tally", _0014_browse_tally),
+                                    ("0015_store_identity", _0015_store_identity)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

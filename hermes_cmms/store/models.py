@@ -198,6 +198,15 @@ class Outbox(SQLModel, table=True):
     created_at: float
 
 
+class StoreIdentity(SQLModel, table=True):
+    """The store's id, made once with it: a Chroma database names the store whose vectors it
+    holds (vectors/chroma.py, OWNER), so two stores never share one."""
+
+    __tablename__ = "store_identity"
+
+    id: str = Field(primary_key=True, max_length=32)
+
+
 class SchemaMigration(SQLModel, table=True):
     """Names of the migrations applied to this database."""
 

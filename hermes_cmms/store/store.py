@@ -28,7 +28,7 @@ from ..common.scrub import scrub_freed_memory
 from .keyword import KeywordIndex, keyword_index_for
 from .new_memory import NewMemory
 from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState, Link,
-                     Memory, Outbox, Relation)
+                     Memory, Outbox, Relation, StoreIdentity)
 from ..common.text import UNDECODABLE, bounded_key, content_hash, like_literal, speaker_of
 
 log = logging.getLogger(__name__)
@@ -686,6 +686,11 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                 conn.execute(delete(Outbox).where(Outbox.id.in_(list(outbox_ids))))
                 conn.execute(update(IndexState).where(IndexState.name == "vectors")
                              .values(generation=IndexState.generation + 1))
+
+    def identity(self) -> str:
+        """The store's id, made with it (the name a Chroma server's database keeps of its store)."""
+        with self.read() as conn:
+            return conn.execute(select(StoreIdentity.id)).scalar_one()
 
     def index_generation(self) -> int:
         with self.read() as conn:

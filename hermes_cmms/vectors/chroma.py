@@ -84,6 +84,17 @@ def _bucket_count(name: str) -> int | None:
     return None
 
 
+# A Chroma server's database holds the vectors of one store: its collection OWNER names that
+# store's id (Store.identity) in its metadata. A process of another store is refused there (its
+# recall is keyword-only, its writes wait in the outbox, `doctor` says why): two stores sharing
+# a database would each take the other's vectors for strays (reindex) or its own (forget).
+OWNER = "hermes-cmms-store"  # not a VIEWS prefix: no listing of vectors sees it
+
+
+class ForeignDatabase(VectorsUnavailable):
+    """The Chroma database holds another store's vectors."""
+
+
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
@@ -99,8 +110,9 @@ class VectorIndex:
     the writes until the server answers again.
     """
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, owner: str | None = None):
         self._settings = settings
+        self.owner = owner  # the store's id: on a server, the database must be this store's (OWNER)
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
         self.embedded = not settings.chroma_url
@@ -129,9 +141,32 @@ class VectorIndex:
                 admin.get_database(database)
             except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
                 admin.create_database(database)
-        client = chromadb.HttpClient(**where, settings=chroma_settings,
-                                     **({"database": database} if database else {}))
-        return _with_timeout(client)
+        client = _with_timeout(chromadb.HttpClient(**where, settings=chroma_settings,
+                                                   **({"database": database} if database else {})))
+        if self.owner:
+            self._claim(client)
+        return client
+
+    def _claim(self, client) -> None:
+        """Make the server's database this store's (OWNER), or fail if another store's."""
+        try:
+            marker = client.get_collection(OWNER)
+        except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+            if _unreachable(exc):
+                raise
+            try:
+                marker = client.create_collection(OWNER, metadata={"store": self.owner})
+            except Exception as again:  # noqa: BLE001 - another process of the store made it first
+                if _unreachable(again):
+                    raise
+                marker = client.get_collection(OWNER)
+        held = (marker.metadata or {}).get("store")
+        if held != self.owner:
+            raise ForeignDatabase(
+                f"The Chroma database at {self.location} holds the vectors of another hermes-cmms store "
+                f"({''.join(c for c in str(held) if c.isascii() and c.isalnum())[:32] or 'unnamed'}, this one is "
+                f"{self.owner}); give each store a database of its own "
+                "(CMMS_CHROMA_URL=http://host:port/<name>), then run `hermes-cmms reindex`.")
 
     def _server(self):
         """The server client, connected now if need be; fails fast while the server is down."""

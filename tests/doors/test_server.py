@@ -108,6 +108,37 @@ def test_the_chroma_url_path_names_a_database_of_its_own(home):
 
 
 @server_only
+def test_a_chroma_database_holds_one_stores_vectors_and_another_store_is_refused_clearly(home, tmp_path):
+    """Two stores pointed at one Chroma database (say two Hermes profiles given the same
+    CMMS_CHROMA_URL) would each take the other's vectors for strays, or for its own when a
+    scope of the same name is forgotten. The second is refused: its recall is keyword-only, its
+    vector waits in the outbox, doctor says why; given a database of its own, the vector lands."""
+    shared = os.environ["CMMS_CHROMA_URL"]
+    with MemoryService(Settings.load(home), scheduler=False) as first:
+        boat = first.remember("local:default", "The boat is moored at pier 7")
+        assert first.indexer.drain(180)
+    other = tmp_path / "other_home"
+    other.mkdir()
+    database = {"database_url": f"sqlite:///{other / 'cmms.db'}"}
+    with MemoryService(Settings.load(other, chroma_url=shared, **database), scheduler=False) as second:
+        tea = second.remember("local:default", "Ana drinks green tea every morning")  # the same scope's name
+        assert not second.indexer.drain(5) and second.store.counts()["outbox"] == 1  # waits, not lost
+        assert [h.memory.id for h in second.search("local:default", "green tea every morning")][:1] == [tea]
+    env = dict(os.environ, CMMS_CHROMA_URL=shared, CMMS_DATABASE_URL=database["database_url"], HF_HUB_OFFLINE="1")
+    done = subprocess.run([CLI, "doctor", "--hermes-home", str(other)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    said = [line for line in done.stdout.splitlines() if line.startswith("FAIL vectors:")]
+    assert said and "holds the vectors of another hermes-cmms store" in said[0], done.stdout
+    assert "a database of its own" in said[0] and done.returncode == 1
+    with MemoryService(Settings.load(home), scheduler=False) as first:  # the first store's, untouched
+        assert first.indexer.ready.wait(120) and first.indexer.vectors.count() == 1
+        assert first.indexer.vectors.present("local:default", [boat, tea]) == {boat}
+    with server_databases() as (_, own):
+        with MemoryService(Settings.load(other, chroma_url=own, **database), scheduler=False) as second:
+            assert second.indexer.drain(180) and second.indexer.vectors.present("local:default", [tea]) == {tea}
+
+
+@server_only
 def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
     notes = ["The boat is moored at pier 7", "Lena's violin lesson is on Thursdays",
              "The attic smoke alarm needs a new battery"]
