@@ -45,7 +45,8 @@ class MemoryService:
         something first needs them (a search, a write, a drain), not for a read of SQL."""
         pm = pm or make_plugin_manager()  # first: a broken plugin fails before a thread starts
         store = Store(settings.database_url)
-        indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings, store),
+        owner = store.identity() if settings.chroma_url else None  # (read now: a blip later costs no vectors)
+        indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings, owner),
                           lock_path=settings.data_dir / "indexer.lock", start=start_indexer,
                           threads=settings.threads)
         self.engine = Engine(settings, pm, store, indexer,
@@ -473,12 +474,15 @@ class MemoryService:
 
         return audit.run(self.engine, audit_type, _scope(scope) if scope is not None else None)
 
-    def reindex(self, scope: Optional[str] = None, progress: Optional[Callable[[int], None]] = None) -> dict:
+    def reindex(self, scope: Optional[str] = None, progress: Optional[Callable[[int], None]] = None,
+                claim: bool = False) -> dict:
         """Repair drift: vectors re-queued or removed, orphans deleted, the graph rebuilt
-        (`progress(outbox rows left)` while it waits for the indexer)."""
+        (`progress(outbox rows left)` while it waits for the indexer). `claim`: make the Chroma
+        server's database this store's first, whatever store it named (this one replaces it)."""
         from .ops import audit
 
-        return audit.reindex(self.engine, _scope(scope) if scope is not None else None, progress=progress)
+        return audit.reindex(self.engine, _scope(scope) if scope is not None else None, progress=progress,
+                             claim=claim)
 
     # -- health ---------------------------------------------------------------------------
 
@@ -660,12 +664,12 @@ def _embedder(settings: Settings):
     return load_embedder(settings.embedder, settings.embedder_dtype)
 
 
-def _vector_index(settings: Settings, store):
-    """The vector index of `store`, opened on the indexer thread (Chroma's client loads on first
-    use; a server's database must be this store's)."""
+def _vector_index(settings: Settings, owner: Optional[str]):
+    """The vector index of the store `owner` (its id), opened on the indexer thread (Chroma's
+    client loads on first use; a server's database must be this store's)."""
     from .vectors.chroma import VectorIndex
 
-    return VectorIndex(settings, owner=store.identity() if settings.chroma_url else None)
+    return VectorIndex(settings, owner=owner)
 
 
 def _error_text(error: str) -> str:

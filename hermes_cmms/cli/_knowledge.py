@@ -119,7 +119,7 @@ def cmd_reindex(args) -> int:
     args.drain = True
     bar = VectorBar(args)
     try:
-        result = _run(args, lambda s: s.reindex(args.scope, progress=bar), **storing_only(args))
+        result = _run(args, lambda s: s.reindex(args.scope, progress=bar, claim=args.claim), **storing_only(args))
     finally:
         bar.close()
     _print(result, args)
@@ -156,6 +156,9 @@ def register(add: Callable) -> None:
     p = add("reindex", cmd_reindex, "Repair drift: rebuild missing vectors, drop stray ones and orphans, "
                                     "rebuild the entity graph from SQL.")
     p.add_argument("--scope", help="Only this scope (default: every scope).")
+    p.add_argument("--claim", action="store_true",
+                   help="Make the Chroma server's database this store's, though it names another store: "
+                        "only when this store replaces that one (restored by import).")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
     add("metrics", cmd_metrics, "Print the Prometheus metrics (store gauges; call counters are per process).")
 

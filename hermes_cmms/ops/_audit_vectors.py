@@ -106,15 +106,19 @@ def _queue_repairs(engine: "Engine", vectors, scope: Optional[str]) -> tuple[int
 
 
 def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float,
-                    progress: Optional[Callable[[int], None]] = None) -> dict:
+                    progress: Optional[Callable[[int], None]] = None, claim: bool = False) -> dict:
     """Queue the vector repairs and wait for the indexer (`progress(outbox rows left)` while it
-    waits); checked again, up to REPAIR_PASSES times."""
+    waits); checked again, up to REPAIR_PASSES times. `claim`: the Chroma server's database made
+    this store's first (VectorIndex.take)."""
     waiting = vector_rows.outbox_lag(engine.store)[0]  # what was queued before (an import) is made first
     if waiting and progress is not None:  # (before the model has loaded)
         progress(waiting)
     vectors = _vectors(engine)
     if vectors is None:
         return {"vectors": "none (keyword-only or unavailable): not repaired"}
+    if claim:
+        vectors.take()
+        engine.indexer.notify()
     queued = removed = passes = 0
     drained = True
     forgetting = set(engine.store.forgetting_scopes())  # their forget removes their vectors

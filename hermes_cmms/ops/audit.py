@@ -248,7 +248,7 @@ def _delete_orphans(engine: "Engine", scope: Optional[str]) -> dict[str, int]:
 
 
 def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float = 600.0,
-            progress: Optional[Callable[[int], None]] = None) -> dict:
+            progress: Optional[Callable[[int], None]] = None, claim: bool = False) -> dict:
     """Repair what SQL can rebuild, in `scope` (None: every scope): delete orphan rows, rebuild
     the entity graph from the facts, queue the missing vectors and the removal of stray ones
     and wait for the indexer to apply them. Receipts, lifecycle and confidence findings are
@@ -256,6 +256,6 @@ def reindex(engine: "Engine", scope: Optional[str] = None, drain_timeout: float 
     scope = _audit_scope(scope)
     orphans = _delete_orphans(engine, scope)
     done = {"scope": scope, "orphans_deleted": orphans, "graph": graph.rebuild(engine, scope),
-            **_repair_vectors(engine, scope, drain_timeout, progress)}
+            **_repair_vectors(engine, scope, drain_timeout, progress, claim)}
     engine.store.record("reindex", "cmms:reindex", scope, **{k: v for k, v in done.items() if k != "scope"})
     return done

@@ -111,8 +111,7 @@ def _health(engine: "Engine") -> list[dict]:
     ref, at, lines = _last_health
     if ref is None or ref() is not engine or time.monotonic() - at > HEALTH_SECONDS:
         lines = [{"level": level, "name": name, "detail": detail}
-                 for level, name, detail in engine_checks(engine.settings, _embedder_check(engine), engine.store,
-                                                       engine.indexer.vectors)]
+                 for level, name, detail in engine_checks(engine.settings, _embedder_check(engine), engine.store)]
         _last_health = (weakref.ref(engine), time.monotonic(), lines)
     return [dict(line) for line in lines]
 

@@ -25,16 +25,18 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     yield _tokenizer()
     yield _writable(settings)
     missing = _missing(settings)
-    yield missing or _database(settings)  # no store: none is made (a typo in the home)
-    if not missing:
-        yield from _vectors(settings)
+    if missing:  # no store: none is made (a typo in the home)
+        yield missing
+        return
+    database, identity = _database(settings)
+    yield database
+    yield from _vectors(settings, identity)
 
 
-def engine_checks(settings: Settings, embedder: Check, store, vectors=None) -> Iterator[Check]:
+def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]:
     """The checks of `doctor` for an engine that is running: `embedder` says what it has loaded
-    (not loaded again here), and its open `store` (and `vectors`, if its indexer opened them) is
-    checked instead of opening another, without the integrity check (it reads every page:
-    `doctor` runs it)."""
+    (not loaded again here), and its open `store` is checked instead of opening another, without
+    the integrity check (it reads every page: `doctor` runs it)."""
     yield _hermes()
     yield _plugin_files(settings.home)
     yield _active(settings.home)
@@ -43,8 +45,9 @@ def engine_checks(settings: Settings, embedder: Check, store, vectors=None) -> I
     yield embedder
     yield _tokenizer()
     yield _writable(settings)
-    yield _store_check(settings, store, integrity=False)
-    yield from _vectors(settings, vectors, store)
+    check = _store_check(settings, store, integrity=False)
+    yield check
+    yield from _vectors(settings, _identity(store) if check[0] == "ok" else None)
 
 
 def _hermes() -> Check:
@@ -158,15 +161,17 @@ def _writable(settings: Settings) -> Check:
             else "a database server (checked below)")
 
 
-def _database(settings: Settings) -> Check:
+def _database(settings: Settings) -> tuple[Check, Optional[str]]:
+    """The database's line, and the store's id (None if it could not be read)."""
     from ..store.store import Store
 
     try:
         store = Store(settings.database_url)
     except Exception as exc:  # noqa: BLE001
-        return ("FAIL", "database", str(exc))
+        return ("FAIL", "database", str(exc)), None
     try:
-        return _store_check(settings, store)
+        check = _store_check(settings, store)
+        return check, _identity(store) if check[0] == "ok" else None
     finally:
         store.close()
 
@@ -184,45 +189,39 @@ def _store_check(settings: Settings, store, integrity: bool = True) -> Check:
             f"{counts['outbox']} waiting to be indexed)")
 
 
-def _vectors(settings: Settings, vectors=None, store=None) -> Iterator[Check]:
-    """A Chroma server (the embedded index needs no line): whether it answers and its database
-    is this store's, and its collections in a layout from before `chroma_buckets`, whose vectors
-    recall misses until `reindex` moves them. `vectors`: the engine's own index, if it has one;
-    `store`: its open store (else the store is opened here)."""
-    if not settings.chroma_url or settings.embedder == "none":
+def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
+    """A Chroma server (the embedded index needs no line), read only: whether it answers, whether
+    its database is this store's (`identity`; None: the store could not be read, said above),
+    and its collections in a layout from before `chroma_buckets`, whose vectors recall misses
+    until `reindex` moves them."""
+    if not settings.chroma_url or settings.embedder == "none" or identity is None:
         return
-    from ..common.errors import VectorsUnavailable
-    from ..vectors.chroma import ForeignDatabase, VectorIndex, _unreachable
+    from ..vectors.chroma import foreign, probe
 
+    url, layout = settings.chroma_url, f"{settings.chroma_buckets} buckets a view"
+    degraded = "recall is keyword-only and writes wait in the outbox until"
     try:
-        old = (vectors or VectorIndex(settings, owner=_identity(settings, store))).old_layouts()
-    except ForeignDatabase as exc:
-        yield ("FAIL", "vectors", f"{exc} Until then recall is keyword-only and writes wait in the outbox.")
+        found = probe(url, settings.chroma_buckets)
+    except Exception as exc:  # noqa: BLE001 - a server refusing is a finding, not a crash
+        said = (str(exc).splitlines() or [type(exc).__name__])[0][:200].rstrip(".")
+        yield ("warn", "vectors", f"the Chroma server at {url} refused: {said}; {degraded} it answers.")
         return
-    except Exception as exc:  # noqa: BLE001 - a server away or refusing is a finding, not a crash
-        away = isinstance(exc, VectorsUnavailable) or _unreachable(exc)
-        said = f"does not answer ({type(exc).__name__})" if away else \
-            f"refused: {(str(exc).splitlines() or [type(exc).__name__])[0][:200]}"
-        yield ("warn", "vectors", f"the Chroma server at {settings.chroma_url} {said}; recall is keyword-only "
-               "and writes wait in the outbox until it answers.")
-        return
-    layout = f"{settings.chroma_buckets} buckets a view"
-    if old:
-        found = "; ".join(f"{n} collections in {kind}" for kind, n in old.items())
-        yield ("warn", "vectors", f"{settings.chroma_url}: {found}, a layout before this one ({layout}): recall "
-               "misses their vectors until `hermes-cmms reindex` moves them (nothing is embedded again).")
-        return
-    yield ("ok", "vectors", f"{settings.chroma_url} ({layout})")
+    if not found["answers"]:
+        yield ("warn", "vectors", f"the Chroma server at {url} does not answer ({found['error']}); "
+               f"{degraded} it does.")
+    elif found["owner"] not in (None, identity):
+        yield ("FAIL", "vectors", f"{foreign(url, found['owner'], identity)} Until then {degraded} then.")
+    elif found["old"]:
+        kinds = "; ".join(f"{n} collections in {kind}" for kind, n in found["old"].items())
+        yield ("warn", "vectors", f"{url}: {kinds}, a layout before this one ({layout}): recall misses their "
+               "vectors until `hermes-cmms reindex` moves them (nothing is embedded again).")
+    else:
+        yield ("ok", "vectors", f"{url} ({layout}{'' if found['database'] else '; its database is made at the first write'})")
 
 
-def _identity(settings: Settings, store=None) -> str:
-    """The store's id (Store.identity), from `store` or the store the settings name."""
-    if store is not None:
+def _identity(store) -> Optional[str]:
+    """The store's id (Store.identity), None if it cannot be read now."""
+    try:
         return store.identity()
-    from ..store.store import Store
-
-    opened = Store(settings.database_url)
-    try:
-        return opened.identity()
-    finally:
-        opened.close()
+    except Exception:  # noqa: BLE001 - the database line says what is wrong
+        return None

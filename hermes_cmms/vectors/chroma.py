@@ -75,6 +75,23 @@ def _bucket_prefix(view: str, buckets: int) -> str:
     return f"{VIEWS[view]}b{buckets}_"
 
 
+def _is_old(name: str, buckets: int) -> bool:
+    """Whether a server collection is of a layout before `buckets` a view."""
+    return name.startswith(tuple(VIEWS.values())) and _bucket_count(name) != buckets
+
+
+def old_layouts(names, buckets: int) -> dict[str, int]:
+    """A server's collections (`names`) of a layout before `buckets` a view, counted by what
+    they are ("a collection per scope", "<n> buckets a view"): the vectors recall does not reach
+    until `reindex` moves them."""
+    found: dict[str, int] = {}
+    for name in sorted(n for n in names if _is_old(n, buckets)):
+        count = _bucket_count(name)
+        kind = "a collection per scope" if count is None else f"{count} buckets a view"
+        found[kind] = found.get(kind, 0) + 1
+    return found
+
+
 def _bucket_count(name: str) -> int | None:
     """The bucket count a collection name was made with (bucket_name), or None."""
     head, _, tail = name.partition("_")
@@ -95,6 +112,15 @@ class ForeignDatabase(VectorsUnavailable):
     """The Chroma database holds another store's vectors."""
 
 
+def foreign(location: str, held, owner: str) -> str:
+    """What a store is told when the Chroma database at `location` names store `held`."""
+    named = "".join(c for c in str(held) if c.isascii() and c.isalnum())[:32] or "unnamed"
+    return (f"The Chroma database at {location} holds the vectors of another hermes-cmms store ({named}, this "
+            f"one is {owner}); give each store a database of its own (CMMS_CHROMA_URL=http://host:port/<name>) "
+            "and run `hermes-cmms reindex`, or, if that store is gone and this one replaces it (restored by "
+            "import), run `hermes-cmms reindex --claim`.")
+
+
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
@@ -113,6 +139,7 @@ class VectorIndex:
     def __init__(self, settings: Settings, owner: str | None = None):
         self._settings = settings
         self.owner = owner  # the store's id: on a server, the database must be this store's (OWNER)
+        self._refused: ForeignDatabase | None = None  # while refused, calls fail fast with it
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
         self.embedded = not settings.chroma_url
@@ -124,7 +151,7 @@ class VectorIndex:
         self._down_until = 0.0
         self.client = None if not self.embedded else self._connect()
 
-    def _connect(self):
+    def _connect(self, claim: bool = True):
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
@@ -143,7 +170,7 @@ class VectorIndex:
                 admin.create_database(database)
         client = _with_timeout(chromadb.HttpClient(**where, settings=chroma_settings,
                                                    **({"database": database} if database else {})))
-        if self.owner:
+        if self.owner and claim:
             self._claim(client)
         return client
 
@@ -162,19 +189,32 @@ class VectorIndex:
                 marker = client.get_collection(OWNER)
         held = (marker.metadata or {}).get("store")
         if held != self.owner:
-            raise ForeignDatabase(
-                f"The Chroma database at {self.location} holds the vectors of another hermes-cmms store "
-                f"({''.join(c for c in str(held) if c.isascii() and c.isalnum())[:32] or 'unnamed'}, this one is "
-                f"{self.owner}); give each store a database of its own "
-                "(CMMS_CHROMA_URL=http://host:port/<name>), then run `hermes-cmms reindex`.")
+            raise ForeignDatabase(foreign(self.location, held, self.owner))
+
+    def take(self) -> None:
+        """Make the server's database this store's, whatever store it named before (`reindex
+        --claim`: this store replaces a lost one, e.g. restored by import)."""
+        if not self.shared or not self.owner:
+            return
+        client = self.client or self._connect(claim=False)
+        try:
+            client.delete_collection(OWNER)
+        except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+            if _unreachable(exc):
+                raise
+        client.create_collection(OWNER, metadata={"store": self.owner})
+        with self._lock:
+            self.client, self._refused, self._down_until, self._failures = client, None, 0.0, 0
 
     def _server(self):
         """The server client, connected now if need be; fails fast while the server is down."""
-        if self.client is None:
+        client = self.client
+        if client is None:
             with self._lock:
                 if self.client is None:
                     self.client = self._connect()
-        return self.client
+                client = self.client
+        return client
 
     def reopen(self) -> None:
         """Drop the embedded client and open a new one, which reads the index from disk again
@@ -203,16 +243,16 @@ class VectorIndex:
 
     def _collection(self, scope: str, create: bool, view: str = "content", name: str | None = None):
         name = name or self._name(scope, view)
-        if not self.embedded:
-            self._server()  # connected before the lock below is taken (connecting takes it too)
+        # connected before the lock below is taken (connecting takes it too)
+        client = self.client if self.embedded else self._server()
         with self._lock:
             if name not in self._collections:
                 if create:
-                    self._collections[name] = self.client.get_or_create_collection(
+                    self._collections[name] = client.get_or_create_collection(
                         name, embedding_function=None, metadata=SPACE)
                 else:
                     try:
-                        self._collections[name] = self.client.get_collection(name, embedding_function=None)
+                        self._collections[name] = client.get_collection(name, embedding_function=None)
                     except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
                         if _unreachable(exc):
                             raise
@@ -236,20 +276,25 @@ class VectorIndex:
 
     def _on_server(self, operation, tries: int):
         if time.monotonic() < self._down_until:
+            if self._refused is not None:
+                raise ForeignDatabase(str(self._refused))
             raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering; "
                                      f"retrying in {self._down_until - time.monotonic():.0f} s.")
         for attempt in range(tries + 1):  # (one more after a collection went missing)
             try:
                 self._server()
                 result = operation()
+            except ForeignDatabase as exc:  # asked again after a pause, as a server that is away
+                self._refused, self._down_until = exc, time.monotonic() + DOWN_MAX_S
+                raise
             except Exception as exc:  # noqa: BLE001 - any failure: back off, then say so clearly
                 gone = _unreachable(exc)
                 # another process dropped the collection (forget --all), or the server restarted
                 # empty: the handles kept here name collections that are gone
                 missing = not gone and "does not exist" in str(exc)
-                if missing:
+                if missing:  # (the database itself may be new: connected, and claimed, again)
                     with self._lock:
-                        self._collections = {}
+                        self._collections, self.client = {}, None
                 if attempt + 1 < tries or (missing and attempt + 1 == tries):
                     time.sleep(0.2 * 2 ** attempt)
                     continue
@@ -257,11 +302,11 @@ class VectorIndex:
                     self._failures += 1
                     self._down_until = time.monotonic() + min(DOWN_MAX_S, 2.0 ** (self._failures - 1))
                     with self._lock:
-                        self._collections = {}
+                        self._collections, self.client = {}, None
                     raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering: "
                                              f"{type(exc).__name__}: {exc}") from exc
                 raise
-            self._failures, self._down_until = 0, 0.0
+            self._failures, self._down_until, self._refused = 0, 0.0, None
             return result
 
     def upsert(self, scope: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
@@ -369,18 +414,7 @@ class VectorIndex:
     def _list_old(self) -> set[str]:
         """The server's collections, listed now, of a layout before this one."""
         return {c.name for c in self._retrying(lambda: self.client.list_collections())
-                if c.name.startswith(tuple(VIEWS.values())) and _bucket_count(c.name) != self.buckets}
-
-    def old_layouts(self) -> dict[str, int]:
-        """A Chroma server's collections in a layout before this one, listed now, counted by
-        what they are ("a collection per scope", "<n> buckets a view"): the vectors recall does
-        not reach until `reindex` moves them. Embedded: none."""
-        found: dict[str, int] = {}
-        for name in sorted(self._list_old()) if self.shared else []:
-            count = _bucket_count(name)
-            kind = "a collection per scope" if count is None else f"{count} buckets a view"
-            found[kind] = found.get(kind, 0) + 1
-        return found
+                if _is_old(c.name, self.buckets)}
 
     def _delete_old(self, scope: str, view: str, ids: Sequence[str]) -> None:
         """Blank and delete the memories `ids` of the scope from its collections of `view` in a
@@ -619,7 +653,7 @@ def admin_client(url: str):
         chroma_server_ssl_enabled=where["ssl"])))
 
 
-def _with_timeout(client):
+def _with_timeout(client, seconds: float = HTTP_TIMEOUT_S):
     """Give a chromadb HTTP client a request timeout (chromadb sets none: a hung server would
     hang every caller). Reaches into chromadb's FastAPI client for its httpx session."""
     import httpx
@@ -627,8 +661,41 @@ def _with_timeout(client):
     session = getattr(getattr(client, "_server", None), "_session", None) or getattr(
         getattr(client, "_admin_client", None), "_session", None)
     if session is not None:
-        session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)
+        session.timeout = httpx.Timeout(seconds, connect=min(seconds, 3.0))
     return client
+
+
+PROBE_S = 3.0  # a request of `probe`: a health page does not wait on a hung server
+
+
+def probe(url: str, buckets: int) -> dict:
+    """What `doctor` and a health page show of the Chroma server at `url`, read only (a
+    VectorIndex's first call makes the database and claims it; this makes nothing):
+    {"answers": False, "error": name} or {"answers": True, "database": whether it exists,
+    "owner": the store id it names (None: not claimed yet), "old": old_layouts}."""
+    import chromadb
+    import httpx
+    from chromadb.config import Settings as ChromaSettings
+
+    where = _server_address(url)
+    base = f"{'https' if where['ssl'] else 'http'}://{where['host']}:{where['port']}"
+    try:
+        httpx.get(f"{base}/api/v2/heartbeat", timeout=PROBE_S).raise_for_status()
+    except Exception as exc:  # noqa: BLE001 - away, or not a Chroma server
+        return {"answers": False, "error": type(exc).__name__}
+    database = urlparse(url).path.strip("/")
+    if database:
+        try:
+            _with_timeout(admin_client(url), PROBE_S).get_database(database)
+        except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+            if _unreachable(exc):
+                raise
+            return {"answers": True, "database": False, "owner": None, "old": {}}
+    client = _with_timeout(chromadb.HttpClient(**where, settings=ChromaSettings(anonymized_telemetry=False),
+                                               **({"database": database} if database else {})), PROBE_S)
+    names = [c.name for c in client.list_collections()]
+    owner = (client.get_collection(OWNER).metadata or {}).get("store") if OWNER in names else None
+    return {"answers": True, "database": True, "owner": owner, "old": old_layouts(names, buckets)}
 
 
 def _unreachable(exc: BaseException) -> bool:

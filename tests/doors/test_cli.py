@@ -47,6 +47,11 @@ def test_doctor_says_when_the_chroma_server_does_not_answer(home):
     assert said and f"the Chroma server at {url} does not answer" in said[0], done.stdout
     assert "keyword-only" in said[0] and done.returncode == 0  # recall degrades; Hermes still uses cmms
     assert not [line for line in run(home, "doctor").stdout.splitlines() if "vectors:" in line]  # embedded: no line
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        database = f"postgresql+psycopg://cmms@127.0.0.1:{sock.getsockname()[1]}/cmms"
+    down = run(home, "doctor", CMMS_EMBEDDER="auto", CMMS_CHROMA_URL=url, CMMS_DATABASE_URL=database)
+    assert "FAIL database" in down.stdout and "vectors:" not in down.stdout  # the store is what is down
 
 
 @pytest.mark.store

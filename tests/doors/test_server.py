@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import chromadb
 import pytest
 
 from conftest import SERVER, server_databases, server_only
@@ -17,7 +18,7 @@ from servers import free_port
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.errors import StoreUnavailable
 from hermes_cmms.store.store import NewMemory, Store
-from hermes_cmms.vectors.chroma import VectorIndex, admin_client
+from hermes_cmms.vectors.chroma import OWNER, VectorIndex, _server_address, admin_client
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
 
@@ -133,9 +134,48 @@ def test_a_chroma_database_holds_one_stores_vectors_and_another_store_is_refused
     with MemoryService(Settings.load(home), scheduler=False) as first:  # the first store's, untouched
         assert first.indexer.ready.wait(120) and first.indexer.vectors.count() == 1
         assert first.indexer.vectors.present("local:default", [boat, tea]) == {boat}
-    with server_databases() as (_, own):
+    with server_databases() as (_, own):  # the fix the message gives first: a database of its own
         with MemoryService(Settings.load(other, chroma_url=own, **database), scheduler=False) as second:
             assert second.indexer.drain(180) and second.indexer.vectors.present("local:default", [tea]) == {tea}
+    # the other fix: this store replaces the first one (say, restored by import), and takes its database
+    claimed = subprocess.run([CLI, "reindex", "--claim", "--quiet", "--hermes-home", str(other)], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert claimed.returncode == 0, claimed.stderr
+    with MemoryService(Settings.load(other, chroma_url=shared, **database), scheduler=False) as second:
+        assert second.indexer.ready.wait(120)
+        assert second.indexer.vectors.present("local:default", [boat, tea]) == {tea}  # the first's: a stray
+    with MemoryService(Settings.load(home), scheduler=False) as first:  # now the first store is refused
+        first.remember("local:default", "The boat's spare key hangs by the door")
+        assert not first.indexer.drain(5) and first.store.counts()["outbox"] == 1
+
+
+@server_only
+def test_a_wiped_chroma_database_is_claimed_again_by_the_store_writing_to_it(home):
+    """The server lost its data (restarted without a volume) while a process of the store runs:
+    its next write makes the database and its own claim again, so no other store can take it."""
+    settings = Settings.load(home)
+    with MemoryService(settings, scheduler=False) as svc:
+        svc.remember("local:default", "The boat is moored at pier 7")
+        assert svc.indexer.drain(180)
+        name = settings.chroma_url.rsplit("/", 1)[1]
+        admin_client(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(name)
+        tea = svc.remember("local:default", "Ana drinks green tea every morning")
+        assert svc.indexer.drain(180) and svc.indexer.vectors.present("local:default", [tea]) == {tea}
+        raw = chromadb.HttpClient(**_server_address(settings.chroma_url), database=name)
+        assert raw.get_collection(OWNER).metadata["store"] == svc.store.identity()
+
+
+@server_only
+def test_doctor_reads_the_chroma_server_and_makes_nothing_there(home):
+    """doctor on a store whose Chroma database does not exist yet: an ok line that says so, and
+    still no database afterwards (a typo in the URL is not made into a database by a check)."""
+    MemoryService(Settings.load(home, embedder="none"), scheduler=False).close()
+    env = dict(os.environ, HERMES_HOME=str(home), HF_HUB_OFFLINE="1")
+    done = subprocess.run([CLI, "doctor"], capture_output=True, text=True, env=env, timeout=120)
+    said = [line for line in done.stdout.splitlines() if line.startswith("ok   vectors:")]
+    assert said and "its database is made at the first write" in said[0], done.stdout
+    with pytest.raises(Exception, match="(?i)not found|does not exist"):
+        admin_client(os.environ["CMMS_TEST_CHROMA_URL"]).get_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])
 
 
 @server_only
@@ -187,7 +227,7 @@ def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
     monkeypatch.setenv("CMMS_DATABASE_URL", url)  # PostgreSQL's trust auth ignores the password
     shown = CmmsMemoryProvider().get_status_config({})
     assert "hunter2-secret" not in json.dumps(shown) and ":***@" in shown["database_url"]
-    status, _, detail = doctor._database(Settings.load(home))
+    (status, _, detail), _ = doctor._database(Settings.load(home))
     assert "hunter2-secret" not in detail and status == ("ok" if SERVER else "FAIL"), detail
 
 

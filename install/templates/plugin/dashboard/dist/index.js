@@ -101,7 +101,7 @@
       if (names.indexOf(self.scope) < 0) names.unshift(self.scope);
       names.forEach(function (name) { add(self.scopeSelect, el("option", { value: name }, name)); });
       self.scopeSelect.value = self.scope;
-      self.show("overview");
+      self.show(self.view);  // the view picked meanwhile, if any, now with the scope
     }, function (err) { self.fail(err); });
   };
 
