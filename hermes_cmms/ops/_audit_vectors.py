@@ -115,7 +115,7 @@ def _repair_vectors(engine: "Engine", scope: Optional[str], drain_timeout: float
         progress(waiting)
     vectors = _vectors(engine)
     if vectors is None:
-        return {"vectors": "none (keyword-only or unavailable): not repaired"}
+        return {"vectors": "none (keyword-only or unavailable): not repaired" + ("; nothing claimed" if claim else "")}
     if claim:
         vectors.take()
         engine.indexer.notify()

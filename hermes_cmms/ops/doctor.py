@@ -210,7 +210,7 @@ def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
         yield ("warn", "vectors", f"the Chroma server at {url} does not answer ({found['error']}); "
                f"{degraded} it does.")
     elif found["owner"] not in (None, identity):
-        yield ("FAIL", "vectors", f"{foreign(url, found['owner'], identity)} Until then {degraded} then.")
+        yield ("FAIL", "vectors", f"{foreign(url, found['owner'], identity)} Meanwhile {degraded} then.")
     elif found["old"]:
         kinds = "; ".join(f"{n} collections in {kind}" for kind, n in found["old"].items())
         yield ("warn", "vectors", f"{url}: {kinds}, a layout before this one ({layout}): recall misses their "

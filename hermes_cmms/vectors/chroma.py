@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Iterator, Sequence
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from ..common.config import Settings
 from ..common.errors import VectorsUnavailable
@@ -140,6 +140,8 @@ class VectorIndex:
         self._settings = settings
         self.owner = owner  # the store's id: on a server, the database must be this store's (OWNER)
         self._refused: ForeignDatabase | None = None  # while refused, calls fail fast with it
+        self._reclaim = False  # the server lost collections or was away: database and claim checked again
+        self._admin = None
         self._collections: dict[str, object] = {}
         self._lock = threading.Lock()
         self.embedded = not settings.chroma_url
@@ -161,18 +163,25 @@ class VectorIndex:
             settings.chroma_path.mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
         where = _server_address(settings.chroma_url)
-        database = urlparse(settings.chroma_url).path.strip("/")
-        if database:  # one Chroma server, several deployments: each in its own database
-            admin = admin_client(settings.chroma_url)
-            try:
-                admin.get_database(database)
-            except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
-                admin.create_database(database)
+        database = self._database()
         client = _with_timeout(chromadb.HttpClient(**where, settings=chroma_settings,
                                                    **({"database": database} if database else {})))
         if self.owner and claim:
             self._claim(client)
         return client
+
+    def _database(self) -> str:
+        """The database the URL names ("": the server's default), made if missing: one Chroma
+        server, several deployments, each in its own database."""
+        database = urlparse(self._settings.chroma_url).path.strip("/")
+        if database:
+            if self._admin is None:  # (one a process: chromadb keeps every client it made)
+                self._admin = admin_client(self._settings.chroma_url)
+            try:
+                self._admin.get_database(database)
+            except Exception:  # noqa: BLE001 - chroma raises several types for "missing"
+                self._admin.create_database(database)
+        return database
 
     def _claim(self, client) -> None:
         """Make the server's database this store's (OWNER), or fail if another store's."""
@@ -196,25 +205,28 @@ class VectorIndex:
         --claim`: this store replaces a lost one, e.g. restored by import)."""
         if not self.shared or not self.owner:
             return
-        client = self.client or self._connect(claim=False)
-        try:
-            client.delete_collection(OWNER)
-        except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
-            if _unreachable(exc):
-                raise
-        client.create_collection(OWNER, metadata={"store": self.owner})
-        with self._lock:
-            self.client, self._refused, self._down_until, self._failures = client, None, 0.0, 0
+        with self._lock:  # (a claim on another thread waits, then finds this store's name)
+            if self.client is None:
+                self.client = self._connect(claim=False)
+            else:
+                self._database()
+            marker = self.client.get_or_create_collection(OWNER, metadata={"store": self.owner})
+            if (marker.metadata or {}).get("store") != self.owner:
+                marker.modify(metadata={"store": self.owner})
+            self._refused, self._down_until, self._failures, self._reclaim = None, 0.0, 0, False
 
     def _server(self):
         """The server client, connected now if need be; fails fast while the server is down."""
-        client = self.client
-        if client is None:
+        if self.client is None or self._reclaim:
             with self._lock:
                 if self.client is None:
                     self.client = self._connect()
-                client = self.client
-        return client
+                elif self._reclaim:  # the same client (it has its timeouts): database and claim again
+                    self._database()
+                    if self.owner:
+                        self._claim(self.client)
+                self._reclaim = False
+        return self.client
 
     def reopen(self) -> None:
         """Drop the embedded client and open a new one, which reads the index from disk again
@@ -243,18 +255,18 @@ class VectorIndex:
 
     def _collection(self, scope: str, create: bool, view: str = "content", name: str | None = None):
         name = name or self._name(scope, view)
-        # connected before the lock below is taken (connecting takes it too)
-        client = self.client if self.embedded else self._server()
+        if not self.embedded:
+            self._server()  # connected before the lock below is taken (connecting takes it too)
         with self._lock:
             if name not in self._collections:
                 if create:
-                    self._collections[name] = client.get_or_create_collection(
+                    self._collections[name] = self.client.get_or_create_collection(
                         name, embedding_function=None, metadata=SPACE)
                 else:
                     try:
-                        self._collections[name] = client.get_collection(name, embedding_function=None)
+                        self._collections[name] = self.client.get_collection(name, embedding_function=None)
                     except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
-                        if _unreachable(exc):
+                        if _unreachable(exc) or _no_database(exc):  # (the database gone: made again)
                             raise
                         return None
             return self._collections[name]
@@ -285,24 +297,26 @@ class VectorIndex:
                 self._server()
                 result = operation()
             except ForeignDatabase as exc:  # asked again after a pause, as a server that is away
-                self._refused, self._down_until = exc, time.monotonic() + DOWN_MAX_S
+                with self._lock:
+                    if self.client is None or self._reclaim:  # (not made this store's meanwhile: take)
+                        self._refused, self._down_until = exc, time.monotonic() + DOWN_MAX_S
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure: back off, then say so clearly
                 gone = _unreachable(exc)
                 # another process dropped the collection (forget --all), or the server restarted
                 # empty: the handles kept here name collections that are gone
-                missing = not gone and "does not exist" in str(exc)
-                if missing:  # (the database itself may be new: connected, and claimed, again)
+                missing = not gone and _missing(exc)
+                if missing:  # (the database itself may be gone: made, and claimed, again)
                     with self._lock:
-                        self._collections, self.client = {}, None
+                        self._collections, self._reclaim = {}, True
                 if attempt + 1 < tries or (missing and attempt + 1 == tries):
                     time.sleep(0.2 * 2 ** attempt)
                     continue
                 if gone:
                     self._failures += 1
                     self._down_until = time.monotonic() + min(DOWN_MAX_S, 2.0 ** (self._failures - 1))
-                    with self._lock:
-                        self._collections, self.client = {}, None
+                    with self._lock:  # (it may come back empty: database and claim checked again)
+                        self._collections, self._reclaim, self._refused = {}, True, None
                     raise VectorsUnavailable(f"The Chroma server at {self.location} is not answering: "
                                              f"{type(exc).__name__}: {exc}") from exc
                 raise
@@ -653,7 +667,7 @@ def admin_client(url: str):
         chroma_server_ssl_enabled=where["ssl"])))
 
 
-def _with_timeout(client, seconds: float = HTTP_TIMEOUT_S):
+def _with_timeout(client):
     """Give a chromadb HTTP client a request timeout (chromadb sets none: a hung server would
     hang every caller). Reaches into chromadb's FastAPI client for its httpx session."""
     import httpx
@@ -661,7 +675,7 @@ def _with_timeout(client, seconds: float = HTTP_TIMEOUT_S):
     session = getattr(getattr(client, "_server", None), "_session", None) or getattr(
         getattr(client, "_admin_client", None), "_session", None)
     if session is not None:
-        session.timeout = httpx.Timeout(seconds, connect=min(seconds, 3.0))
+        session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)
     return client
 
 
@@ -670,32 +684,42 @@ PROBE_S = 3.0  # a request of `probe`: a health page does not wait on a hung ser
 
 def probe(url: str, buckets: int) -> dict:
     """What `doctor` and a health page show of the Chroma server at `url`, read only (a
-    VectorIndex's first call makes the database and claims it; this makes nothing):
+    VectorIndex's first call makes the database and claims it; this makes nothing), over plain
+    HTTP with PROBE_S a request (chromadb's client waits without limit while it connects):
     {"answers": False, "error": name} or {"answers": True, "database": whether it exists,
     "owner": the store id it names (None: not claimed yet), "old": old_layouts}."""
-    import chromadb
     import httpx
-    from chromadb.config import Settings as ChromaSettings
 
     where = _server_address(url)
-    base = f"{'https' if where['ssl'] else 'http'}://{where['host']}:{where['port']}"
-    try:
-        httpx.get(f"{base}/api/v2/heartbeat", timeout=PROBE_S).raise_for_status()
-    except Exception as exc:  # noqa: BLE001 - away, or not a Chroma server
-        return {"answers": False, "error": type(exc).__name__}
-    database = urlparse(url).path.strip("/")
-    if database:
+    base = f"{'https' if where['ssl'] else 'http'}://{where['host']}:{where['port']}/api/v2"
+    database = urlparse(url).path.strip("/") or "default_database"
+    api = f"{base}/tenants/default_tenant/databases/{quote(database, safe='')}"
+    with httpx.Client(timeout=PROBE_S) as http:
         try:
-            _with_timeout(admin_client(url), PROBE_S).get_database(database)
-        except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
-            if _unreachable(exc):
-                raise
+            http.get(f"{base}/heartbeat").raise_for_status()
+        except Exception as exc:  # noqa: BLE001 - away, or not a Chroma server
+            return {"answers": False, "error": type(exc).__name__}
+        found = http.get(api)
+        if found.status_code == 404:
             return {"answers": True, "database": False, "owner": None, "old": {}}
-    client = _with_timeout(chromadb.HttpClient(**where, settings=ChromaSettings(anonymized_telemetry=False),
-                                               **({"database": database} if database else {})), PROBE_S)
-    names = [c.name for c in client.list_collections()]
-    owner = (client.get_collection(OWNER).metadata or {}).get("store") if OWNER in names else None
+        found.raise_for_status()
+        listing = http.get(f"{api}/collections")
+        listing.raise_for_status()
+        collections = listing.json()
+    names = [c.get("name", "") for c in collections]
+    owner = next(((c.get("metadata") or {}).get("store") for c in collections if c.get("name") == OWNER), None)
     return {"answers": True, "database": True, "owner": owner, "old": old_layouts(names, buckets)}
+
+
+def _missing(exc: BaseException) -> bool:
+    """Whether `exc` says a collection, or the database, is not on the server (any more)."""
+    return "does not exist" in str(exc) or _no_database(exc)
+
+
+def _no_database(exc: BaseException) -> bool:
+    """Whether `exc` says the server has no database of the URL's name (any more)."""
+    said = str(exc)
+    return said.startswith("Database [") or ("Database [" in said and "not found" in said)
 
 
 def _unreachable(exc: BaseException) -> bool:
