@@ -86,7 +86,9 @@ def test_every_answer_carries_the_strict_policy_and_no_inline_script_or_style(se
             assert answer.headers["x-frame-options"] == "DENY"
         assert CSP == ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+        assert client.get("/favicon.ico").status_code == 404
         for answer in answers[:2]:
+            assert '<link rel="icon" href="data:,">' in answer.text  # so no browser asks for that 404
             assert not re.search(r"<script(?![^>]*\bsrc=\"/static/)", answer.text)  # no inline script
             assert not re.search(r"\sstyle=|<style|\son[a-z]+=", answer.text)  # no inline style or handler
 
