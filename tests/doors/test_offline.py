@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,13 @@ async def bridge_session(log: Path, home: Path, hermes_home: Path) -> list[str]:
     command = traced(log, *bridge_command(hermes_home))
     async with stdio_bridge(hermes_home, command=command, env=user_env(home)) as bridge:
         await bridge.ok("store_memory", content=FACT, scope=SCOPE)
-        found = await bridge.ok("recall_memory", query=QUESTION, scope=SCOPE)  # the model is loaded
+        started = time.monotonic()
+        # the model is loaded; the vector is written by the indexer thread a moment after the store
+        # is acknowledged (a recall does not wait for it: README, How it works), so on a loaded machine
+        # the first recall by meaning may come before it
+        while not (found := await bridge.ok("recall_memory", query=QUESTION, scope=SCOPE))["results"] \
+                and time.monotonic() - started < 60:
+            await asyncio.sleep(0.5)
         await asyncio.sleep(UPLOAD_WAIT_S)
     return [r["content"] for r in found["results"]]
 
