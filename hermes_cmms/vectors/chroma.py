@@ -175,7 +175,7 @@ class VectorIndex:
         server, several deployments, each in its own database."""
         database = urlparse(self._settings.chroma_url).path.strip("/")
         if database:
-            if self._admin is None:  # (one a process: chromadb keeps every client it made)
+            if self._admin is None:  # (one an index: chromadb keeps every client it ever made)
                 self._admin = admin_client(self._settings.chroma_url)
             try:
                 self._admin.get_database(database)
@@ -719,7 +719,7 @@ def _missing(exc: BaseException) -> bool:
 def _no_database(exc: BaseException) -> bool:
     """Whether `exc` says the server has no database of the URL's name (any more)."""
     said = str(exc)
-    return said.startswith("Database [") or ("Database [" in said and "not found" in said)
+    return "Database [" in said and ("not found" in said or "does not exist" in said)
 
 
 def _unreachable(exc: BaseException) -> bool:
