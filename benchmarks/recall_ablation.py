@@ -155,10 +155,58 @@ def evaluate(sample: dict, home: Path) -> list[dict]:
         p._seen.clear()  # each question as if first asked (the harnesses start a session per item, too)
         hits = p.service.search(p.scope, question, limit=300)
         asked.append({"category": group, "ms": ms, "tokens": REF.token_len(context),
-                      "evidence": [{**found(text, context), "rank": rank_of(text, hits)} for text, found in evidence]})
+                      "evidence": [{**found(text, context), "rank": rank_of(text, hits)} for text, found in evidence],
+                      **({"block": composition(p, question)} if COMPOSITION else {})})
     p.shutdown()
     clock.stop()
     return asked
+
+
+COMPOSITION = False  # --composition: what each block's tokens are spent on (a second, explained recall)
+
+
+def composition(p, question: str) -> dict:
+    """What a block's tokens hold: memory lines by kind (`message` lines split by role), the
+    tokens of what is not a memory's text (header, day headings, blank lines, each line's label),
+    and how many distinct source messages it quotes (a derived line whose text repeats a message
+    line of the block counts as a repeat, not a source)."""
+    from hermes_cmms.recall.block import recall_block
+    from hermes_cmms.recall.render import LINE_PREFIX
+
+    explain: dict = {}
+    text = recall_block(p.service.engine, p.scope, question, p.service.settings.recall_tokens, explain=explain)
+    memories = {h.memory.id: h.memory for h in explain.get("hits", [])}
+    packed = explain.get("packing", {}).get("packed", [])
+    out = defaultdict(int, total=REF.token_len(text) if text else 0)
+    message_words = [set(REF.content_words(memories[m].content)) for m, _ in packed
+                     if m in memories and memories[m].kind == "message"]
+    for memory_id, line in packed:
+        memory = memories.get(memory_id)
+        kind = "other" if memory is None else memory.kind if memory.kind != "message" else f"message:{memory.role}"
+        cost = REF.token_len(line) + 1
+        label = line[len(LINE_PREFIX):].split(": ", 1)[0]
+        out[f"tokens:{kind}"] += cost
+        out[f"lines:{kind}"] += 1
+        out["tokens:labels"] += REF.token_len(LINE_PREFIX + label + ": ")
+        if memory is not None and memory.kind != "message":
+            words = set(REF.content_words(memory.content))
+            if words and any(len(words & w) >= 0.8 * len(words) for w in message_words):
+                out["tokens:derived_repeat"] += cost
+    out["tokens:overhead"] = out["total"] - sum(v for k, v in out.items() if k.startswith("lines:") for k in [f"tokens:{k[6:]}"]
+                                                ) if False else out["total"] - sum(out[f"tokens:{k[6:]}"] for k in list(out) if k.startswith("lines:"))
+    out["sources"] = len(message_words)
+    return dict(out)
+
+
+def composition_summary(asked: list[dict]) -> dict:
+    """Mean tokens a block spends on each part, and tokens per distinct source message."""
+    blocks = [q["block"] for q in asked if q.get("block")]
+    if not blocks:
+        return {}
+    keys = sorted({k for b in blocks for k in b})
+    mean = {k: round(sum(b.get(k, 0) for b in blocks) / len(blocks), 1) for k in keys}
+    mean["tokens_per_source"] = round(sum(b["total"] for b in blocks) / max(sum(b["sources"] for b in blocks), 1), 1)
+    return mean
 
 
 # -- scoring, with the harnesses' own rules -------------------------------------------------------
@@ -196,7 +244,8 @@ def summary(asked: list[dict]) -> dict:
     return {"evidence": len(ev), "ev_key": share("key", ev), "ev_words": share("words", ev),
             "ev_recall": share("lenient", ev), "ev_key_by_cat": by_cat,
             "tokens": round(statistics.mean(q["tokens"] for q in asked)), "p50_ms": round(ms[len(ms) // 2], 1),
-            "p95_ms": round(ms[int(len(ms) * 0.95)], 1), "r10": ranked(10), "r20": ranked(20), "r50": ranked(50)}
+            "p95_ms": round(ms[int(len(ms) * 0.95)], 1), "r10": ranked(10), "r20": ranked(20), "r50": ranked(50),
+            **({"block": composition_summary(asked)} if COMPOSITION else {})}
 
 
 def apply(settings: list[str]) -> None:
@@ -216,7 +265,10 @@ def main(argv=None) -> None:
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--budget", type=int)
     ap.add_argument("--json")
+    ap.add_argument("--composition", action="store_true", help="what each block's tokens hold (a second recall a question)")
     args = ap.parse_args(argv)
+    global COMPOSITION
+    COMPOSITION = args.composition
     if args.budget:
         os.environ["CMMS_RECALL_TOKENS"] = str(args.budget)
     apply(args.set)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NAMES = ("rawbm25", "rawhybrid")
+NAMES = ("rawbm25", "rawhybrid", "rawbge")
 
 
 def install(name: str, home: Path) -> Path:

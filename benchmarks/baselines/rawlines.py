@@ -1,5 +1,6 @@
 """Raw-line baseline memory providers for Hermes: every message line is kept as it was said and
-recalled by keyword (BM25, SQLite FTS5) or by keyword + MiniLM fused by reciprocal rank.
+recalled by keyword (BM25, SQLite FTS5) or by keyword + an embedder (MiniLM, bge-small) fused
+by reciprocal rank.
 
 They exist to measure hermes-cmms against: no extraction, no trimming, no rules. Each line
 ("<speaker>: <text>", as Hermes hands it over in sync_turn) is one row; prefetch ranks the rows
@@ -20,6 +21,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional
+
+import numpy as np
 
 from agent.memory_provider import MemoryProvider
 
@@ -176,6 +179,77 @@ class RawLinesProvider(MemoryProvider):
 
     def ranking(self, query: str) -> List[int]:
         return self.bm25_ranking(query)
+
+
+class HybridLinesProvider(RawLinesProvider):  # a MemoryProvider
+    """RawLinesProvider plus a vector per line from hermes-cmms' embedder EMBEDDER (loaded offline,
+    never downloaded); prefetch fuses BM25 with the cosine ranking over all lines (RRF, k=60).
+    A query is embedded with the embedder's `embed_query` where it has one (bge's prefix)."""
+    EMBEDDER = "auto"
+    DB_NAME = "lines.sqlite"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._embedder = None
+        self._ids: List[int] = []
+        self._vecs: List[np.ndarray] = []
+        self._matrix: Optional[np.ndarray] = None
+        self._vec_lock = threading.Lock()
+
+    def is_available(self) -> bool:
+        try:
+            from hermes_cmms.vectors.embedders import embedder_on_disk
+        except ImportError:
+            return False
+        return super().is_available() and embedder_on_disk(self.EMBEDDER)[0] == "ok"
+
+    def initialize(self, session_id: str, **kwargs) -> None:
+        super().initialize(session_id, **kwargs)
+        from hermes_cmms.vectors.embedders import load_embedder
+        self._embedder = load_embedder(self.EMBEDDER)
+        if self._embedder is None:
+            raise RuntimeError(f"{self.NAME}: no offline embedder {self.EMBEDDER!r} (see hermes-cmms doctor)")
+        with self._lock:
+            rows = self._db.execute("SELECT id, vec FROM lines WHERE vec IS NOT NULL ORDER BY id").fetchall()
+        with self._vec_lock:
+            self._ids = [i for i, _ in rows]
+            self._vecs = [np.frombuffer(v, dtype=np.float32) for _, v in rows]
+            self._matrix = None
+
+    def embed_lines(self, lines):
+        return [np.asarray(v, dtype=np.float32).tobytes() for v in self._embedder.embed(lines)]
+
+    def sync_turn(self, user_content, assistant_content, *, session_id="", messages=None):
+        if self._db is None:
+            return
+        with self._lock:
+            before = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM lines").fetchone()[0]
+            super().sync_turn(user_content, assistant_content, session_id=session_id, messages=messages)
+            new = self._db.execute("SELECT id, vec FROM lines WHERE id > ? AND vec IS NOT NULL ORDER BY id",
+                                   (before,)).fetchall()
+        with self._vec_lock:
+            for i, v in new:
+                self._ids.append(i)
+                self._vecs.append(np.frombuffer(v, dtype=np.float32))
+            self._matrix = None
+
+    def dense_ranking(self, query: str) -> List[int]:
+        with self._vec_lock:
+            if not self._ids:
+                return []
+            if self._matrix is None:
+                self._matrix = np.vstack(self._vecs)
+            matrix, ids = self._matrix, self._ids
+        embed = getattr(self._embedder, "embed_query", self._embedder.embed)
+        q = np.asarray(embed([query])[0], dtype=np.float32)
+        sims = matrix @ q  # vectors are normalised: the dot product is the cosine
+        n = min(CANDIDATES, len(ids))
+        top = np.argpartition(-sims, n - 1)[:n]
+        return [ids[j] for j in top[np.argsort(-sims[top])]]
+
+    def ranking(self, query: str) -> List[int]:
+        return rrf(self.bm25_ranking(query), self.dense_ranking(query))
+
 
 
 def rrf(*rankings: List[int], k: int = RRF_K) -> List[int]:

@@ -3,13 +3,15 @@ a recall event saying which memories went in at which rank (ids and ranks only).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Optional
 
 from ..common.checks import scope_of
-from ..common.text import clean_key
+from ..common.text import clean_key, terms
 from ..store import recall_events
+from .rank import Hit
 from .render import render
 from .search import search
 
@@ -18,6 +20,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A block is given only when something stored is about the prompt: a memory within GATE_COSINE of
+# it by meaning, or one of the first keyword hits holding GATE_WORDS of its words (by their stems).
+# Prompts about nothing stored (code, arithmetic, trivia) then get nothing (benchmarks/precision.py).
+GATE_COSINE = 0.3
+GATE_WORDS = 0.5
+KEYWORD_ONLY_WORDS = 0.25  # the share when there is no vector index (the words are all there is)
+# Below SURE_COSINE, with no such keyword hit, only the memories within GATE_COSINE go in.
+SURE_COSINE = 0.4
 LINE_TOKENS = 15  # enough candidates to fill the budget even with short memories (~15 tokens a line)
 MIN_CANDIDATES = 30
 SETTLE_S = 10.0  # how long a read of the events waits for this process's queued ones
@@ -40,6 +50,7 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     if explain is not None:
         ranked, packing = explain.setdefault("ranked", {}), explain.setdefault("packing", {})
     hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked)
+    hits = about_the_prompt(hits, query, engine.indexer.active)
     if explain is not None:
         explain["hits"] = hits
         return render(hits, budget_tokens, query, seen, packing)
@@ -47,6 +58,31 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     text = render(hits, budget_tokens, query, seen, packing)
     _record(engine, scope, session_id, [memory_id for memory_id, _ in packing.get("packed", ())])
     return text
+
+
+def about_the_prompt(hits: list[Hit], query: str, by_meaning: bool = True) -> list[Hit]:
+    """The hits worth a line in the block (see GATE_COSINE): all of them when the prompt is
+    surely about something stored, those close to it by meaning when it may be, none when not.
+    Keyword-only (`by_meaning` false: no vector index), words alone decide, at KEYWORD_ONLY_WORDS."""
+    wanted = _stems(query)
+    share = GATE_WORDS if by_meaning else KEYWORD_ONLY_WORDS
+    if wanted and any(hit.keyword_rank is not None and hit.keyword_rank < 3
+                      and len(wanted & _stems(hit.memory.content)) >= share * len(wanted) for hit in hits):
+        return hits
+    if not by_meaning:
+        return []
+    best = max((hit.similarity for hit in hits if hit.similarity is not None), default=0.0)
+    if best >= SURE_COSINE:
+        return hits
+    return [hit for hit in hits if hit.similarity is not None and hit.similarity >= GATE_COSINE]
+
+
+_SUFFIX = re.compile(r"(?:ing|ed|es|e|s)$")
+
+
+def _stems(text: str) -> set[str]:
+    """The content words of `text`, each less a common ending (lives, live, living: liv)."""
+    return {_SUFFIX.sub("", word) if len(word) > 3 else word for word in terms(text)}
 
 
 def settled(timeout: float = SETTLE_S) -> bool:

@@ -35,6 +35,8 @@ class Hit:
     score: float
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    similarity: float | None = None  # its best cosine with the query in any vector view (None: not found by meaning)
+    units: tuple[int, ...] = ()  # its sentence runs (common/units.py) the query matched by meaning, best first
 
 
 def fuse(rankings: dict[str, Sequence[str]], vector_weight: float = 1.0) -> dict[str, float]:

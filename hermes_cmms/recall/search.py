@@ -73,17 +73,21 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
     # in rank() covers it, so keyword search looks for the rest of the question.
     vectors = engine.pool.submit(_vector_search, engine, scope, query)
     words = _without(query, store.speakers(scope, names)) if names else query
+    found, meaning = vectors.result()
     rankings = {
         "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, filters=filters)],
         "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True, filters=filters)],
-        **vectors.result()}
+        **found}
     if filters is not None:
         kept = store.filtered_ids(scope, filters, list({m for name, ids in rankings.items()
                                                         if name.startswith("vector") for m in ids}))
         rankings = {name: [m for m in ids if not name.startswith("vector") or m in kept]
                     for name, ids in rankings.items()}
     memories = store.get(list({m for ids in rankings.values() for m in ids}), scope)
-    return rank(memories, rankings, names, during=when.spans(query, time.time()), query=words, explain=explain)
+    hits = rank(memories, rankings, names, during=when.spans(query, time.time()), query=words, explain=explain)
+    for hit in hits:
+        hit.similarity, hit.units = meaning.get(hit.memory.id, (None, ()))
+    return hits
 
 
 def _newest_facts(engine: "Engine", scope: str, filters: Filters, limit: int) -> list[Hit]:
@@ -131,28 +135,42 @@ def page(engine: "Engine", scope: str, *, tier: Optional[str] = None, tags: Sequ
                              limit=limit, offset=offset)
 
 
-def _vector_search(engine: "Engine", scope: str, query: str) -> dict[str, list[str]]:
+Meaning = dict[str, tuple[float, tuple[int, ...]]]  # memory id -> (best cosine, its units matched)
+
+
+def _vector_search(engine: "Engine", scope: str, query: str) -> tuple[dict[str, list[str]], Meaning]:
     """Rankings by cosine similarity: of the memories alone, in context, and by their best
-    sentence; {} if no index."""
+    sentence; and each memory found's best cosine in any view with the sentences (units.py) it
+    matched by, best first; ({}, {}) if no index."""
     try:
         vector = query_vector(engine.indexer, query)
         if vector is None:
-            return {}
+            return {}, {}
         return _vector_rankings(engine.indexer.vectors, scope, vector)
     except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
         log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
-        return {}
+        return {}, {}
 
 
-def _vector_rankings(vectors, scope: str, vector) -> dict[str, list[str]]:
-    """The three vector rankings of one query vector, each cut at VECTOR_FLOOR."""
-    found = {name: [m for m, similarity in vectors.query(scope, vector, CANDIDATES, view)
-                    if similarity >= VECTOR_FLOOR]
-             for name, view in (("vector", "content"), ("vector_context", "context"))}
-    sentences = vectors.query(scope, vector, SENTENCE_CANDIDATES, UNITS)  # several a memory
-    found["vector_sentences"] = list(dict.fromkeys(
-        owner(unit) for unit, similarity in sentences if similarity >= VECTOR_FLOOR))[:CANDIDATES]
-    return found
+def _vector_rankings(vectors, scope: str, vector) -> tuple[dict[str, list[str]], Meaning]:
+    """The three vector rankings of one query vector, each cut at VECTOR_FLOOR, and each
+    memory's best cosine with the units (sentence runs, by position) it matched by, best first."""
+    best: dict[str, float] = {}
+    units: dict[str, list[int]] = {}
+    found = {}
+    for name, view, many in (("vector", "content", CANDIDATES), ("vector_context", "context", CANDIDATES),
+                             ("vector_sentences", UNITS, SENTENCE_CANDIDATES)):  # several sentences a memory
+        ranked = []
+        for item, similarity in vectors.query(scope, vector, many, view):
+            if similarity < VECTOR_FLOOR:
+                continue
+            memory_id, position = (owner(item), item.rpartition(":")[2]) if view == UNITS else (item, "")
+            best[memory_id] = max(best.get(memory_id, similarity), similarity)
+            if position.isdigit():
+                units.setdefault(memory_id, []).append(int(position))
+            ranked.append(memory_id)
+        found[name] = list(dict.fromkeys(ranked))[:CANDIDATES]
+    return found, {m: (similarity, tuple(units.get(m, ()))) for m, similarity in best.items()}
 
 
 def _without(query: str, words: set[str]) -> str:

@@ -453,4 +453,5 @@ def query_vector(indexer: Indexer, text: str):
     if not indexer.ready.wait(EMBEDDER_WAIT_S) or not indexer.active:
         return None
     indexer.refresh()  # another process may have written vectors since we last looked
-    return indexer.embedder.embed([clean(text)[:MAX_EMBED_CHARS]])[0]
+    embed = getattr(indexer.embedder, "embed_query", indexer.embedder.embed)  # (Embedder)
+    return embed([clean(text)[:MAX_EMBED_CHARS]])[0]

@@ -34,5 +34,5 @@ def test_a_link_of_meaning_below_a_third_cosine_is_still_a_candidate(service):
     for other in ("Happy birthday to my sister, she turned forty.", "Got a hair cut on Tuesday."):
         service.remember(scope, other)
     assert service.indexer.drain(60)
-    found = _vector_search(service.engine, scope, "First week at the shelter done, covered in dog hair and happy.")
+    found, _ = _vector_search(service.engine, scope, "First week at the shelter done, covered in dog hair and happy.")
     assert cue in found["vector"] and cue in found["vector_sentences"]

@@ -2,7 +2,8 @@
 from hermes_cmms.common import tokens
 from hermes_cmms.store.models import Memory
 from hermes_cmms.recall.rank import Hit
-from hermes_cmms.recall.render import HEADER, render
+from hermes_cmms.common.units import units
+from hermes_cmms.recall.render import HEADER, ITEM_SHARE, MIN_ITEM_TOKENS, render
 from hermes_cmms.common.text import content_hash
 
 DAY = 86400.0
@@ -52,7 +53,7 @@ def _sentences(n, word="filler"):
 
 
 def test_a_memory_that_fits_is_shown_whole():
-    text = _sentences(9)  # about 100 tokens: more than the old 45-token snippet, less than the cap
+    text = _sentences(5)  # about 55 tokens: more than the old 45-token snippet, less than the cap (75 at 600)
     block = render([_hit(text, "a", 0.0)], 600, "what about sentence number eight")
     assert block.endswith("- user: " + text)
 
@@ -64,7 +65,7 @@ def test_the_sentences_that_match_are_kept_when_a_memory_is_cut():
     assert "The locksmith said the spare key is under the blue flowerpot." in line
     assert line.startswith("- user: This is filler sentence number 0 of many. … This is filler sentence number 29")
     assert line.endswith("This is more sentence number 0 of many. …")  # the opening, the match, around it
-    assert tokens.count(line) <= 600 // 4 + 4  # one memory takes at most a quarter of the block
+    assert tokens.count(line) <= 600 // ITEM_SHARE + 4  # one memory takes at most an eighth of the block
 
 
 def test_a_match_far_into_a_long_memory_is_kept():
@@ -72,14 +73,14 @@ def test_a_match_far_into_a_long_memory_is_kept():
     text = f"{_sentences(100)} The locksmith said the spare key is under the blue flowerpot."
     line = render([_hit(text, "a", 0.0)], 600, "Where is the spare key?").splitlines()[-1]
     assert len(text) > 4000 and line.endswith(" The locksmith said the spare key is under the blue flowerpot.")
-    assert " … " in line and tokens.count(line) <= 600 // 4 + 4
+    assert " … " in line and tokens.count(line) <= 600 // ITEM_SHARE + 4
 
 
 def test_a_memory_without_a_match_keeps_its_opening():
     text = _sentences(60)
     line = render([_hit(text, "a", 0.0)], 600, "zebra").splitlines()[-1]
     assert line.startswith("- user: This is filler sentence number 0 of many. This is filler sentence number 1")
-    assert line.endswith(" …") and tokens.count(line) <= 600 // 8 + 4  # the opening, in half the room
+    assert line.endswith(" …") and tokens.count(line) <= max(MIN_ITEM_TOKENS, 600 // ITEM_SHARE // 2) + 4  # the opening, in half the room
 
 
 def test_a_small_budget_cuts_memories_shorter_but_keeps_the_match():
@@ -87,4 +88,17 @@ def test_a_small_budget_cuts_memories_shorter_but_keeps_the_match():
     small = render([_hit(text, "a", 0.0)], 200, "spare key")
     assert "spare key is under the blue flowerpot" in small and tokens.count(small) <= 200
     assert text not in render([_hit(text, "a", 0.0)], 200, "spare key")
-    assert text in render([_hit(text, "a", 0.0)], 2000, "spare key")
+    assert text in render([_hit(text, "a", 0.0)], 4000, "spare key")
+
+
+def test_a_cut_memory_keeps_the_sentence_that_matched_by_meaning():
+    """A sentence found by its vector (its run of sentences, units.py) shares no word with the
+    question: it is kept first, before the opening."""
+    text = f"{_sentences(20)} My sister marries Tom in June on the island. {_sentences(20, 'more')}"
+    runs = units(text)
+    matched = next(i for i, run in enumerate(runs) if "marries Tom" in run)
+    hit = _hit(text, "a", 0.0)
+    hit.units = (matched,)
+    line = render([hit], 600, "When is the wedding?").splitlines()[-1]
+    assert "My sister marries Tom in June on the island." in line and tokens.count(line) <= 600 // ITEM_SHARE + 4
+    assert "marries Tom" not in render([_hit(text, "a", 0.0)], 600, "When is the wedding?")

@@ -33,7 +33,8 @@ def test_a_question_reaches_the_one_sentence_that_answers_it(service):
     question = query_vector(service.indexer, "When is my sister getting married?")
     unit, _ = service.indexer.vectors.query(scope, question, 1, UNITS)[0]
     assert owner(unit) == mixed and unit != f"{mixed}:0"  # its own sentence, not its opening
-    assert _vector_search(service.engine, scope, "When is my sister getting married?")["vector_sentences"][0] == mixed
+    found, meaning = _vector_search(service.engine, scope, "When is my sister getting married?")
+    assert found["vector_sentences"][0] == mixed and meaning[mixed][1][0] == int(unit.rpartition(":")[2])
 
 
 def test_only_sentence_ids_are_read_as_their_memory(service):

@@ -208,3 +208,27 @@ def test_recall_ablation_stitches_each_cue_as_a_session_of_its_own():
     question, relation, [(cue, found)] = ablation.questions(plus[0])[0]
     assert relation in {"causal", "goal", "state", "value"} and question and cue
     assert found(cue, f"- user: {cue}")["key"] and not found(cue, f"- user: {question}")["key"]
+
+
+@stores
+def test_precision_benchmark_counts_injected_lines_and_finds_facts(tmp_path):
+    """benchmarks/precision.py at three prompts of each kind: the hand-written chat stored (every
+    answer line a user message of the store), a row per prompt with the memory lines it got, and
+    related prompts that ask in other words find their fact (by meaning: the default embedder)."""
+    if not (REPO.parent / "shared" / "bench" / "locomo_recall.py").exists():
+        pytest.skip("the shared reference harness is not here")
+    stdout, result = run_benchmark(tmp_path, "precision.py", "--limit", "3", "--home", str(tmp_path / "home"))
+
+    assert set(result) == {"summary", "settings", "unrelated", "related"}
+    assert set(result["summary"]["unrelated"]) == {"prompts", "mean_lines", "share_none", "mean_tokens", "max_lines"}
+    assert set(result["summary"]["related"]) == {"prompts", "found", "mean_lines", "mean_tokens"}
+    assert len(result["unrelated"]) == len(result["related"]) == 3 and "unrelated prompts: 3" in stdout
+    for row in result["unrelated"] + result["related"]:
+        assert row["lines"] == len(row["injected"]) and row["tokens"] >= 0
+    assert result["summary"]["related"]["found"] > 0 and any(row["found"] for row in result["related"])
+    precision = importlib.import_module("precision")
+    stored = {text for (text,) in sql(_home_db(tmp_path), "SELECT content FROM memories WHERE role = 'user'")}
+    assert {r["answer_line"] for r in precision.load(precision.DATA)["related"]} <= stored
+    answer = result["related"][0]["answer_line"]
+    assert precision.found(answer, "q", f"- user: {answer}")
+    assert not precision.found(answer, "q", f"- user: q\n- user: {answer[:20]}")
