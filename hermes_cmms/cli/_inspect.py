@@ -41,7 +41,7 @@ def _why(line: dict) -> str:
     found = ", ".join(f"{name} #{rank}" for name, rank in line["found_by"].items()) or "no ranking"
     nudges = line["nudges"]
     parts = [f"recency +{nudges.get('recency', 0):.4f}", f"confidence x{nudges.get('confidence', 1):.2f}"]
-    parts += [f"{name.replace('_', ' ')} x{nudges[name]:g}" for name in ("speaker", "time_words", "vector_weight")
+    parts += [f"{name.replace('_', ' ')} x{nudges[name]:.2g}" for name in ("speaker", "time_words", "few_words", "vector_weight")
               if nudges.get(name, 1.0) != 1.0]
     if nudges.get("neighbour"):
         parts.append(f"neighbour +{nudges['neighbour']:.4f}")

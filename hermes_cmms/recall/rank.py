@@ -15,6 +15,10 @@ from ..store.models import Memory
 from ..common.text import STOPWORDS, speaker_of, terms
 
 RRF_K = 10
+# A memory of fewer content words than this says little ("Hello! How are you today?"): its
+# relevance is scaled by (words + 1) / (LOW_INFO_TERMS + 1), so a line that matched only by a
+# name or a greeting gives its place to one that says something (RT +0.007, r10 up everywhere).
+LOW_INFO_TERMS = 6
 # keyword / vector: the memory's own text; *_context: its text with the message before it;
 # vector_sentences: its best-matching sentence (units.py)
 RANKING_WEIGHTS = {"keyword": 1.0, "vector": 1.0, "keyword_context": 1.0, "vector_context": 1.0,
@@ -92,7 +96,8 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
             if explain is not None:
                 explain[memory_id] = {"filtered": _left_out(memory)}
             continue  # (a superseded memory stays, its halved confidence ranks it lower; a corrected one was wrong)
-        nudges = {"speaker": 1.0, "time_words": 1.0}
+        nudges = {"speaker": 1.0, "time_words": 1.0, "few_words": _few_words(memory)}
+        relevance *= nudges["few_words"]
         if names and speaker(memory) in names:
             relevance *= 1 + SPEAKER_BOOST
             nudges["speaker"] = 1 + SPEAKER_BOOST
@@ -111,6 +116,13 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
         _explained(explain, hits, lifts, rankings)
     hits.sort(key=lambda h: h.score, reverse=True)
     return hits
+
+
+def _few_words(memory: Memory) -> float:
+    """The factor LOW_INFO_TERMS gives a memory (1 for one that says enough); its speaker's name
+    does not count as a word it says."""
+    said = len(set(terms(memory.content)) - {speaker(memory) or ""})
+    return 1.0 if said >= LOW_INFO_TERMS else (said + 1) / (LOW_INFO_TERMS + 1)
 
 
 def _left_out(memory: Memory | None) -> str:

@@ -34,8 +34,11 @@ def test_the_budget_holds_for_every_size():
         assert tokens.count(render(hits, budget)) <= budget
 
 
-def test_a_neighbour_lifts_a_weak_match_above_a_lone_one():
+def test_a_neighbour_lifts_a_weak_match_above_a_lone_one(monkeypatch):
+    from hermes_cmms.recall import rank as ranking
     from hermes_cmms.recall.rank import rank
+
+    monkeypatch.setattr(ranking, "LOW_INFO_TERMS", 0)  # (these lines are all short: the lift alone)
 
     def memory(content, session, turn, role):
         return _hit(content, session, 0.0, turn, role).memory
@@ -102,3 +105,18 @@ def test_a_cut_memory_keeps_the_sentence_that_matched_by_meaning():
     line = render([hit], 600, "When is the wedding?").splitlines()[-1]
     assert "My sister marries Tom in June on the island." in line and tokens.count(line) <= 600 // ITEM_SHARE + 4
     assert "marries Tom" not in render([_hit(text, "a", 0.0)], 600, "When is the wedding?")
+
+
+def test_a_line_that_says_little_gives_its_place_to_one_that_says_something():
+    """Found as high by every ranking, a greeting that matched by a name alone ranks below a
+    line that says something (rank.LOW_INFO_TERMS); the nudge is in its explanation."""
+    from hermes_cmms.recall import rank as ranking
+
+    greeting = _hit("Kevin: Hello Kate, how are you today?", "a", 0.0, 1).memory
+    saying = _hit("Kevin: I work weekends at the bakery on Mill Street near the station.", "b", 0.0, 1).memory
+    memories = {m.id: m for m in (greeting, saying)}
+    explain: dict = {}
+    order = ranking.rank(memories, {"keyword": [greeting.id, saying.id], "vector": [saying.id, greeting.id]},
+                         now=1.0, explain=explain)
+    assert [h.memory.id for h in order] == [saying.id, greeting.id]
+    assert explain[greeting.id]["nudges"]["few_words"] < 1.0 == explain[saying.id]["nudges"]["few_words"]
