@@ -12,6 +12,7 @@ turn (cue line) ranked among the hits (r10/r20/r50).
     python benchmarks/recall_ablation.py ingest --homes /tmp/abl [--family locomo,realtalk,plus]
     python benchmarks/recall_ablation.py eval --homes /tmp/abl \
         --set hermes_cmms.recall.rank.NEIGHBOUR_WEIGHT=0.0 [--budget 1000] [--json out.json]
+    python benchmarks/recall_ablation.py ingest|eval --bge plain|prefixed --homes /tmp/abl-bge   # bge-small
 
 `--data FILE` runs one LoCoMo-shaped file instead (as the family "locomo"). Prints one line per
 conversation ("family/conv {json}") and one per family ("family {json}").
@@ -248,6 +249,15 @@ def summary(asked: list[dict]) -> dict:
             **({"block": composition_summary(asked)} if COMPOSITION else {})}
 
 
+def use_bge(prefixed: bool) -> None:
+    """Make bge-small the embedder every provider of this process loads (embedder `auto`)."""
+    import sys
+    sys.path.insert(0, str(HERE / "baselines"))
+    import rawlines
+    from hermes_cmms.vectors import embedders
+    embedders._cache[("auto", "auto")] = rawlines.BgeSmall(query_prefix=rawlines.BGE_QUERY_PREFIX if prefixed else "")
+
+
 def apply(settings: list[str]) -> None:
     """`module.NAME=python-literal` overrides, e.g. hermes_cmms.recall.rank.RRF_K=30."""
     for item in settings:
@@ -266,7 +276,12 @@ def main(argv=None) -> None:
     ap.add_argument("--budget", type=int)
     ap.add_argument("--json")
     ap.add_argument("--composition", action="store_true", help="what each block's tokens hold (a second recall a question)")
+    ap.add_argument("--bge", choices=["plain", "prefixed"],
+                    help="bge-small int8 (baselines/fetch_bge.py) in place of MiniLM for stored texts and queries, "
+                         "queries with its instruction or without; give it to ingest and eval alike")
     args = ap.parse_args(argv)
+    if args.bge:
+        use_bge(args.bge == "prefixed")
     global COMPOSITION
     COMPOSITION = args.composition
     if args.budget:

@@ -181,11 +181,62 @@ class RawLinesProvider(MemoryProvider):
         return self.bm25_ranking(query)
 
 
+# -- bge-small-en-v1.5 int8 (rawbge, and recall_ablation.py --bge) ------------------------------
+
+BGE_FILES = {"model_quantized.onnx": "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+             "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66"}
+BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+
+
+def bge_dir() -> Path:
+    """Where fetch_bge.py put bge-small's two files: CMMS_BGE_DIR, else a per-user cache."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(os.environ.get("CMMS_BGE_DIR") or cache / "hermes-cmms" / "models" / "bge-small-en-v1.5-int8")
+
+
+class BgeSmall:
+    """bge-small-en-v1.5 (BAAI, MIT licence) in its int8 ONNX export, run by ONNX Runtime: CLS
+    pooling, L2-normalised, 256 tokens at most, one text a call (int8 activations are scaled per
+    call). `embed_query` prefixes `query_prefix` (the model's retrieval instruction, or none)."""
+
+    name = "onnx:bge-small-en-v1.5 int8"
+
+    def __init__(self, folder: Optional[Path] = None, query_prefix: str = BGE_QUERY_PREFIX, threads: int = 2) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = folder or bge_dir()
+        missing = [name for name in BGE_FILES if not (folder / name).is_file()]
+        if missing:
+            raise RuntimeError(f"bge-small is not in {folder} ({', '.join(missing)}): run benchmarks/baselines/fetch_bge.py")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = onnxruntime.InferenceSession(str(folder / "model_quantized.onnx"), options,
+                                                     providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(256)
+        self.query_prefix = query_prefix
+
+    def embed(self, texts: List[str]) -> List[List[float]]:
+        return [self._one(text).tolist() for text in texts]
+
+    def embed_query(self, texts: List[str]) -> List[List[float]]:
+        return self.embed([self.query_prefix + text for text in texts])
+
+    def _one(self, text: str) -> np.ndarray:
+        ids = np.array([self._tokenizer.encode(text).ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        cls = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0][0, 0]
+        return (cls / max(float(np.linalg.norm(cls)), 1e-12)).astype("float32")
+
+
 class HybridLinesProvider(RawLinesProvider):  # a MemoryProvider
-    """RawLinesProvider plus a vector per line from hermes-cmms' embedder EMBEDDER (loaded offline,
-    never downloaded); prefetch fuses BM25 with the cosine ranking over all lines (RRF, k=60).
-    A query is embedded with the embedder's `embed_query` where it has one (bge's prefix)."""
-    EMBEDDER = "auto"
+    """RawLinesProvider plus a vector per line from `embedder()` (hermes-cmms' offline MiniLM by
+    default, never downloaded); prefetch fuses BM25 with the cosine ranking over all lines (RRF,
+    k=60). A query is embedded with the embedder's `embed_query` where it has one (bge's prefix)."""
     DB_NAME = "lines.sqlite"
 
     def __init__(self) -> None:
@@ -201,14 +252,17 @@ class HybridLinesProvider(RawLinesProvider):  # a MemoryProvider
             from hermes_cmms.vectors.embedders import embedder_on_disk
         except ImportError:
             return False
-        return super().is_available() and embedder_on_disk(self.EMBEDDER)[0] == "ok"
+        return super().is_available() and embedder_on_disk("auto")[0] == "ok"
+
+    def embedder(self):
+        from hermes_cmms.vectors.embedders import load_embedder
+        return load_embedder("auto")
 
     def initialize(self, session_id: str, **kwargs) -> None:
         super().initialize(session_id, **kwargs)
-        from hermes_cmms.vectors.embedders import load_embedder
-        self._embedder = load_embedder(self.EMBEDDER)
+        self._embedder = self.embedder()
         if self._embedder is None:
-            raise RuntimeError(f"{self.NAME}: no offline embedder {self.EMBEDDER!r} (see hermes-cmms doctor)")
+            raise RuntimeError(f"{self.NAME}: no offline embedder (see hermes-cmms doctor)")
         with self._lock:
             rows = self._db.execute("SELECT id, vec FROM lines WHERE vec IS NOT NULL ORDER BY id").fetchall()
         with self._vec_lock:

@@ -13,7 +13,7 @@ import yaml
 from .errors import InvalidInput
 from .threads import IN_CONTEXT, Threads
 
-EMBEDDER_CHOICES = ("auto", "onnx", "bge-small", "chroma-default", "sentence-transformers", "none")
+EMBEDDER_CHOICES = ("auto", "onnx", "chroma-default", "sentence-transformers", "none")
 DTYPE_CHOICES = ("auto", "float32", "bfloat16")
 ONNX_ARITHMETIC = ("", "int8")  # onnx (float32) and onnx:int8
 

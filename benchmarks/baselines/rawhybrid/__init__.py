@@ -7,7 +7,6 @@ from .rawlines import HybridLinesProvider
 
 class RawHybridProvider(HybridLinesProvider):
     NAME = "rawhybrid"
-    EMBEDDER = "auto"
 
 
 def register(ctx):
