@@ -28,6 +28,7 @@ GATE_WORDS = 0.5
 KEYWORD_ONLY_WORDS = 0.25  # the share when there is no vector index (the words are all there is)
 # Below SURE_COSINE, with no such keyword hit, only the memories within GATE_COSINE go in.
 SURE_COSINE = 0.4
+NOT_ABOUT = "not about the prompt"  # why a hit the gate left out is not in the block (explain)
 LINE_TOKENS = 15  # enough candidates to fill the budget even with short memories (~15 tokens a line)
 MIN_CANDIDATES = 30
 SETTLE_S = 10.0  # how long a read of the events waits for this process's queued ones
@@ -50,7 +51,12 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     if explain is not None:
         ranked, packing = explain.setdefault("ranked", {}), explain.setdefault("packing", {})
     hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked)
-    hits = about_the_prompt(hits, query, engine.indexer.active)
+    kept = about_the_prompt(hits, query, engine.indexer.active)
+    if explain is not None and len(kept) < len(hits):
+        kept_ids = {hit.memory.id for hit in kept}
+        packing.setdefault("left_out", {}).update(
+            {hit.memory.id: (NOT_ABOUT, None) for hit in hits if hit.memory.id not in kept_ids})
+    hits = kept
     if explain is not None:
         explain["hits"] = hits
         return render(hits, budget_tokens, query, seen, packing)

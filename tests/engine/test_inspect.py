@@ -200,3 +200,16 @@ def test_why_not_says_a_repeated_text_is_packed_once(keyword_service):
     (other,) = set(twins) - {packed}
     assert keyword_service.why_not(SCOPE, "Lisbon flat door", other)["verdict"].endswith(
         "but its text repeats a memory already in the block.")
+
+
+def test_a_prompt_about_nothing_stored_gets_no_block_and_why_not_says_so(kw):
+    """A word in common is not a topic in common (recall/block.py's gate): a prompt whose words
+    the stored memories barely hold gets nothing, and why-not says why; asked about it, the same
+    memory comes back."""
+    unrelated = "Write a haiku about strong winds over the ocean at night"
+    assert kw.recall(SCOPE, unrelated) == "" and kw.inspect_recall(SCOPE, unrelated)["lines"] == []
+    [(coffee, _)] = [(m, s) for m, s in kw.store.keyword_search(SCOPE, "strong", 5)
+                     if "coffee" in kw.store.get([m], SCOPE)[m].content]
+    verdict = kw.why_not(SCOPE, unrelated, coffee)["verdict"]
+    assert "not surely about anything stored" in verdict, verdict
+    assert "strong coffee" in kw.recall(SCOPE, "Who loves strong coffee?")
