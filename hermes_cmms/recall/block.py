@@ -25,7 +25,6 @@ log = logging.getLogger(__name__)
 # Prompts about nothing stored (code, arithmetic, trivia) then get nothing (benchmarks/precision.py).
 GATE_COSINE = 0.3
 GATE_WORDS = 0.5
-KEYWORD_ONLY_WORDS = 0.25  # the share when there is no vector index (the words are all there is)
 # Below SURE_COSINE, with no such keyword hit, only the memories within GATE_COSINE go in.
 SURE_COSINE = 0.4
 NOT_ABOUT = "not about the prompt"  # why a hit the gate left out is not in the block (explain)
@@ -69,14 +68,14 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
 def about_the_prompt(hits: list[Hit], query: str, by_meaning: bool = True) -> list[Hit]:
     """The hits worth a line in the block (see GATE_COSINE): all of them when the prompt is
     surely about something stored, those close to it by meaning when it may be, none when not.
-    Keyword-only (`by_meaning` false: no vector index), words alone decide, at KEYWORD_ONLY_WORDS."""
-    wanted = _stems(query)
-    share = GATE_WORDS if by_meaning else KEYWORD_ONLY_WORDS
-    if wanted and any(hit.keyword_rank is not None and hit.keyword_rank < 3
-                      and len(wanted & _stems(hit.memory.content)) >= share * len(wanted) for hit in hits):
-        return hits
+    Keyword-only (`by_meaning` false: no vector index, or not loaded yet), all of them: words
+    alone cannot tell a topic in common from a word in common, and recall is already degraded."""
     if not by_meaning:
-        return []
+        return hits
+    wanted = _stems(query)
+    if wanted and any(hit.keyword_rank is not None and hit.keyword_rank < 3
+                      and len(wanted & _stems(hit.memory.content)) >= GATE_WORDS * len(wanted) for hit in hits):
+        return hits
     best = max((hit.similarity for hit in hits if hit.similarity is not None), default=0.0)
     if best >= SURE_COSINE:
         return hits

@@ -202,14 +202,20 @@ def test_why_not_says_a_repeated_text_is_packed_once(keyword_service):
         "but its text repeats a memory already in the block.")
 
 
-def test_a_prompt_about_nothing_stored_gets_no_block_and_why_not_says_so(kw):
-    """A word in common is not a topic in common (recall/block.py's gate): a prompt whose words
-    the stored memories barely hold gets nothing, and why-not says why; asked about it, the same
-    memory comes back."""
+def test_a_prompt_about_nothing_stored_gets_no_block_and_why_not_says_so(service):
+    """A word in common is not a topic in common (recall/block.py's gate): a prompt that no
+    stored memory is about gets nothing though a keyword finds one, and why-not says why; asked
+    about it, the same memory comes back. Keyword-only, words alone decide nothing: it is given."""
+    _fill(service)
+    assert service.indexer.drain(60)
     unrelated = "Write a haiku about strong winds over the ocean at night"
-    assert kw.recall(SCOPE, unrelated) == "" and kw.inspect_recall(SCOPE, unrelated)["lines"] == []
-    [(coffee, _)] = [(m, s) for m, s in kw.store.keyword_search(SCOPE, "strong", 5)
-                     if "coffee" in kw.store.get([m], SCOPE)[m].content]
-    verdict = kw.why_not(SCOPE, unrelated, coffee)["verdict"]
+    [coffee] = [m for m, _ in service.store.keyword_search(SCOPE, "strong", 5)
+                if "coffee" in service.store.get([m], SCOPE)[m].content]
+    assert service.recall(SCOPE, unrelated) == "" and service.inspect_recall(SCOPE, unrelated)["lines"] == []
+    verdict = service.why_not(SCOPE, unrelated, coffee)["verdict"]
     assert "not surely about anything stored" in verdict, verdict
-    assert "strong coffee" in kw.recall(SCOPE, "Who loves strong coffee?")
+    assert "strong coffee" in service.recall(SCOPE, "Who loves strong coffee?")
+
+
+def test_keyword_only_recall_is_not_gated(kw):
+    assert "strong coffee" in kw.recall(SCOPE, "Write a haiku about strong winds over the ocean at night")
