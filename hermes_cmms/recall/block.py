@@ -6,10 +6,11 @@ import logging
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..common.checks import scope_of
 from ..common.text import clean_key, terms
+from ..common.units import MAX_CHARS
 from ..store import recall_events
 from .rank import Hit
 from .render import render
@@ -49,8 +50,10 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     ranked = packing = None
     if explain is not None:
         ranked, packing = explain.setdefault("ranked", {}), explain.setdefault("packing", {})
-    hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked)
-    kept = about_the_prompt(hits, query, engine.indexer.active)
+    searched: dict = {}
+    hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked, searched=searched)
+    kept = about_the_prompt(hits, query, searched.get("by_meaning", False),
+                            lambda ids: _without_vector(engine, scope, ids))
     if explain is not None and len(kept) < len(hits):
         kept_ids = {hit.memory.id for hit in kept}
         packing.setdefault("left_out", {}).update(
@@ -65,11 +68,15 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     return text
 
 
-def about_the_prompt(hits: list[Hit], query: str, by_meaning: bool = True) -> list[Hit]:
+def about_the_prompt(hits: list[Hit], query: str, by_meaning: bool = True,
+                     without_vector: Optional[Callable[[list[str]], set[str]]] = None) -> list[Hit]:
     """The hits worth a line in the block (see GATE_COSINE): all of them when the prompt is
     surely about something stored, those close to it by meaning when it may be, none when not.
-    Keyword-only (`by_meaning` false: no vector index, or not loaded yet), all of them: words
-    alone cannot tell a topic in common from a word in common, and recall is already degraded."""
+    A first keyword hit that has no vector yet (stored a moment ago, an import the indexer has
+    not reached: `without_vector` of their ids says which) is kept, as its meaning is unknown.
+    When the search compared no meaning (`by_meaning` false: no vector index, the model still
+    loading, the index failing), all of them: words alone cannot tell a topic in common from a
+    word in common, and recall is already degraded."""
     if not by_meaning:
         return hits
     wanted = _stems(query)
@@ -79,7 +86,20 @@ def about_the_prompt(hits: list[Hit], query: str, by_meaning: bool = True) -> li
     best = max((hit.similarity for hit in hits if hit.similarity is not None), default=0.0)
     if best >= SURE_COSINE:
         return hits
-    return [hit for hit in hits if hit.similarity is not None and hit.similarity >= GATE_COSINE]
+    unknown = [hit.memory.id for hit in hits if hit.similarity is None and hit.keyword_rank is not None
+               and hit.keyword_rank < 3]
+    fresh = without_vector(unknown) if unknown and without_vector is not None else set()
+    return [hit for hit in hits if (hit.similarity is not None and hit.similarity >= GATE_COSINE)
+            or hit.memory.id in fresh]
+
+
+def _without_vector(engine: "Engine", scope: str, ids: list[str]) -> set[str]:
+    """Those of `ids` with no vector in the index yet (all of them if the index cannot say)."""
+    try:
+        return set(ids) - engine.indexer.vectors.present(scope, ids)
+    except Exception as exc:  # noqa: BLE001 - unknown meaning: kept, as keyword-only recall keeps it
+        log.debug("hermes-cmms: could not ask the vector index which hits it holds: %s", exc)
+        return set(ids)
 
 
 _SUFFIX = re.compile(r"(?:ing|ed|es|e|s)$")
@@ -87,7 +107,7 @@ _SUFFIX = re.compile(r"(?:ing|ed|es|e|s)$")
 
 def _stems(text: str) -> set[str]:
     """The content words of `text`, each less a common ending (lives, live, living: liv)."""
-    return {_SUFFIX.sub("", word) if len(word) > 3 else word for word in terms(text)}
+    return {_SUFFIX.sub("", word) if len(word) > 3 else word for word in terms(text[:MAX_CHARS], MAX_CHARS)}
 
 
 def settled(timeout: float = SETTLE_S) -> bool:

@@ -15,7 +15,7 @@ from ..store.models import Memory
 from ..common.text import STOPWORDS, speaker_of, terms
 
 RRF_K = 10
-# A memory of fewer content words than this says little ("Hello! How are you today?"): its
+# A message of fewer content words than this says little ("Hello! How are you today?"): its
 # relevance is scaled by (words + 1) / (LOW_INFO_TERMS + 1), so a line that matched only by a
 # name or a greeting gives its place to one that says something (RT +0.007, r10 up everywhere).
 LOW_INFO_TERMS = 6
@@ -119,9 +119,11 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
 
 
 def _few_words(memory: Memory) -> float:
-    """The factor LOW_INFO_TERMS gives a memory (1 for one that says enough); its speaker's name
-    does not count as a word it says."""
-    said = len(set(terms(memory.content)) - {speaker(memory) or ""})
+    """The factor LOW_INFO_TERMS gives a message (1 for one that says enough; facts and notes are
+    short by nature: always 1); the words of its speaker's name are not words it says."""
+    if memory.kind != "message":
+        return 1.0
+    said = len(set(terms(memory.content, 64)) - set(terms(speaker(memory) or "")))
     return 1.0 if said >= LOW_INFO_TERMS else (said + 1) / (LOW_INFO_TERMS + 1)
 
 

@@ -32,8 +32,7 @@ def snippet(memory: Memory, query_terms: Sequence[str] = (), cap: int = 150, mat
     of one. `matched`: the memory's sentence runs (units.units) the query matched by meaning,
     best first: their sentences are kept first."""
     content = memory.content[:units.MAX_CHARS]
-    return fence.neutralise(_excerpt(fence.one_line(content), query_terms, cap,
-                                     [set(terms(run)) for run in _runs(content, matched)]))
+    return fence.neutralise(_excerpt(fence.one_line(content), query_terms, cap, _runs(content, matched)))
 
 
 def _runs(content: str, matched: Sequence[int]) -> list[str]:
@@ -44,7 +43,7 @@ def _runs(content: str, matched: Sequence[int]) -> list[str]:
     return [runs[i] for i in matched if 0 <= i < len(runs)]
 
 
-def _excerpt(text: str, query_terms: Sequence[str], cap: int, runs: Sequence[set[str]] = ()) -> str:
+def _excerpt(text: str, query_terms: Sequence[str], cap: int, runs: Sequence[str] = ()) -> str:
     if len(text) <= cap * 16 and tokens.count(text) <= cap:  # (a token is rarely 16 characters)
         return text
     sentences = [x for x in units.SENTENCE_BREAK.split(text) if x]
@@ -70,7 +69,7 @@ def _excerpt(text: str, query_terms: Sequence[str], cap: int, runs: Sequence[set
     return " ".join(out) + (" …" if last < len(sentences) - 1 else "")
 
 
-def _by_value(sentences: Sequence[str], query_terms: Sequence[str], runs: Sequence[set[str]] = ()) -> list[int] | None:
+def _by_value(sentences: Sequence[str], query_terms: Sequence[str], runs: Sequence[str] = ()) -> list[int] | None:
     """Positions of the sentences worth keeping, best first: those of the best run matched by
     meaning, those sharing most query words, those of the other runs matched, the opening
     sentence, then the neighbours of the matches; None if none matches."""
@@ -78,7 +77,8 @@ def _by_value(sentences: Sequence[str], query_terms: Sequence[str], runs: Sequen
     words = [set(terms(x)) for x in sentences]
     shared = [len({_stem(w) for w in found} & wanted) for found in words]
     by_words = sorted((i for i, n in enumerate(shared) if n), key=lambda i: (-shared[i], i))
-    by_meaning = [[i for i, found in enumerate(words) if found and len(found & run) >= 0.8 * len(found)] for run in runs]
+    flat = [" ".join(x.split()) for x in sentences]  # (a run's text: its sentences, spaces made single)
+    by_meaning = [[i for i, x in enumerate(flat) if len(x) >= units.MIN_CHARS and x in run] for run in runs]
     matched = list(dict.fromkeys([*(by_meaning[0] if by_meaning else ()), *by_words,
                                   *(i for run in by_meaning[1:] for i in run)]))
     if not matched:

@@ -36,12 +36,14 @@ FACT_SCAN = 5_000  # newest facts a listing by source looks through (the source 
 
 
 def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),
-           source: Optional[str] = None, fact: Optional[dict] = None, explain: Optional[dict] = None) -> list[Hit]:
+           source: Optional[str] = None, fact: Optional[dict] = None, explain: Optional[dict] = None,
+           searched: Optional[dict] = None) -> list[Hit]:
     """Hybrid search inside one scope, best first.
 
     Filters: memories carrying every one of `tags`; whose source (receipt) starts with
     `source`; facts whose given parts (`subject`, `predicate`, `object`) match, ignoring case.
-    With `explain` (a dict), why each candidate ranked where it did (see rank.rank).
+    With `explain` (a dict), why each candidate ranked where it did (see rank.rank). With
+    `searched` (a dict), `by_meaning`: whether the query was compared by meaning at all.
     """
     tags = tags_of(tags)
     fact = {k: v for k, v in (fact or {}).items() if v is not None}
@@ -60,11 +62,11 @@ def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: S
     query = clean(query)
     if not query.strip():
         return []
-    return _hybrid(engine, scope, query, filters, explain)[:limit]
+    return _hybrid(engine, scope, query, filters, explain, searched)[:limit]
 
 
 def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters] = None,
-            explain: Optional[dict] = None) -> list[Hit]:
+            explain: Optional[dict] = None, searched: Optional[dict] = None) -> list[Hit]:
     """Every candidate for a clean, non-empty query, ranked. With `filters`, the keyword rankings
     are of the matching memories only (in SQL, so none is missed past the first hits), and the
     vector candidates are narrowed to those matching (in SQL too)."""
@@ -73,11 +75,13 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
     # in rank() covers it, so keyword search looks for the rest of the question.
     vectors = engine.pool.submit(_vector_search, engine, scope, query)
     words = _without(query, store.speakers(scope, names)) if names else query
-    found, meaning = vectors.result()
     rankings = {
         "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, filters=filters)],
-        "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True, filters=filters)],
-        **found}
+        "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True, filters=filters)]}
+    found, meaning = vectors.result()  # (after the keyword half: the two run side by side)
+    rankings.update(found)
+    if searched is not None:
+        searched["by_meaning"] = bool(found)  # ({} when no vector index answered)
     if filters is not None:
         kept = store.filtered_ids(scope, filters, list({m for name, ids in rankings.items()
                                                         if name.startswith("vector") for m in ids}))

@@ -120,3 +120,16 @@ def test_a_line_that_says_little_gives_its_place_to_one_that_says_something():
                          now=1.0, explain=explain)
     assert [h.memory.id for h in order] == [saying.id, greeting.id]
     assert explain[greeting.id]["nudges"]["few_words"] < 1.0 == explain[saying.id]["nudges"]["few_words"]
+
+
+def test_few_words_counts_a_message_s_own_words_only():
+    """A fact is short by nature (never scaled); the words of a speaker's name, one word or
+    several, are not words the message says."""
+    from hermes_cmms.recall.rank import LOW_INFO_TERMS, _few_words
+
+    fact = _hit("Alice lives in Lisbon", "a", 0.0).memory
+    fact.kind = "fact"
+    assert _few_words(fact) == 1.0
+    said = " ".join(f"word{i}" for i in range(LOW_INFO_TERMS - 1))
+    one, two = _hit(f"Mary: {said}", "a", 0.0).memory, _hit(f"Mary Ann: {said}", "a", 0.0).memory
+    assert _few_words(one) == _few_words(two) == LOW_INFO_TERMS / (LOW_INFO_TERMS + 1)
