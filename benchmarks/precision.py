@@ -9,7 +9,9 @@ provider as recall_ablation.py ingests), then each prompt is asked as if first a
 - unrelated prompts (coding, arithmetic, trivia, writing, how-to): memory lines injected
   (block lines starting "- "), the share that get none, tokens (cl100k, the harness' count);
 - related prompts: facts found, i.e. the answering user turn has >= 80% of its content words on
-  one line of the block (recall_ablation.evidence_found's `words` rule, the harness' own).
+  one line of the block (recall_ablation.evidence_found's `words` rule, the harness' own);
+- broad prompts about the user ("What do you know about me?", "Tell me about my family"): lines
+  given, and the share that get three or more (they should get the user's life, not nothing).
 
     python benchmarks/precision.py [--home DIR] [--embedder none] [--limit N] [--show]
         [--set hermes_cmms.recall.rank.RRF_K=30] [--json OUT]
@@ -70,7 +72,8 @@ def memory_lines(block: str) -> list[str]:
 def prompts(data: dict, limit: int | None) -> list[tuple[str, str, str | None]]:
     """(kind, prompt, answer line) for the first `limit` prompts of each kind."""
     return [("unrelated", prompt, None) for prompt in data["unrelated"][:limit]] + \
-        [("related", r["prompt"], r["answer_line"]) for r in data["related"][:limit]]
+        [("related", r["prompt"], r["answer_line"]) for r in data["related"][:limit]] + \
+        [("about_me", prompt, None) for prompt in data.get("about_me", [])[:limit]]
 
 
 def ask(data: dict, home: Path, limit: int | None) -> dict[str, list[dict]]:
@@ -80,7 +83,7 @@ def ask(data: dict, home: Path, limit: int | None) -> dict[str, list[dict]]:
     clock.at(datetime.fromisoformat(data["sessions"][-1]["date"]) + timedelta(days=1))
     p = provider(home, "precision-prompts")
     p.service.indexer.ready.wait(60)
-    rows: dict[str, list[dict]] = {"unrelated": [], "related": []}
+    rows: dict[str, list[dict]] = {"unrelated": [], "related": [], "about_me": []}
     for n, (kind, prompt, answer) in enumerate(progress(prompts(data, limit), desc="prompts", unit="prompt")):
         block = p.prefetch(prompt, session_id=f"precision-{n}") or ""
         p._seen.clear()
@@ -114,7 +117,9 @@ def summary(rows: dict[str, list[dict]]) -> dict:
                           "mean_tokens": mean("tokens", unrelated),
                           "max_lines": max((r["lines"] for r in unrelated), default=0)},
             "related": {"prompts": len(related), "found": share(lambda r: r["found"], related),
-                        "mean_lines": mean("lines", related), "mean_tokens": mean("tokens", related)}}
+                        "mean_lines": mean("lines", related), "mean_tokens": mean("tokens", related)},
+            "about_me": {"prompts": len(rows["about_me"]), "mean_lines": mean("lines", rows["about_me"]),
+                         "share_3_lines": share(lambda r: r["lines"] >= 3, rows["about_me"])}}
 
 
 def report(rows: dict[str, list[dict]], figures: dict, show: bool) -> None:
@@ -124,6 +129,9 @@ def report(rows: dict[str, list[dict]], figures: dict, show: bool) -> None:
           f"{u['share_none']:.0%} with none, {u['mean_tokens']} tokens on average")
     print(f"related prompts:   {r['prompts']}  facts found {r['found']:.0%}, "
           f"memory lines {r['mean_lines']} on average, {r['mean_tokens']} tokens on average")
+    a = figures["about_me"]
+    print(f"about the user: {a['prompts']}  memory lines {a['mean_lines']} on average, "
+          f"{a['share_3_lines']:.0%} with 3 or more ('What do you know about me?', 'Tell me about my family')")
     print(GOALS)
     for row in rows["related"]:
         if not row["found"]:

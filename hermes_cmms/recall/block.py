@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 # Prompts about nothing stored (code, arithmetic, trivia) then get nothing (benchmarks/precision.py).
 GATE_COSINE = 0.3
 GATE_WORDS = 0.5
-# Below SURE_COSINE, with no such keyword hit, only the memories within GATE_COSINE go in.
+# Below SURE_COSINE, with no such keyword hit, only the memories within CLOSE_COSINE go in.
 SURE_COSINE = 0.4
+CLOSE_COSINE = 0.25
 NOT_ABOUT = "not about the prompt"  # why a hit the gate left out is not in the block (explain)
 LINE_TOKENS = 15  # enough candidates to fill the budget even with short memories (~15 tokens a line)
 MIN_CANDIDATES = 30
@@ -89,7 +90,9 @@ def about_the_prompt(hits: list[Hit], query: str, by_meaning: bool = True,
     unknown = [hit.memory.id for hit in hits if hit.similarity is None and hit.keyword_rank is not None
                and hit.keyword_rank < 3]
     fresh = without_vector(unknown) if unknown and without_vector is not None else set()
-    return [hit for hit in hits if (hit.similarity is not None and hit.similarity >= GATE_COSINE)
+    if best < GATE_COSINE:
+        return [hit for hit in hits if hit.memory.id in fresh]
+    return [hit for hit in hits if (hit.similarity is not None and hit.similarity >= CLOSE_COSINE)
             or hit.memory.id in fresh]
 
 

@@ -14,7 +14,7 @@ from ..common.text import clean, clean_key
 from ..store import recall_events
 from ..vectors.chroma import UNITS, owner
 from ..vectors.indexer import query_vector
-from .block import GATE_COSINE, GATE_WORDS, NOT_ABOUT, SURE_COSINE, candidates, recall_block, settled
+from .block import CLOSE_COSINE, GATE_COSINE, GATE_WORDS, NOT_ABOUT, SURE_COSINE, candidates, recall_block, settled
 from .shape import iso
 from .search import CANDIDATES, SENTENCE_CANDIDATES, VECTOR_FLOOR
 
@@ -112,7 +112,8 @@ def _verdict(engine: "Engine", scope: str, prompt: str, why: dict, key: str, pos
         if reason == NOT_ABOUT:
             return (f"Ranked {_nth(position)}, but the prompt is not surely about anything stored (no memory "
                     f"within cosine {SURE_COSINE} of it, no first keyword hit holding {GATE_WORDS:.0%} of its "
-                    f"words), and this memory is not within {GATE_COSINE} of it.")
+                    f"words), and this memory is not within {CLOSE_COSINE} of it (nothing goes in when no "
+                    f"memory is within {GATE_COSINE}).")
         return (f"Ranked {_nth(position)}, but its line ({tokens.count(line) + 1} tokens) did not fit in "
                 f"what the lines ranked above it left of the {budget}-token budget.")
     if position is not None:

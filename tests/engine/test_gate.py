@@ -8,7 +8,7 @@ import pytest
 from hermes_cmms.common.text import content_hash
 from hermes_cmms.common.units import units
 from hermes_cmms.recall import block, search
-from hermes_cmms.recall.block import GATE_COSINE, GATE_WORDS, SURE_COSINE, about_the_prompt
+from hermes_cmms.recall.block import CLOSE_COSINE, GATE_COSINE, GATE_WORDS, SURE_COSINE, about_the_prompt
 from hermes_cmms.recall.rank import Hit
 from hermes_cmms.recall.render import render
 from hermes_cmms.store.models import Memory
@@ -47,9 +47,10 @@ def test_one_memory_surely_about_the_prompt_lets_every_hit_in():
 
 
 def test_between_the_two_cosines_only_the_close_ones_go_in():
-    close, far, unseen = _hit("a", GATE_COSINE), _hit("b", GATE_COSINE - 0.01), _hit("c", None, 5)
-    assert about_the_prompt([close, far, unseen], "anything at all") == [close]
-    assert about_the_prompt([_hit("a", GATE_COSINE - 0.01)], "anything at all") == []
+    best, close, far, unseen = (_hit("a", GATE_COSINE), _hit("b", CLOSE_COSINE), _hit("c", CLOSE_COSINE - 0.01),
+                                _hit("d", None, 5))
+    assert about_the_prompt([best, close, far, unseen], "anything at all") == [best, close]
+    assert about_the_prompt([_hit("a", GATE_COSINE - 0.01), _hit("b", CLOSE_COSINE)], "anything at all") == []
 
 
 def test_a_first_keyword_hit_holding_half_the_words_lets_every_hit_in():
@@ -163,7 +164,7 @@ def test_a_prompt_between_the_cosines_keeps_the_close_memory_and_why_not_says_wh
 
     def banded(engine, scope, query):
         found, meaning = real(engine, scope, query)
-        return found, {m: (0.35 if "coffee" in engine.store.get([m], scope)[m].content else 0.25, runs)
+        return found, {m: (0.35 if "coffee" in engine.store.get([m], scope)[m].content else CLOSE_COSINE - 0.05, runs)
                        for m, (_, runs) in meaning.items()}
 
     monkeypatch.setattr(search, "_vector_search", banded)
@@ -172,7 +173,7 @@ def test_a_prompt_between_the_cosines_keeps_the_close_memory_and_why_not_says_wh
     assert [("coffee" in line["text"]) for line in inspected["lines"]] == [True]
     marathon = next(m for m, _ in service.store.keyword_search(SCOPE, "Lisbon marathon October", 1))
     verdict = service.why_not(SCOPE, prompt, marathon)["verdict"]
-    assert f"not within {GATE_COSINE} of it" in verdict, verdict
+    assert f"not within {CLOSE_COSINE} of it" in verdict, verdict
 
 
 def test_the_vector_search_runs_beside_the_keyword_search(keyword_service, monkeypatch):

@@ -219,10 +219,12 @@ def test_precision_benchmark_counts_injected_lines_and_finds_facts(tmp_path):
         pytest.skip("the shared reference harness is not here")
     stdout, result = run_benchmark(tmp_path, "precision.py", "--limit", "3", "--home", str(tmp_path / "home"))
 
-    assert set(result) == {"summary", "settings", "unrelated", "related"}
+    assert set(result) == {"summary", "settings", "unrelated", "related", "about_me"}
     assert set(result["summary"]["unrelated"]) == {"prompts", "mean_lines", "share_none", "mean_tokens", "max_lines"}
     assert set(result["summary"]["related"]) == {"prompts", "found", "mean_lines", "mean_tokens"}
-    assert len(result["unrelated"]) == len(result["related"]) == 3 and "unrelated prompts: 3" in stdout
+    assert set(result["summary"]["about_me"]) == {"prompts", "mean_lines", "share_3_lines"}
+    assert len(result["unrelated"]) == len(result["related"]) == len(result["about_me"]) == 3
+    assert "unrelated prompts: 3" in stdout and "about the user: 3" in stdout
     for row in result["unrelated"] + result["related"]:
         assert row["lines"] == len(row["injected"]) and row["tokens"] >= 0
     assert result["summary"]["related"]["found"] > 0 and any(row["found"] for row in result["related"])
