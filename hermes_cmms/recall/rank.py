@@ -15,9 +15,9 @@ from ..store.models import Memory
 from ..common.text import STOPWORDS, speaker_of, terms
 
 RRF_K = 10
-# A message of fewer content words than this says little ("Hello! How are you today?"): its
-# relevance is scaled by (words + 1) / (LOW_INFO_TERMS + 1), so a line that matched only by a
-# name or a greeting gives its place to one that says something (RT +0.007, r10 up everywhere).
+# A message of fewer content words than this, holding none of the query's own words, says little
+# ("Hello Kate! How are you today?"): its relevance is scaled by (words + 1) / (LOW_INFO_TERMS + 1),
+# so a line that matched only by a name or a greeting gives its place to one that says something.
 LOW_INFO_TERMS = 6
 # keyword / vector: the memory's own text; *_context: its text with the message before it;
 # vector_sentences: its best-matching sentence (units.py)
@@ -86,6 +86,7 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
     and additions above) and `score`; a candidate left out says why in `filtered`."""
     now = now or time.time()
     weight = vector_weight(query, memories, rankings.get("keyword", ()))
+    asked = set(terms(query)) - names  # the query's own words, less the people it names
     fused = fuse(rankings, weight)
     kw_rank = {m: i for i, m in enumerate(rankings.get("keyword", ()))}
     vec_rank = {m: i for i, m in enumerate(rankings.get("vector", ()))}
@@ -96,7 +97,7 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
             if explain is not None:
                 explain[memory_id] = {"filtered": _left_out(memory)}
             continue  # (a superseded memory stays, its halved confidence ranks it lower; a corrected one was wrong)
-        nudges = {"speaker": 1.0, "time_words": 1.0, "few_words": _few_words(memory)}
+        nudges = {"speaker": 1.0, "time_words": 1.0, "few_words": _few_words(memory, asked)}
         relevance *= nudges["few_words"]
         if names and speaker(memory) in names:
             relevance *= 1 + SPEAKER_BOOST
@@ -118,13 +119,16 @@ def rank(memories: dict[str, Memory], rankings: dict[str, Sequence[str]],
     return hits
 
 
-def _few_words(memory: Memory) -> float:
-    """The factor LOW_INFO_TERMS gives a message (1 for one that says enough; facts and notes are
-    short by nature: always 1); the words of its speaker's name are not words it says."""
+def _few_words(memory: Memory, asked: set[str] = frozenset()) -> float:
+    """The factor LOW_INFO_TERMS gives a message that says little and holds none of the words
+    `asked` (matched by a name, a greeting, or by meaning alone); 1 for any other memory (facts
+    and notes are short by nature). Its speaker's name is not a word it says."""
     if memory.kind != "message":
         return 1.0
-    said = len(set(terms(memory.content, 64)) - set(terms(speaker(memory) or "")))
-    return 1.0 if said >= LOW_INFO_TERMS else (said + 1) / (LOW_INFO_TERMS + 1)
+    said = set(terms(memory.content, 64)) - set(terms(speaker(memory) or ""))
+    if len(said) >= LOW_INFO_TERMS or said & asked:
+        return 1.0
+    return (len(said) + 1) / (LOW_INFO_TERMS + 1)
 
 
 def _left_out(memory: Memory | None) -> str:

@@ -133,3 +133,4 @@ def test_few_words_counts_a_message_s_own_words_only():
     said = " ".join(f"word{i}" for i in range(LOW_INFO_TERMS - 1))
     one, two = _hit(f"Mary: {said}", "a", 0.0).memory, _hit(f"Mary Ann: {said}", "a", 0.0).memory
     assert _few_words(one) == _few_words(two) == LOW_INFO_TERMS / (LOW_INFO_TERMS + 1)
+    assert _few_words(one, {"word1"}) == 1.0  # it holds a word of the query: it says what was asked
