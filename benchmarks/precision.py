@@ -26,7 +26,7 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from recall_ablation import REF, apply, evidence_found, progress, provider
+from recall_ablation import REF, apply, evidence_found, progress, provider, store_sessions
 
 DATA = Path(__file__).resolve().parent / "data" / "precision.json"
 LINE_PREFIX = "- "  # hermes_cmms.recall.render.LINE_PREFIX: one memory a line
@@ -44,24 +44,8 @@ def load(path: Path) -> dict:
 
 
 def ingest(sessions: list[dict], home: Path) -> None:
-    """Each session stored at its own date through one provider, as recall_ablation.ingest
-    stores a conversation: turn start, sync_turn, session end, a switch to the next session."""
-    clock, p = REF._Clock(True), None
-    for session in progress(sessions, desc="ingest", unit="session"):
-        clock.at(datetime.fromisoformat(session["date"]))
-        if p is None:
-            p = provider(home, session["id"])
-        else:
-            p.on_session_switch(session["id"], reset=True)
-        messages = []
-        for i, (user, assistant) in enumerate(session["turns"]):
-            p.on_turn_start(i + 1, user)
-            p.sync_turn(user, assistant, session_id=session["id"])
-            messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-        p.on_session_end(messages)
-    p.service.indexer.drain(600)
-    p.shutdown()
-    clock.stop()
+    """Each session stored at its own date through one provider (recall_ablation.store_sessions)."""
+    store_sessions(home, [(datetime.fromisoformat(s["date"]), s["id"], s["turns"]) for s in sessions], "ingest")
 
 
 def memory_lines(block: str) -> list[str]:

@@ -104,15 +104,24 @@ def samples(family: str, data: str | None) -> list[dict]:
 
 
 def ingest(sample: dict, home: Path) -> None:
-    conv, clock, p = sample["conversation"], REF._Clock(True), None
-    for at, sid, turns in progress(sample.get("events") or sessions(sample), desc=sample["sample_id"], unit="session"):
+    speaker_a = sample["conversation"]["speaker_a"]
+    store_sessions(home, [(at, sid, list(REF.turn_pairs(turns, speaker_a)))
+                          for at, sid, turns in sample.get("events") or sessions(sample)], sample["sample_id"])
+
+
+def store_sessions(home: Path, dated: list[tuple], desc: str) -> None:
+    """(time, session id, [(user, assistant)]) sessions stored in order through one provider, each
+    at its own time: turn start, sync_turn, session end, a switch to the next session; then the
+    vectors drained."""
+    clock, p = REF._Clock(True), None
+    for at, sid, pairs in progress(dated, desc=desc, unit="session"):
         clock.at(at)
         if p is None:
             p = provider(home, sid)
         else:
             p.on_session_switch(sid, reset=True)
         messages = []
-        for i, (user, assistant) in enumerate(REF.turn_pairs(turns, conv["speaker_a"])):
+        for i, (user, assistant) in enumerate(pairs):
             p.on_turn_start(i + 1, user)
             p.sync_turn(user, assistant, session_id=sid)
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
@@ -193,8 +202,8 @@ def composition(p, question: str) -> dict:
             words = set(REF.content_words(memory.content))
             if words and any(len(words & w) >= 0.8 * len(words) for w in message_words):
                 out["tokens:derived_repeat"] += cost
-    out["tokens:overhead"] = out["total"] - sum(v for k, v in out.items() if k.startswith("lines:") for k in [f"tokens:{k[6:]}"]
-                                                ) if False else out["total"] - sum(out[f"tokens:{k[6:]}"] for k in list(out) if k.startswith("lines:"))
+    kinds = [k[len("lines:"):] for k in out if k.startswith("lines:")]
+    out["tokens:overhead"] = out["total"] - sum(out[f"tokens:{kind}"] for kind in kinds)
     out["sources"] = len(message_words)
     return dict(out)
 

@@ -305,7 +305,6 @@ class HybridLinesProvider(RawLinesProvider):  # a MemoryProvider
         return rrf(self.bm25_ranking(query), self.dense_ranking(query))
 
 
-
 def rrf(*rankings: List[int], k: int = RRF_K) -> List[int]:
     """Reciprocal rank fusion: score(id) = sum over lists of 1 / (k + rank), rank from 1."""
     score: Dict[int, float] = {}
