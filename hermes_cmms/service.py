@@ -15,6 +15,7 @@ from .common.errors import InvalidInput, UnknownMemory
 from .common.plugins import make_plugin_manager
 from .common.shared import Shared
 from .common.text import Key, clean, clean_key
+from .common.vocabulary import MAX_AUDIT_OFFSET, MAX_AUDIT_PAGE
 from .engine import Engine
 from .lifecycle.consolidate import Report, Summariser, consolidate_audited
 from .lifecycle.scheduler import Scheduler
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
 # (then `vectors_pending` says how many are still queued: the doors tell the caller)
 FORGET_STALLED_S = 60  # a forget --all with no batch for this long was interrupted: the sweep finishes it
-MAX_AUDIT_PAGE, MAX_AUDIT_OFFSET = 500, 10**9  # one audit_log call, at any door
 
 
 class MemoryService:

@@ -13,7 +13,7 @@ from pydantic import Field, WithJsonSchema
 
 from hermes_cmms.common.bounds import count_in
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
-from hermes_cmms.service import LIFECYCLE_STATES, MAX_BELIEF_CHARS, REFLECT_MODES, SOURCE_TYPES
+from hermes_cmms.common.vocabulary import LIFECYCLE_STATES, MAX_BELIEF_CHARS, REFLECT_MODES, SOURCE_TYPES, STRATEGIES
 
 from ._args import MAX_RESULTS, field, given, receipt
 
@@ -23,7 +23,7 @@ ALIASES: dict[str, dict[str, str]] = {  # tool -> {earlier argument name: the co
     "resolve_conflict": {"belief_a": "belief_a_id", "belief_b": "belief_b_id", "strategy": "resolution",
                          "merged_text": "new_proposition"},
 }
-RESOLUTIONS = ("keep_a", "keep_b", "merge", "discard_both")  # the contract's; "auto" is ours
+RESOLUTIONS = STRATEGIES[:-1]  # the contract's; "auto" is ours
 SOURCE_ITEMS = {"type": "object", "required": ["source_type", "source_id"], "properties": {
     "source_type": {"type": "string", "enum": list(SOURCE_TYPES)},
     "source_id": {"type": "string", "description": "A memory id of this scope, dashed or not (cited as "

@@ -13,14 +13,14 @@ from typing import Annotated, Any, Callable
 from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in
-from hermes_cmms.service import (AUDIT_CONTRACT_TYPES as CONTRACT_TYPES, AUDIT_TYPES as CHOICES,
-                                 graph_contract_view, route_contract_answer)
+from hermes_cmms.common.vocabulary import AUDIT_CHOICES, AUDIT_CONTRACT_TYPES
+from hermes_cmms.service import graph_contract_view, route_contract_answer
 
 from ._args import MAX_RESULTS, field
 
 ALIASES: dict[str, dict[str, str]] = {"route": {"limit": "top_k"}}  # tool -> {earlier name: the contract's}
 DEFAULT_SOURCE = "user"  # learn's receipt when none is given (the contract's default)
-EXTRA_AUDIT_TYPES = tuple(t for t in CHOICES if t not in CONTRACT_TYPES)
+EXTRA_AUDIT_TYPES = tuple(t for t in AUDIT_CHOICES if t not in AUDIT_CONTRACT_TYPES)
 
 
 def _entity(description: str):
@@ -76,7 +76,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def audit(audit_type: Annotated[str, field(
                   "full (every check, default), consistency (receipts, lifecycle, graph and vector drift), "
                   f"orphans or confidence; our finer types {', '.join(EXTRA_AUDIT_TYPES)} are accepted too.",
-                  enum=list(CONTRACT_TYPES))] = "full"
+                  enum=list(AUDIT_CONTRACT_TYPES))] = "full"
               ) -> dict[str, Any]:
         """Health checks on the default scope's stored data: errors, warnings, the confidence
         distribution, and findings and counts per check."""

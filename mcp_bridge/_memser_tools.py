@@ -8,7 +8,7 @@ from typing import Annotated, Any, Callable, Optional
 from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in, query_text
-from hermes_cmms.common.checks import TIERS
+from hermes_cmms.common.vocabulary import TIERS
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
 from hermes_cmms.service import ITEM_KEYS, Hit, hit_dict, iso, memory_dict

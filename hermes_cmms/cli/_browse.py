@@ -7,10 +7,10 @@ from typing import Callable, Optional
 
 from ..common.errors import UnknownMemory
 from ..common.ids import given_back, public_ids, shown_id, stored_id
+from ..common.vocabulary import SORTS, STATES, TIERS
 from ._engine import OWNER, SCOPE_HELP, _service
 
 LINE_CHARS = 160  # of a memory's text, what `list` shows on its line
-STATES = ("active", "superseded", "expired", "all", "candidate", "validated", "stale", "archived")
 
 
 def inert(text: Optional[str], limit: Optional[int] = None) -> str:
@@ -142,7 +142,7 @@ def register(add: Callable) -> None:
     """Add `list` and `show` to the command line (`add` from commands.build_parser)."""
     p = add("list", cmd_list, "List a scope's memories: filtered, sorted, a page at a time.")
     p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
-    p.add_argument("--tier", choices=["working", "episodic", "semantic"])
+    p.add_argument("--tier", choices=TIERS)
     p.add_argument("--kind", help="message, observation, note, summary, fact, preference, decision, skill, belief, ...")
     p.add_argument("--tag", action="append", help="Memories carrying this tag (repeatable: all must match).")
     p.add_argument("--state", choices=STATES, default="active",
@@ -153,7 +153,7 @@ def register(add: Callable) -> None:
     p.add_argument("--source", help="Receipt prefix: hermes, mcp, cli, import:, ...")
     p.add_argument("--query", "-q", help="Only memories holding any of these words (or near it in meaning).")
     p.add_argument("--meaning", action="store_true", help="With --query: by meaning (loads the embedder).")
-    p.add_argument("--sort", choices=["newest", "oldest", "confidence", "relevance"], default="newest")
+    p.add_argument("--sort", choices=SORTS, default="newest")
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--limit", type=int, default=20, help="1 to 200 (default 20).")
     p.add_argument("--json", action="store_true")

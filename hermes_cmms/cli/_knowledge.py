@@ -8,6 +8,7 @@ from typing import Callable
 
 from ..common.errors import InvalidInput
 from ..common.ids import public_ids, shown_id, stored_id
+from ..common.vocabulary import AUDIT_CHOICES, REFLECT_MODES, STRATEGIES
 from ._engine import OWNER, SCOPE_HELP, VectorBar, _service, may_create, storing_only
 
 FOUND_EXIT = 3  # `audit` found something (1 is an error, 2 a usage error: cli/commands.py)
@@ -150,7 +151,7 @@ def register(add: Callable) -> None:
     p = add("audit", cmd_audit, "Check the stored data: orphans, receipts, lifecycle, confidence, drift. "
                                 "Exits 3 when something is found.")
     p.add_argument("type", nargs="?", default="all",
-                   help="all, orphans, receipts, lifecycle, confidence, vector_drift or graph_drift")
+                   help=_either(AUDIT_CHOICES))
     p.add_argument("--scope", help="Only this scope (default: every scope).")
     p.add_argument("--json", action="store_true")
     p = add("reindex", cmd_reindex, "Repair drift: rebuild missing vectors, drop stray ones and orphans, "
@@ -183,11 +184,16 @@ def _add_beliefs(add: Callable) -> None:
     q = _action(actions, "resolve", "Settle two contradicting beliefs.")
     q.add_argument("belief_a")
     q.add_argument("belief_b")
-    q.add_argument("--strategy", required=True, help="keep_a, keep_b, merge, discard_both or auto.")
+    q.add_argument("--strategy", required=True, help=_either(STRATEGIES) + ".")
     q.add_argument("--merged-text")
     q = _action(actions, "reflect", "A report on the beliefs.")
     q.add_argument("mode", nargs="?", default="overview",
-                   help="overview, contradictions, decay, topics, evidence_audit or confidence")
+                   help=_either(REFLECT_MODES))
+
+
+def _either(choices) -> str:
+    """Choices as a help text says them: "a, b or c"."""
+    return f"{', '.join(choices[:-1])} or {choices[-1]}"
 
 
 def _add_graph(add: Callable) -> None:

@@ -10,6 +10,7 @@ from typing import Callable, Optional
 
 from . import _engine
 from ..common.errors import InvalidInput
+from ..common.vocabulary import EXPORT_FORMATS
 
 
 def _service(args, embedder: Optional[str] = "none"):
@@ -166,7 +167,7 @@ def register(add: Callable) -> None:
     p.add_argument("--scope", default=_engine.OWNER, help=_engine.SCOPE_HELP)
     p.add_argument("--output", "-o", help="Write to this file (default: standard output); for markdown, "
                                           "the folder of notes.")
-    p.add_argument("--format", choices=("jsonl", "memory-json", "markdown"), default="jsonl",
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl",
                    help="jsonl (default): hermes-cmms' own, every record, for import; memory-json: the MCP memory "
                         "server's entities and relations; markdown: a note per session or day, as basic-memory "
                         "reads them.")

@@ -14,6 +14,7 @@ from typing import Callable, Optional, Sequence
 from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import public_ids, stored_id, stored_ids
+from ..common.vocabulary import JOBS, MAX_AUDIT_PAGE, TIERS
 from ._engine import OWNER, SCOPE_HELP, _service, may_create, owner_default, owner_scope, settings_for
 
 
@@ -183,8 +184,6 @@ def cmd_audit_log(args) -> int:
 
 def _audit_pages(service, args) -> list:
     """Up to --limit events, newest first, fetched a service page (MAX_AUDIT_PAGE) at a time."""
-    from ..service import MAX_AUDIT_PAGE
-
     events: list = []
     while len(events) < args.limit:
         wanted = min(MAX_AUDIT_PAGE, args.limit - len(events))
@@ -328,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="With ID...: forget without asking.")
     p.add_argument("--scope", help="The scope, e.g. user:telegram:12345 or local:default (required but with ID...).")
     p.add_argument("--id", action="append", help="A memory id (repeatable).")
-    p.add_argument("--tier", choices=["working", "episodic", "semantic"], help="Every memory of this tier.")
+    p.add_argument("--tier", choices=TIERS, help="Every memory of this tier.")
     p.add_argument("--tag", action="append", help="Memories carrying this tag (repeatable: all must match).")
     p.add_argument("--all", action="store_true",
                    help="Everything of the scope, and the content of its audit snapshots (right to be forgotten).")
@@ -345,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", help="Only this conversation session.")
     p.add_argument("--json", action="store_true")
     p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation.")
-    p.add_argument("--job", choices=["sweep", "decay", "consolidate", "all"], default="all")
+    p.add_argument("--job", choices=JOBS, default="all")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")
     from ._knowledge import register

@@ -3,8 +3,7 @@ sentence at the Hermes tools, the MCP tools and the CLI)."""
 from __future__ import annotations
 
 from .errors import InvalidInput
-
-MAX_QUERY_CHARS = 10_000
+from .vocabulary import MAX_QUERY_CHARS
 
 
 def query_text(value: str, name: str = "query") -> str:

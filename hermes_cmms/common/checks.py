@@ -5,8 +5,8 @@ from typing import Mapping, Optional, Sequence
 
 from .errors import InvalidInput
 from .text import brief, clean, clean_key
+from .vocabulary import TIERS
 
-TIERS = ("working", "episodic", "semantic")
 MAX_TAGS = 32
 
 

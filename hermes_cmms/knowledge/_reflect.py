@@ -17,15 +17,13 @@ from typing import Callable, Optional, Sequence
 from ..common import lifecycle_rules as lifecycle
 from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
+from ..common.vocabulary import LIFECYCLE_STATES
 from ..recall.shape import iso, verification_status
 from ..store import belief_rows
 from ..store.belief_rows import DECLARED, MARKERS, MERGED, SETTLED
 
-REFLECT_MODES = ("overview", "contradictions", "relations", "decay", "topics", "evidence_audit", "confidence")
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")
-LIFECYCLE_STATES = ("active", "superseded", "discarded", "contradicted")  # the contract's coarse states
 # DECLARED, SETTLED, MERGED, MARKERS: the evidence rows' source types that are links (store/belief_rows.py)
-SOURCE_TYPES = ("fact", "decision", "observation", "user_statement")  # the contract's, for sources
 TIE_CONFIDENCE = 0.05  # confidences this close are a tie for the auto rule
 AUTO_RESOLVE_GAP = 0.5  # the contract's auto_resolve: a bigger confidence gap supersedes the lower
 SHOWN_EVIDENCE = 20  # evidence rows in a belief dict (the newest); the counts cover all

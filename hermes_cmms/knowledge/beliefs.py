@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from . import _reflect
 from ..common import lifecycle_rules as lifecycle
 from ._proposition import read_proposition, worded
-from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, MERGED, REFLECT_MODES, SETTLED,
-                       SOURCE_TYPES, Record, auto_winner, confidence_gap, negation)
+from ..common.vocabulary import (BELIEF_STATES, LIFECYCLE_STATES, MAX_BELIEF_CHARS, REFLECT_MODES, SOURCE_TYPES,
+                                 STRATEGIES)
+from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, MERGED, SETTLED, Record, auto_winner, confidence_gap, negation)
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["REFLECT_MODES", "STRATEGIES", "set_belief", "get_belief", "resolve_conflict", "reflect",
            "read_proposition"]
 
-STRATEGIES = ("keep_a", "keep_b", "merge", "discard_both", "auto")
-STATE_FILTERS = ("candidate", "validated", "active", "stale", "archived", "superseded", "contested")
-MAX_BELIEF_CHARS = 2_048  # the contracts' maxLength of a proposition
 MAX_EVIDENCE_IDS = 50
 MAX_SOURCE_ID_CHARS = 256
 SOURCE_KEYS = ("source_type", "source_id", "weight")
@@ -333,8 +331,8 @@ def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, stat
 
 def _narrowed(scope: str, state, min_confidence: Optional[float], tags: tuple[str, ...], source):
     """The scope's beliefs narrowed by state, confidence, tags and receipt prefix."""
-    if state is not None and state not in STATE_FILTERS:
-        raise InvalidInput(f"Unknown belief state {state!r}; choose one of {', '.join(STATE_FILTERS)}.")
+    if state is not None and state not in BELIEF_STATES:
+        raise InvalidInput(f"Unknown belief state {state!r}; choose one of {', '.join(BELIEF_STATES)}.")
     return belief_rows.narrowed(scope, state, min_confidence, tags, _prefix(source, "source"))
 
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 from itertools import chain
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
-from ..common.bounds import MAX_QUERY_CHARS
+from ..common.vocabulary import MAX_QUERY_CHARS
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
 from ..common.ids import shown_id

@@ -14,13 +14,13 @@ from ..recall.rank import Hit
 from ..recall.search import search, semantic_search
 from ..recall.shape import memory_dict
 from ..common.text import clean
+from ..common.vocabulary import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 10_000
 MAX_LIMIT = 100
 SEMANTIC_MIN = 0.45  # the best cosine similarity at which the semantic stage answers
 SEARCHED = 200  # hybrid search results a rule's retriever looks through for its kinds

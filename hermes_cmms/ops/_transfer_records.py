@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ..common import lifecycle_rules as lifecycle
-from ..common.checks import TIERS
+from ..common.vocabulary import TIERS
 from ..common.errors import InvalidInput
 from ..store.columns import column_kind
 from ..store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory

@@ -19,17 +19,15 @@ from ..common.errors import InvalidInput
 from ..store import audit_rows
 from ..store.audit_rows import GRAPH, ORPHANS, RECEIPTS, Check, lifecycle_checks as _lifecycle_checks
 from ..common.checks import scope_of
+from ..common.vocabulary import AUDIT_CHOICES, AUDIT_TYPES
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
-__all__ = ["AUDIT_TYPES", "CHECKS", "CHOICES", "CONTRACT_TYPES", "MAX_FINDINGS", "REPAIRED", "reindex", "run"]
+__all__ = ["AUDIT_TYPES", "CHECKS", "MAX_FINDINGS", "REPAIRED", "reindex", "run"]
 
-AUDIT_TYPES = ("orphans", "receipts", "lifecycle", "confidence", "vector_drift", "graph_drift")
-CONTRACT_TYPES = ("full", "consistency", "orphans", "confidence")  # the CMMS contract's audit_type enum
 GROUPS = {"full": AUDIT_TYPES, "all": AUDIT_TYPES,  # "all": our earlier name of "full"
           "consistency": ("receipts", "lifecycle", "graph_drift", "vector_drift")}
-CHOICES = ("full", "consistency", *AUDIT_TYPES, "all")
 REPAIRED = ("orphans", "vector_drift", "graph_drift")  # what reindex brings to zero
 TOLERANCE = 1e-4  # stored confidences are rounded to 4 places
 
@@ -177,8 +175,8 @@ def _audit_scope(scope) -> Optional[str]:
 
 
 def _types(audit_type) -> tuple[str, ...]:
-    if audit_type not in CHOICES:
-        raise InvalidInput(f"Unknown audit type {audit_type!r}; choose one of {', '.join(CHOICES)}.")
+    if audit_type not in AUDIT_CHOICES:
+        raise InvalidInput(f"Unknown audit type {audit_type!r}; choose one of {', '.join(AUDIT_CHOICES)}.")
     return GROUPS.get(audit_type, (audit_type,))
 
 

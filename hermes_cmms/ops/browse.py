@@ -12,6 +12,7 @@ from ..common import lifecycle_rules as lifecycle
 from ..common.checks import scope_of, tags_of, tier_of
 from ..common.errors import InvalidInput
 from ..common.text import brief, clean
+from ..common.vocabulary import MAX_OFFSET, MAX_PAGE, MODES, SORTS, STATES
 from ..recall.shape import ITEM_KEYS, iso, memory_dict
 from ..store.store import Filters
 from ..vectors.indexer import query_vector
@@ -20,10 +21,6 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..store.models import Memory
 
-STATES = ("active", "superseded", "expired", "all", *(s for s in lifecycle.LIVE_STATES if s != "active"))
-MODES = ("keyword", "meaning")
-SORTS = ("newest", "oldest", "confidence", "relevance")
-MAX_PAGE, MAX_OFFSET = 200, 10**9
 MEANING_CANDIDATES = 500  # nearest memories a search by meaning filters (in SQL) and pages through
 LATEST = 10  # writes (and recalls) an overview shows
 HEALTH_SECONDS = 5.0  # an overview's health lines are reused this long

@@ -15,7 +15,7 @@ import pluggy
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from .audit import AUDIT_TYPES
+from ..common.vocabulary import AUDIT_TYPES
 from ..common.tracing import TRACER_NAME, Span, tracer  # noqa: F401 - TRACER_NAME, tracer: re-exported
 from ..store import gauges
 from ..common.text import clean_key

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 from ..common.checks import scope_of
 from ..common.errors import InvalidInput
 from ..common.text import clean_key
+from ..common.vocabulary import MAX_HISTORY_PAGE
 from ..store import recall_events
 from ..store.models import Memory
 from .block import settled
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 SHORT_CHARS = 120  # of a stored memory's text in a timeline
-MAX_PAGE = 500
 
 
 def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> list[dict]:
@@ -67,6 +67,6 @@ def _turn_of(memory: Memory, stored: list[Memory]) -> int:
 
 def _page(offset: int, limit: int) -> None:
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in (offset, limit)) \
-            or not (1 <= limit <= MAX_PAGE and offset >= 0):
-        raise InvalidInput(f"A page is 1 to {MAX_PAGE} items from an offset of 0 or more, not {limit!r} "
+            or not (1 <= limit <= MAX_HISTORY_PAGE and offset >= 0):
+        raise InvalidInput(f"A page is 1 to {MAX_HISTORY_PAGE} items from an offset of 0 or more, not {limit!r} "
                            f"from {offset!r}.")

@@ -31,17 +31,17 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Iterable, Iterator, Optional
 
 from ...common.errors import InvalidInput
+from ...common.vocabulary import EXPORT_FORMATS
 
 if TYPE_CHECKING:
     from ...engine import Engine
 
-FORMATS = ("jsonl", "memory-json", "markdown")
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>#~&])")  # what can start markup inside a line
 YAML_BREAKS = {"\u0085": "\\N", "\u2028": "\\L", "\u2029": "\\P"}
 OPEN_FILES = 64  # note parts kept open at once while writing
 GROUP_BYTES = 32 * 2**20  # observations (characters) a memory-json export gathers per entity line at most
 
-__all__ = ["FORMATS", "export_open", "memory_json", "markdown"]
+__all__ = ["export_open", "memory_json", "markdown"]
 
 
 def export_open(engine: "Engine", scope: str, fmt: str, directory=None, actor: str = ""):
@@ -49,8 +49,8 @@ def export_open(engine: "Engine", scope: str, fmt: str, directory=None, actor: s
     markdown notes written into `directory` (what was written)."""
     from ..transfer import export_scope
 
-    if fmt not in FORMATS[1:]:
-        raise InvalidInput(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    if fmt not in EXPORT_FORMATS[1:]:
+        raise InvalidInput(f"Unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}.")
     if fmt == "markdown" and directory is None:
         raise InvalidInput("A markdown export is a folder of notes: name it with --output.")
     records = export_scope(engine, scope, actor=actor)
