@@ -47,8 +47,8 @@ with MemoryService(Settings.load(sys.argv[1]), scheduler=False) as service:
     hits = service.semantic_search("local:default", "What is the name of my pet?", top_k=3)
     embedder = service.status()["embedder"]
 points = [ep.value for ep in md.entry_points(group="hermes_agent.memory_providers") if ep.name == "cmms"]
-print(json.dumps({"embedder": embedder, "indexed": drained, "found": bool(hits) and hits[0][0].id == mid,
-                  "similarity": round(hits[0][1], 3) if hits else None, "seconds": round(time.perf_counter() - t0, 2),
+print(json.dumps({"embedder": embedder, "indexed": drained, "found": bool(hits) and hits[0].id == mid,
+                  "similarity": round(hits[0].similarity, 3) if hits else None, "seconds": round(time.perf_counter() - t0, 2),
                   "torch_imported": "torch" in sys.modules, "torch_installed": importlib.util.find_spec("torch") is not None,
                   "entry_point": points}))
 """

@@ -241,7 +241,7 @@ def cue_found(cue: str, context: str) -> dict:
 
 def rank_of(text: str, hits) -> int | None:
     opening = REF.norm(text)[:60]
-    return next((i for i, h in enumerate(hits) if opening in REF.norm(h.memory.content)), None)
+    return next((i for i, h in enumerate(hits) if opening in REF.norm(h.content)), None)
 
 
 def summary(asked: list[dict]) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import time
 from typing import Callable, Iterator, Optional, Sequence
@@ -10,6 +11,7 @@ import pluggy
 
 from .common import tokens
 from .common.checks import scope_of as _scope, tags_of as _tags, tier_of as _tier
+from .common.answers import Event, Item, Stored
 from .common.config import Settings
 from .common.errors import InvalidInput, UnknownMemory
 from .common.plugins import make_plugin_manager
@@ -20,13 +22,11 @@ from .engine import Engine
 from .lifecycle.consolidate import Report, Summariser, consolidate_audited
 from .lifecycle.scheduler import Scheduler
 from .ops.metrics import Metrics
-from .recall import search as retrieval
-from .recall.rank import Hit
+from .recall import search as retrieval, shape
 from .recall.search import VECTOR_WORKERS
 from .redact import redact_text
 from .retain import admission
-from .store.models import AuditEvent, Memory
-from .store.store import NewMemory, Store, safe_url
+from .store.store import Store, safe_url
 from .vectors.indexer import Indexer
 
 log = logging.getLogger(__name__)
@@ -98,10 +98,11 @@ class MemoryService:
     def remember(self, scope: str, content: str, **kwargs) -> str:
         """Store one explicit memory (a note, an observation, a fact); return its id (the
         existing memory's, when this one repeats it). See `store_note` for the arguments."""
-        return self.store_note(scope, content, **kwargs).id
+        return admission.store_note(self.engine, scope, content, **kwargs).id
 
-    def store_note(self, scope: str, content: str, **kwargs) -> NewMemory:
-        """Store one explicit memory; return it with its id and whether it reinforced one.
+    def store_note(self, scope: str, content: str, **kwargs) -> Stored:
+        """Store one explicit memory; answer its id, whether it reinforced one, its tier and
+        kind, and what it superseded.
 
         Keyword arguments: kind ("note"), tier ("semantic"), tags, source, session_id,
         confidence, ttl_seconds, fact, detail, learned_from, supersedes, duplicate_of, judge,
@@ -117,7 +118,8 @@ class MemoryService:
         `duplicate_of` an id it repeats (reinforced instead of inserting); `belief` and `evidence`
         a belief's row and evidence rows, written in the same transaction (see beliefs.py).
         """
-        return admission.store_note(self.engine, scope, content, **kwargs)
+        stored = admission.store_note(self.engine, scope, content, **kwargs)
+        return Stored(stored.id, stored.reinforced, stored.tier, stored.kind, tuple(stored.supersedes))
 
     def remember_fact(self, scope: str, subject: str, predicate: str, obj: str, *,
                       confidence: float = 1.0, source: str = "", tags: Sequence[str] = ()) -> str:
@@ -256,18 +258,21 @@ class MemoryService:
 
     def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
                   action: Optional[str] = None, door: Optional[str] = None, since: Optional[float] = None,
-                  until: Optional[float] = None, limit: int = 50, offset: int = 0) -> list[AuditEvent]:
+                  until: Optional[float] = None, limit: int = 50, offset: int = 0) -> list[Event]:
         """Audit events, newest first: `limit` 1 to MAX_AUDIT_PAGE from `offset` 0 to MAX_AUDIT_OFFSET;
-        `door` an actor whole or up to a colon ("mcp"), `since` / `until` Unix times."""
+        `door` an actor whole or up to a colon ("mcp"), `since` / `until` Unix times. A forget's
+        snapshot of the row is in `snapshot` while the snapshot days keep it."""
         if not (1 <= limit <= MAX_AUDIT_PAGE and 0 <= offset <= MAX_AUDIT_OFFSET):
             raise InvalidInput(f"An audit page is 1 to {MAX_AUDIT_PAGE} events from an offset of 0 to "
                                f"{MAX_AUDIT_OFFSET:,}, not {limit} from {offset}.")
         for name, value in (("since", since), ("until", until)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise InvalidInput(f"{name} must be a Unix time, not {value!r}.")
-        return self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
+        rows = self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
                                        action=clean_key(action), door=clean_key(door), since=since, until=until,
                                        limit=limit, offset=offset)
+        return [Event(e.at, e.action, e.actor, e.scope, e.memory_id, json.loads(e.detail or "{}"),
+                      json.loads(e.snapshot) if e.snapshot else None) for e in rows]
 
     def record_call(self, door: str, tool: str, scope: Optional[str], ok: bool, error: str = "") -> None:
         """Put a tool call on the audit trail; never fails the call itself. A tool name that is
@@ -281,29 +286,33 @@ class MemoryService:
     # -- reads ----------------------------------------------------------------------------
 
     def search(self, scope: str, query: str, limit: int = 30, *, tags: Sequence[str] = (),
-               source: Optional[str] = None, fact: Optional[dict] = None) -> list[Hit]:
-        """Hybrid search inside one scope, best first.
+               source: Optional[str] = None, fact: Optional[dict] = None) -> list[Item]:
+        """Hybrid search inside one scope, best first, each with its `score`.
 
         Filters: memories carrying every one of `tags`; whose source (receipt) starts with
         `source`; facts whose given parts (`subject`, `predicate`, `object`) match, ignoring case.
         """
-        return retrieval.search(self.engine, scope, query, limit, tags=tags, source=source, fact=fact)
+        hits = retrieval.search(self.engine, scope, query, limit, tags=tags, source=source, fact=fact)
+        return shape.items(self.store, _scope(scope), [h.memory for h in hits], scores=[h.score for h in hits])
 
-    def semantic_search(self, scope: str, query: str, top_k: int = 10,
-                        score_threshold: float = 0.0) -> list[tuple[Memory, float]]:
-        """Vector-only search: (memory, cosine similarity) pairs at or above the threshold."""
-        return retrieval.semantic_search(self.engine, scope, query, top_k, score_threshold)
+    def semantic_search(self, scope: str, query: str, top_k: int = 10, score_threshold: float = 0.0) -> list[Item]:
+        """Vector-only search: memories at or above the threshold, each with its cosine `similarity`."""
+        found = retrieval.semantic_search(self.engine, scope, query, top_k, score_threshold)
+        return shape.items(self.store, _scope(scope), [m for m, _ in found], similarities=[s for _, s in found])
 
     def newest_facts(self, scope: str, limit: int = 50, *, fact: Optional[dict] = None,
-                     source: Optional[str] = None) -> list[Memory]:
+                     source: Optional[str] = None) -> list[Item]:
         """The scope's facts without a query, newest first, optionally filtered by their parts
         (ignoring case) and by a source prefix."""
-        return retrieval.newest_facts(self.engine, scope, limit, fact=fact, source=source)
+        return shape.items(self.store, _scope(scope),
+                           retrieval.newest_facts(self.engine, scope, limit, fact=fact, source=source))
 
     def page(self, scope: str, *, tier: Optional[str] = None, tags: Sequence[str] = (),
-             state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Memory], int]:
+             state: Optional[str] = None, limit: int = 50, offset: int = 0) -> tuple[list[Item], int]:
         """A page of the scope's memories, newest first, with the total that match."""
-        return retrieval.page(self.engine, scope, tier=tier, tags=tags, state=state, limit=limit, offset=offset)
+        memories, total = retrieval.page(self.engine, scope, tier=tier, tags=tags, state=state, limit=limit,
+                                         offset=offset)
+        return shape.items(self.store, _scope(scope), memories), total
 
     # -- browsing (the dashboard, `list`, `show`) --------------------------------------------
 
@@ -526,19 +535,18 @@ class MemoryService:
 
     # -- for the doors: what a door read of the parts before, each a verb -------------------
 
-    def get(self, scope: str, ids: Sequence[str]) -> dict[str, Memory]:
+    def get(self, scope: str, ids: Sequence[str]) -> dict[str, Item]:
         """The memories among `ids` that belong to `scope` (never another scope's), by id."""
-        return self.store.get([clean_key(i) for i in ids if isinstance(i, str)], _scope(scope))
+        scope = _scope(scope)
+        found = self.store.get([clean_key(i) for i in ids if isinstance(i, str)], scope)
+        return {item.id: item for item in shape.items(self.store, scope, list(found.values()))}
 
-    def facts(self, scope: str, ids: Sequence[str]) -> dict[str, tuple[str, str, str]]:
-        """(subject, predicate, object) of the fact memories among `ids` that belong to `scope`."""
-        return self.store.facts([clean_key(i) for i in ids if isinstance(i, str)], scope=_scope(scope))
-
-    def containing(self, scope: str, fragment: str, sources: Sequence[str]) -> list[Memory]:
+    def containing(self, scope: str, fragment: str, sources: Sequence[str]) -> list[Item]:
         """The scope's current memories from `sources` whose stored text holds `fragment` as it
         would be stored (cleaned and redacted)."""
         scope = _scope(scope)
-        return self.store.containing(scope, self.as_stored(scope, fragment), [clean(s) for s in sources])
+        found = self.store.containing(scope, self.as_stored(scope, fragment), [clean(s) for s in sources])
+        return shape.items(self.store, scope, found)
 
     def as_stored(self, scope: str, text: str) -> str:
         """`text` as a memory of `scope` would hold it: cleaned, then every redactor run."""
@@ -590,12 +598,6 @@ class MemoryService:
         from .ops.metrics import exposition
 
         return exposition(self, _scope(scope) if scope is not None else None)
-
-    def learn_answer(self, scope: str, text: str, answer: dict, created_by: str) -> dict:
-        """A `learn` answer in the CMMS contract's shape (see knowledge.learn.contract_answer)."""
-        from .knowledge.learn import contract_answer
-
-        return contract_answer(self.store, _scope(scope), text, answer, created_by)
 
     def rebuild_graph(self, scope: Optional[str] = None) -> dict:
         """Rebuild the entity graph of `scope` (None: every scope) from its facts."""
@@ -696,14 +698,6 @@ def release(service: MemoryService, drain_timeout: float = 5.0) -> None:
 # "doors-through-the-facade" contract): the one JSON shape of a memory, the arguments' choices,
 # the door settings. Loaded on first use, as the verbs load their features.
 DOOR_NAMES = {
-    "Hit": ".recall.rank", "ITEM_KEYS": ".recall.shape", "decision_response": ".recall.shape",
-    "fact_response": ".recall.shape", "hit_dict": ".recall.shape", "iso": ".recall.shape",
-    "memory_dict": ".recall.shape", "receipt_response": ".recall.shape",
-    "LIFECYCLE_STATES": ".knowledge._reflect", "REFLECT_MODES": ".knowledge._reflect",
-    "SOURCE_TYPES": ".knowledge._reflect", "MAX_BELIEF_CHARS": ".knowledge.beliefs",
-    "graph_contract_view": ".knowledge.graph:contract_view",
-    "route_contract_answer": ".knowledge.route:contract_answer",
-    "AUDIT_TYPES": ".ops.audit:CHOICES", "AUDIT_CONTRACT_TYPES": ".ops.audit:CONTRACT_TYPES",
     "run_checks": ".ops.doctor", "external_paths": ".ops.transfer", "hermes_summariser": ".lifecycle.consolidate",
     "door_settings": ".store.availability", "store_problem": ".store.availability",
     "packaged_int8_minilm": ".vectors.embedders", "prepared_minilm": ".vectors.embedders",

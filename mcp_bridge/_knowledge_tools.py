@@ -14,9 +14,8 @@ from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in
 from hermes_cmms.common.vocabulary import AUDIT_CHOICES, AUDIT_CONTRACT_TYPES
-from hermes_cmms.service import graph_contract_view, route_contract_answer
-
 from ._args import MAX_RESULTS, field
+from ._contract import graph_view, learn_answer, route_answer
 
 ALIASES: dict[str, dict[str, str]] = {"route": {"limit": "top_k"}}  # tool -> {earlier name: the contract's}
 DEFAULT_SOURCE = "user"  # learn's receipt when none is given (the contract's default)
@@ -43,7 +42,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         extract_beliefs) beliefs in it; answers each bucket with its receipts."""
         answer = service.learn(default_scope, text, source=source.strip() or DEFAULT_SOURCE,
                                extract_beliefs=extract_beliefs, min_belief_confidence=min_belief_confidence)
-        return service.learn_answer(default_scope, text, answer, "mcp:learn")
+        return learn_answer(service, default_scope, text, answer, "mcp:learn")
 
     def graph_search(query: Annotated[str, Field(
                          description="Text naming entities: those it names, with their neighbours; "
@@ -60,7 +59,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         answer = service.graph_search(default_scope, query=query, entity_id=entity_id, source_id=source_id,
                                       target_id=target_id, max_depth=count_in(max_depth, "max_depth", 4),
                                       limit=count_in(limit, "limit", MAX_RESULTS))
-        return {**graph_contract_view(answer), **answer}
+        return {**graph_view(answer), **answer}
 
     def route(query: Annotated[str, Field(description="The question, in plain words; '' (default) routes "
                                                       "nowhere (stage 4).")] = "",
@@ -71,7 +70,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         """Answer a question through the 4-stage router (1 rules, 2 semantic, 3 graph, 4 LLM or
         nothing found); says which stage answered and why."""
         answer = service.route(default_scope, query, count_in(top_k, "top_k", MAX_RESULTS), score_threshold)
-        return route_contract_answer(answer)
+        return route_answer(answer)
 
     def audit(audit_type: Annotated[str, field(
                   "full (every check, default), consistency (receipts, lifecycle, graph and vector drift), "

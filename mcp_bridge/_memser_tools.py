@@ -2,7 +2,6 @@
 consolidate_memories, audit_log)."""
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Callable, Optional
 
 from pydantic import Field
@@ -11,7 +10,6 @@ from hermes_cmms.common.bounds import count_in, query_text
 from hermes_cmms.common.vocabulary import TIERS
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
-from hermes_cmms.service import ITEM_KEYS, Hit, hit_dict, iso, memory_dict
 
 from ._args import MAX_PAGE, MAX_RESULTS, Actor, Query, Scope, Source, Tags, receipt
 
@@ -20,10 +18,6 @@ ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the c
 
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
-
-    def hits_out(scope: str, hits: list[Hit]) -> list[dict]:
-        facts = service.facts(scope, [h.memory.id for h in hits])
-        return [hit_dict(h, ITEM_KEYS, facts) for h in hits]
 
     def store_memory(content: Annotated[str, Field(description="What to remember.")], scope: Scope,
                      tags: Tags = None, source: Source = None,
@@ -41,7 +35,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                       tags: Tags = None, actor: Actor = None) -> dict[str, Any]:
         """Hybrid search of the named scope, optionally only memories with all the given tags."""
         hits = service.search(scope, query_text(query), count_in(k, "k", MAX_RESULTS), tags=tags or ())
-        return {"scope": scope, "results": hits_out(scope, hits)}
+        return {"scope": scope, "results": [hit.as_dict() for hit in hits]}
 
     def forget_memory(scope: Scope,
                       memory_id: Annotated[Optional[str], Field(description="The id to delete.")] = None,
@@ -71,9 +65,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         memories, total = service.page(scope, tier=tier, tags=tags or (), state=state,
                                        limit=count_in(limit, "limit", MAX_PAGE),
                                        offset=count_in(offset, "offset", 10**9, low=0))
-        facts = service.facts(scope, [m.id for m in memories])
         return {"scope": scope, "total": total, "limit": limit, "offset": offset,
-                "memories": [memory_dict(m, facts=facts) for m in memories]}
+                "memories": [item.as_dict() for item in memories]}
 
     def consolidate_memories(scope: Scope,
                              session_id: Annotated[Optional[str], Field(
@@ -93,8 +86,6 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         events = service.audit_log(scope, memory_id=memory_id, action=action,
                                    limit=count_in(limit, "limit", MAX_PAGE),
                                    offset=count_in(offset, "offset", 10**9, low=0))
-        return {"scope": scope, "events": [
-            {"at": iso(e.at), "action": e.action, "actor": e.actor, "memory_id": e.memory_id,
-             "detail": json.loads(e.detail or "{}"), "snapshot_kept": e.snapshot is not None} for e in events]}
+        return {"scope": scope, "events": [event.as_dict() for event in events]}
 
     return [store_memory, recall_memory, forget_memory, list_memories, consolidate_memories, audit_log]

@@ -8,6 +8,7 @@ embedding model is loaded.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, Callable
 
 from pydantic import Field
@@ -16,10 +17,10 @@ from hermes_cmms.common.bounds import count_in, query_text
 from hermes_cmms.common.errors import InvalidInput, NoVectorIndex
 from hermes_cmms.common.text import clean
 from hermes_cmms.common.version import __version__
-from hermes_cmms.service import (ITEM_KEYS, Hit, decision_response, fact_response, hit_dict, memory_dict,
-                                 receipt_response)
+from hermes_cmms.common.answers import Item, receipt_response
 
 from ._args import MAX_RESULTS, Tags, field, given
+from ._contract import decision_response, fact_response
 
 
 ALIASES: dict[str, dict[str, str]] = {}  # tool -> {earlier argument name: the contract's}
@@ -35,16 +36,10 @@ Part = "Only facts with this {} (any case); '' (default) for any."
 def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     """This family's tool functions, bound to one engine and the bridge's default scope."""
 
-    def stored(ids: list[str]) -> dict:
-        return service.get(default_scope, ids)
-
-    def answers(hits: list[Hit]) -> tuple[list[dict], list[dict], dict]:
-        """The fact hits as fact_response (plus our item fields and score), every hit as an item,
-        and the facts of them."""
-        facts = service.facts(default_scope, [h.memory.id for h in hits])
-        items = [hit_dict(h, ITEM_KEYS, facts) for h in hits]
-        return [_fact_item(fact_response(h.memory, facts), item)
-                for h, item in zip(hits, items) if h.memory.id in facts], items, facts
+    def answers(hits: list[Item]) -> tuple[list[dict], list[dict]]:
+        """The fact hits as fact_response (plus our item fields and score), and every hit as an item."""
+        items = [hit.as_dict() for hit in hits]
+        return [_fact_item(fact_response(hit), item) for hit, item in zip(hits, items) if hit.fact], items
 
     def ping() -> dict[str, Any]:
         """Check the memory server is up; returns status ok, its version, default scope and the scope's counts."""
@@ -64,9 +59,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         """Store a fact (subject, predicate, object) in the default scope; answers its provenance receipt and the fact."""
         memory_id = service.remember_fact(default_scope, subject, predicate, object, confidence=confidence,
                                           source=source.strip() or DEFAULT_SOURCE, tags=tags or ())
-        memory = stored([memory_id])[memory_id]  # as stored: a repeat reinforced the earlier fact
-        return {"receipt": receipt_response(memory, "fact", "mcp:remember"),
-                "fact": fact_response(memory, service.facts(default_scope, [memory_id])),
+        memory = service.get(default_scope, [memory_id])[memory_id]  # as stored: a repeat reinforced the earlier
+        return {"receipt": receipt_response(memory, "fact", "mcp:remember"), "fact": fact_response(memory),
                 "stored": True, "id": memory_id, "scope": default_scope}
 
     def search(query: Text = "",
@@ -84,8 +78,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         if given(query):  # the whole hybrid pool (bounded), cut below: `limit` facts and `limit` hits
             hits = service.search(default_scope, query_text(query), MAX_SEARCH, source=source, fact=fact)
         else:
-            hits = [Hit(m, 0.0) for m in service.newest_facts(default_scope, limit, fact=fact, source=source)]
-        results, items, _ = answers(hits)
+            hits = [replace(m, score=0.0) for m in service.newest_facts(default_scope, limit, fact=fact, source=source)]
+        results, items = answers(hits)
         return {"results": results[:limit], "total": len(results[:limit]), "scope": default_scope,
                 "memories": items[:limit]}
 
@@ -99,11 +93,10 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         limit, subject = count_in(max_results, "max_results", MAX_RESULTS), given(subject)
         query = f"{query_text(task, 'task')} {subject}" if subject else query_text(task, "task")
         hits = service.search(default_scope, query, MAX_SEARCH)  # the whole hybrid pool: bounded
-        facts, items, _ = answers(hits)
+        facts, items = answers(hits)
         if subject:  # matched as search's subject filter: spaces collapsed, any case
             facts = [fact for fact in facts if _folded(fact["subject"]) == _folded(subject)]
-        decisions = [{**decision_response(h.memory), "score": round(h.score, 5)}
-                     for h in hits if h.memory.kind == "decision"]
+        decisions = [{**decision_response(hit), "score": round(hit.score, 5)} for hit in hits if hit.kind == "decision"]
         return {"facts": facts[:limit], "decisions": decisions[:limit], "total": len(facts[:limit]),
                 "scope": default_scope, "context": service.recall(default_scope, query),  # the recall hook
                 "memories": items[:limit]}
@@ -125,10 +118,8 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
             found = service.semantic_search(default_scope, query_text(query), top_k, score_threshold)
         except NoVectorIndex as exc:  # keyword-only: the contract's error variant, not a failed call
             return {"error": str(exc)}
-        facts = service.facts(default_scope, [m.id for m, _ in found])
-        return {"semantic_results": [_semantic_result(m, sim, facts) for m, sim in found], "total": len(found),
-                "scope": default_scope,
-                "results": [memory_dict(m, facts=facts, similarity=round(sim, 5)) for m, sim in found]}
+        return {"semantic_results": [_semantic_result(item) for item in found], "total": len(found),
+                "scope": default_scope, "results": [item.as_dict() for item in found]}
 
     def metrics() -> dict[str, Any]:
         """Prometheus metrics of this server: its tool calls, errors, latencies; the default scope's
@@ -148,9 +139,9 @@ def _fact_item(fact: dict, item: dict) -> dict:
     return {**fact, **{key: value for key, value in item.items() if key not in fact}}
 
 
-def _semantic_result(memory, similarity: float, facts: dict) -> dict:
+def _semantic_result(item: Item) -> dict:
     """One of semantic_search's `semantic_results`: id, score (the cosine similarity within 0..1)
     and payload (a fact's parts, the receipt, the kind as memory_type, the text)."""
-    parts = dict(zip(("subject", "predicate", "object"), facts[memory.id])) if memory.id in facts else {}
-    return {"id": memory.id, "score": round(min(1.0, max(0.0, similarity)), 5),
-            "payload": {**parts, "source": memory.source, "memory_type": memory.kind, "content": memory.content}}
+    parts = dict(zip(("subject", "predicate", "object"), item.fact)) if item.fact else {}
+    return {"id": item.id, "score": round(min(1.0, max(0.0, item.similarity)), 5),
+            "payload": {**parts, "source": item.source, "memory_type": item.kind, "content": item.content}}

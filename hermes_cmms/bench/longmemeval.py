@@ -132,8 +132,8 @@ def run_item(item: dict, budget: Optional[int], ks: Sequence[int], tick, result:
 
 def score(item: dict, ks: Sequence[int], hits: list, turns: dict, context: str) -> dict:
     """One question's figures from the ranked hits and the injected context."""
-    ranked_turns = [frozenset(_covered(hit.memory, turns)) for hit in hits]
-    ranked_sessions = list(dict.fromkeys(h.memory.session_id for h in hits if h.memory.session_id))
+    ranked_turns = [frozenset(_covered(hit, turns)) for hit in hits]
+    ranked_sessions = list(dict.fromkeys(h.session_id for h in hits if h.session_id))
     gold = gold_turns(item)
     found = _drive.norm(context)
     in_context = [_drive.evidence_in(found, text) for text in gold.values() if _drive.norm(text)]

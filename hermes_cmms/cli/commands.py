@@ -11,6 +11,7 @@ import time
 import traceback
 from typing import Callable, Optional, Sequence
 
+from ..common.answers import HIT_KEYS
 from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import public_ids, stored_id, stored_ids
@@ -87,13 +88,11 @@ MAX_SEARCH_LIMIT = 50  # most results `search --limit` shows
 
 
 def cmd_search(args) -> int:
-    from ..service import hit_dict
-
     query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
     service = _service(args, vectors=True)
     try:
         hits = service.search(args.scope, query, limit)
-        result = public_ids({"results": [hit_dict(h) for h in hits]})
+        result = public_ids({"results": [hit.as_dict(HIT_KEYS) for hit in hits]})
     finally:
         service.close(drain_timeout=0)
     if args.json:
@@ -102,7 +101,7 @@ def cmd_search(args) -> int:
     from ._browse import inert
 
     for hit, found in zip(result["results"], hits):  # a superseded memory says so (a newer one replaced it)
-        mark = "(superseded) " if found.memory.superseded_by else ""
+        mark = "(superseded) " if found.superseded_by else ""
         print(f"{hit['id']}  {hit['date'][:10]}  {hit['role'] or inert(hit['kind'], 12):<9} {mark}{inert(hit['content'], 200)}")
     if not result["results"]:
         print(f"No memories match {args.query!r} in scope {args.scope!r}.")
@@ -163,9 +162,7 @@ def cmd_audit_log(args) -> int:
     finally:
         service.close(drain_timeout=0)
     rows = public_ids([{"at": e.at, "action": e.action, "actor": e.actor, "scope": e.scope, "memory_id": e.memory_id,
-                        "detail": json.loads(e.detail or "{}"),
-                        **({"snapshot": json.loads(e.snapshot) if e.snapshot else None} if args.snapshots else {})}
-                       for e in events])
+                        "detail": e.detail, **({"snapshot": e.snapshot} if args.snapshots else {})} for e in events])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0

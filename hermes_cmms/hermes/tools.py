@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..common.answers import HIT_KEYS
 from ..common.bounds import count_in, query_text
 from ..common.checks import admitted
 from ..common.errors import CmmsError, InvalidInput
@@ -93,9 +94,7 @@ def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) 
         if _arg(args, "route", bool, default=False):
             answer = service.route(scope, query, limit)
             return {key: answer[key] for key in ("stage", "route", "answered", "reason", "results")}
-        from ..service import hit_dict  # the engine's own module: loaded with the store, not before
-
-        return {"results": [hit_dict(h) for h in service.search(scope, query, limit)]}
+        return {"results": [hit.as_dict(HIT_KEYS) for hit in service.search(scope, query, limit)]}
     if name == "cmms_remember":
         content = _arg(args, "content", str, required=True)
         tags = _arg(args, "tags", list, default=[])

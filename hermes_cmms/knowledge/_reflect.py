@@ -18,7 +18,7 @@ from ..common import lifecycle_rules as lifecycle
 from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
 from ..common.vocabulary import LIFECYCLE_STATES
-from ..recall.shape import iso, verification_status
+from ..common.answers import iso, verification_status
 from ..store import belief_rows
 from ..store.belief_rows import DECLARED, MARKERS, MERGED, SETTLED
 

@@ -25,7 +25,7 @@ from ..common.plugins import run_redactors
 from ..store.store import event as _event, record as _record
 from ..common.text import clean, clean_key
 from ..recall.search import search
-from ..recall.shape import receipt_response
+from ..common.answers import receipt_response
 from ..retain.admission import store_note
 
 if TYPE_CHECKING:

@@ -101,45 +101,6 @@ def search(engine: "Engine", scope: str, *, query: Optional[str] = None,
 NOTHING = "Nothing to search: give query, entity_id, or source_id with target_id."
 
 
-def contract_view(answer: dict) -> dict:
-    """A graph answer (`search`'s, or a list of described entities under `entities`) as the
-    CMMS contract's nodes, edges and paths: each entity once (type "entity": entities have no
-    types here; its degree as an attribute), each relation once from its source to its target
-    (its predicate as the relation, its fact's memory id and currency as attributes), and each
-    path as the entities along it."""
-    nodes: dict[str, dict] = {}
-    edges: dict[tuple, dict] = {}
-
-    def node(entity: dict, degree: Optional[int] = None) -> None:
-        shown = nodes.setdefault(entity["id"], {"id": entity["id"], "name": entity["name"], "type": "entity",
-                                                "attributes": {}})
-        if degree is not None:
-            shown["attributes"]["degree"] = degree
-
-    def edge(source: str, target: str, predicate: str, memory_id: str, current: bool) -> None:
-        edges.setdefault((source, target, predicate, memory_id), {
-            "source_id": source, "target_id": target, "relation": predicate,
-            "attributes": {"memory_id": memory_id, "current": current}})
-
-    described = answer.get("entities") or ([answer["entity"]] if "entity" in answer else [])
-    for entity in described:
-        node(entity, entity.get("degree"))
-        for n in entity.get("neighbours", ()):
-            node(n["entity"])
-            ends = (entity["id"], n["entity"]["id"]) if n["forward"] else (n["entity"]["id"], entity["id"])
-            edge(*ends, n["predicate"], n["memory_id"], n["current"])
-    paths = []
-    for path in answer.get("path_steps", ()):
-        steps = path["steps"]
-        for step in steps:
-            node(step["from"]), node(step["to"])
-            ends = (step["from"]["id"], step["to"]["id"])
-            edge(*(ends if step["forward"] else ends[::-1]), step["predicate"], step["memory_id"], step["current"])
-        along = [steps[0]["from"]] + [step["to"] for step in steps] if steps else []
-        paths.append([{"id": e["id"], "name": e["name"], "type": "entity"} for e in along])
-    return {"nodes": list(nodes.values()), "edges": list(edges.values()), "paths": paths}
-
-
 # -- query mode ---------------------------------------------------------------------------
 
 def _by_query(conn, scope: str, query: str, limit: int) -> list[dict]:

@@ -10,12 +10,10 @@ from ..common.errors import CmmsError, InvalidInput
 from .extract import Item, replaced
 from .extractors import run_extractors
 from ..common.text import clean
-from ..recall.shape import fact_response, iso, receipt_response
 from ..retain.admission import store_note
 
 if TYPE_CHECKING:
     from ..engine import Engine
-    from ..store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -99,57 +97,6 @@ def _store(engine: "Engine", scope: str, item: Item, sources: list[str], receipt
                         learned_from=sources, replaces=replaced(item), judge=False)
     return {"id": stored.id, "kind": item.kind, "text": stored.content, "reinforced": stored.reinforced,
             "parts": parts}
-
-
-# -- the CMMS contract's answer ---------------------------------------------------------------
-
-BUCKETS = {"fact": "facts", "preference": "preferences", "decision": "decisions", "skill": "skills",
-           "belief": "beliefs"}
-MAX_CONTEXT_CHARS = 1000  # a learned decision's context: the text it was learned from, cut here
-
-
-def contract_answer(store: "Store", scope: str, text: str, answer: dict, created_by: str) -> dict:
-    """A `learn` answer as the CMMS contract's: `facts`, `decisions` and `skills` as
-    [{receipt, item}] (a fact as fact_response; a decision's `context` is the text it was
-    learned from), `beliefs` as [{belief, extracted, reinforced}], and every receipt of these
-    under `receipts`; beside them our `preferences` bucket (the contract has none: its receipts
-    name memory_type "preference" and are not under `receipts`) and the answer itself. The
-    `belief` of a learned item moves to the `beliefs` bucket."""
-    learned = answer["learned"]
-    rows = store.get([item["id"] for item in learned], scope)
-    facts = store.facts([item["id"] for item in learned if item["kind"] == "fact"])
-    shown: dict = {bucket: [] for bucket in ("facts", "decisions", "skills", "beliefs", "receipts", "preferences")}
-    for item in learned:
-        memory = rows.get(item["id"])
-        if memory is None:  # forgotten since (a concurrent forget): nothing to show
-            continue
-        receipt = receipt_response(memory, item["kind"], created_by)
-        if item["kind"] == "belief":
-            belief = item["belief"]
-            shown["beliefs"].append({"belief": {**belief, "proposition": belief["text"]},
-                                     "extracted": dict(item["parts"]), "reinforced": item["reinforced"],
-                                     "receipt": receipt})
-        else:
-            shown[BUCKETS[item["kind"]]].append({"receipt": receipt, "item": _item(memory, item, facts, text)})
-        if item["kind"] != "preference":
-            shown["receipts"].append(receipt)
-    plain = [{k: v for k, v in item.items() if k != "belief"} for item in learned]
-    return {**shown, **answer, "learned": plain}
-
-
-def _item(memory, item: dict, facts: dict, text: str) -> dict:
-    """The contract's item of a learned fact, decision or skill (a preference: its parts)."""
-    parts, created = item["parts"], iso(memory.created_at)
-    if item["kind"] == "fact":
-        return fact_response(memory, facts)
-    common = {"id": memory.id, "source": memory.source, "created_at": created}
-    if item["kind"] == "decision":
-        return {**common, "context": text[:MAX_CONTEXT_CHARS], "choice": parts["choice"],
-                "reason": parts.get("reason") or "", "content": memory.content}
-    if item["kind"] == "skill":
-        return {**common, "purpose": parts["purpose"], "steps": list(parts["steps"]), "name": parts["purpose"],
-                "content": memory.content}
-    return {**common, **parts, "content": memory.content}
 
 
 def extract_session(engine: "Engine", scope: str, session_id: str) -> int:

@@ -200,38 +200,3 @@ _RETRIEVE: dict[str, Callable[..., list]] = {
     "graph": lambda engine, scope, query, limit: graph.search(engine, scope, query=query, limit=limit)["entities"],
     "beliefs": _beliefs,
 }
-
-
-# -- the CMMS contract's answer ---------------------------------------------------------------
-
-STAGES = {"rules": (1, "rules"), "semantic": (2, "semantic"), "graph": (3, "graph")}  # else 4, llm_fallback
-PAYLOAD_KEYS = ("content", "subject", "predicate", "object", "source", "kind", "tier", "confidence", "state",
-                "created_at", "detail")
-
-
-def contract_answer(answer: dict) -> dict:
-    """A `route` answer as one of the CMMS contract's four stages: `stage` (1-4) and `route`
-    (rules, semantic, graph, llm_fallback) with the stage's own fields: `rule_match` {route,
-    rule_name, matched_keyword}, `semantic_results` [{id, score 0..1, payload}] with `total`,
-    `graph_result` {entities, relations, paths}, or a `message`. Our names stay beside them:
-    `stage_name` (rules, semantic, graph, llm, none) and `retriever` (what the results were
-    read with), with `answered`, `reason`, `results`, `trace` and `query`. The LLM's choice
-    and the hybrid-search fallback are both stage 4: no stage of the first three answered."""
-    number, name = STAGES.get(answer["stage"], (4, "llm_fallback"))
-    shown = {"stage": number, "route": name}
-    if number == 1:
-        shown["rule_match"] = {"route": answer["route"], "rule_name": answer["rule"],
-                               "matched_keyword": answer["matched"]}
-    elif number == 2:
-        shown["semantic_results"] = [
-            {"id": r["id"], "score": min(1.0, max(0.0, r["score"])),
-             "payload": {"memory_type": r["kind"], **{k: r[k] for k in PAYLOAD_KEYS if k in r}}}
-            for r in answer["results"]]
-        shown["total"] = len(shown["semantic_results"])
-    elif number == 3:
-        view = graph.contract_view({"entities": answer["results"]})
-        shown["graph_result"] = {"entities": view["nodes"], "relations": view["edges"], "paths": view["paths"]}
-    else:
-        shown["message"] = answer["reason"]
-    rest = {k: v for k, v in answer.items() if k not in ("stage", "route", "rule", "matched")}
-    return {**shown, "stage_name": answer["stage"], "retriever": answer["route"], **rest}

@@ -11,7 +11,8 @@ from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.plugins import run_redactors
 from ..common.text import Key, brief, clean, clean_key
-from ..recall.shape import ITEM_KEYS, memory_dict
+from ..common.answers import ITEM_KEYS
+from ..recall.shape import memory_dict
 from ..retain import admission
 from ..store.models import Memory
 

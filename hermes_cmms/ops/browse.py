@@ -13,7 +13,8 @@ from ..common.checks import scope_of, tags_of, tier_of
 from ..common.errors import InvalidInput
 from ..common.text import brief, clean
 from ..common.vocabulary import MAX_OFFSET, MAX_PAGE, MODES, SORTS, STATES
-from ..recall.shape import ITEM_KEYS, iso, memory_dict
+from ..common.answers import ITEM_KEYS, iso
+from ..recall.shape import memory_dict
 from ..store.store import Filters
 from ..vectors.indexer import query_vector
 

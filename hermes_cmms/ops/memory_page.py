@@ -12,7 +12,7 @@ from ..common.checks import scope_of
 from ..common.errors import UnknownMemory
 from ..common.ids import stored_id
 from ..common.text import brief, clean_key
-from ..recall.shape import iso
+from ..common.answers import iso
 from .browse import item
 
 if TYPE_CHECKING:

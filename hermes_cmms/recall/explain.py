@@ -15,7 +15,7 @@ from ..store import recall_events
 from ..vectors.chroma import UNITS, owner
 from ..vectors.indexer import query_vector
 from .block import CLOSE_COSINE, GATE_COSINE, GATE_WORDS, NOT_ABOUT, SURE_COSINE, candidates, recall_block, settled
-from .shape import iso
+from ..common.answers import iso
 from .search import CANDIDATES, SENTENCE_CANDIDATES, VECTOR_FLOOR
 
 if TYPE_CHECKING:

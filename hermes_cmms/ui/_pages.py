@@ -1,6 +1,7 @@
 """The pages that read: each parses its query, calls one facade verb, renders one template."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Optional
 from urllib.parse import urlencode
@@ -115,10 +116,12 @@ def _day(text: Optional[str], name: str, end: bool = False) -> Optional[float]:
 
 
 def _event(event) -> dict:
-    """An audit event (a row object or a dict) as the page shows it."""
+    """An audit event (an answer or a dict) as the page shows it: its detail as JSON text."""
     get = event.get if isinstance(event, dict) else lambda key: getattr(event, key, None)
+    detail = get("detail")
     return {"at": get("at"), "action": get("action"), "actor": get("actor"), "scope": get("scope"),
-            "memory_id": shown_id(get("memory_id")), "detail": get("detail")}
+            "memory_id": shown_id(get("memory_id")),
+            "detail": json.dumps(detail, ensure_ascii=False) if isinstance(detail, dict) else detail}
 
 
 def forget_preview(request: Request):

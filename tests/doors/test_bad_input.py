@@ -110,7 +110,7 @@ def test_fts_syntax_in_queries_is_plain_text(provider, syntax):
 def test_fts_operators_as_words_still_match(keyword_service):
     memory_id = keyword_service.remember(SCOPE, "Meet NEAR the OR gate AND bring rope")
     for query in ("NEAR", "near(", "gate AND rope", "NOT rope", "rope*", "content:rope", "-rope"):
-        assert [h.memory.id for h in keyword_service.search(SCOPE, query)] == [memory_id], query
+        assert [h.id for h in keyword_service.search(SCOPE, query)] == [memory_id], query
 
 
 def test_sql_looking_text_is_stored_verbatim(keyword_service, home):
@@ -118,7 +118,7 @@ def test_sql_looking_text_is_stored_verbatim(keyword_service, home):
     memory_id = keyword_service.remember(SCOPE, evil)
     keyword_service.remember(SCOPE, 'Robert"); DELETE FROM outbox WHERE ("1"="1')
     assert keyword_service.store.get([memory_id], SCOPE)[memory_id].content == evil
-    assert [h.memory.id for h in keyword_service.search(SCOPE, evil)] == [memory_id]
+    assert [h.id for h in keyword_service.search(SCOPE, evil)] == [memory_id]
     assert keyword_service.search(SCOPE, "x' OR '1'='1") == []
     assert len(_rows(home)) == 2 and keyword_service.store.counts()["outbox"] == 2
 
@@ -186,7 +186,7 @@ def test_bad_tool_call_gives_a_clear_json_error_and_loses_nothing(provider, home
     assert _rows(home) == before
     assert [r.getMessage() for r in caplog.records if r.name.startswith("hermes_cmms")] == []  # no internal error
     refused = provider.service.audit_log(action="tool", limit=1)[0]  # the refusal is on the audit trail
-    assert (json.loads(refused.detail)["tool"], json.loads(refused.detail)["ok"]) == (name if isinstance(name, str) else "unknown", False)
+    assert (refused.detail["tool"], refused.detail["ok"]) == (name if isinstance(name, str) else "unknown", False)
 
 
 @pytest.mark.parametrize("limit,count", [(1, 1), (50, 50), (None, 8)])
@@ -259,7 +259,7 @@ def test_search_rejects_a_bad_limit(keyword_service, limit):
 def test_engine_accepts_odd_but_valid_text(keyword_service):
     a = keyword_service.remember("scope\ud800", "surrogate scope note about kiwis")
     b = keyword_service.remember("scope\udc00", "another surrogate scope note about kiwis")
-    assert [h.memory.id for h in keyword_service.search("scope\ud800", "kiwis")] == [a]
-    assert [h.memory.id for h in keyword_service.search("scope\udc00", "kiwis")] == [b]
+    assert [h.id for h in keyword_service.search("scope\ud800", "kiwis")] == [a]
+    assert [h.id for h in keyword_service.search("scope\udc00", "kiwis")] == [b]
     assert keyword_service.search(SCOPE, "\x00\ud800") == []
     assert keyword_service.search(SCOPE, "kiwis", limit=1000) == []

@@ -262,7 +262,7 @@ def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, l
         # The CLI exit sequence (flush_pending, then on_session_end) closed session 1.
         assert service.store.unflushed_sessions(scope=scope, session_id=first["session_id"]) == []
         service.indexer.drain(60)  # whoever indexes the outbox, the vectors must be queryable
-        hit = next(h for h in service.search(scope, "cat") if h.memory.content == CAT)
+        hit = next(h for h in service.search(scope, "cat") if h.content == CAT)
         assert hit.keyword_rank is not None
         if service.indexer.active:  # keyword-only is a supported setup; with vectors, check them
             assert hit.vector_rank is not None

@@ -535,7 +535,7 @@ def test_threads_in_hostile_scopes_never_see_each_others_memories(keyword_servic
                             pass
                     for query in ("zebra", text, "zebra OR 1=1 --", "*"):
                         for hit in service.search(scope, query, 50) if clean(query).strip() else ():
-                            assert hit.memory.scope == own, (hit.memory.scope, own)
+                            assert hit.scope == own, (hit.scope, own)
                         ok, data = bridge.call("recall_memory", {"query": query, "scope": scope, "k": 100})
                         if ok:
                             assert data["results"] and all(stored_id(r["id"]) in stored for r in data["results"]) \
@@ -582,10 +582,10 @@ def test_keys_longer_than_an_index_entry_are_stored_and_found(keyword_service):
     ids = svc.retain_turn(scope, "session-" + "𝔖" * 3000, "The kestrel nests on the tower", "Noted")
     other = svc.retain_turn(scope, "session-" + "𝔖" * 2999, "The heron fishes at dawn", "Noted")
     assert len(ids) == len(other) == 2
-    assert [hit.memory.id for hit in svc.search(scope, "kestrel")][:1] == [ids[0]]
+    assert [hit.id for hit in svc.search(scope, "kestrel")][:1] == [ids[0]]
     assert len(svc.store.unflushed_sessions(scope=clean_key(scope))) == 2  # two sessions, kept apart
     fact = svc.remember_fact(scope, long, "likes " + long, long + " tea")
-    assert [hit.memory.id for hit in svc.search(scope, "tea", fact={"subject": long})] == [fact]
+    assert [hit.id for hit in svc.search(scope, "tea", fact={"subject": long})] == [fact]
     belief = svc.set_belief(scope, long[:1970] + " is a long one")
     assert belief["id"] and svc.graph_search(scope, query=long[:50]) is not None
     assert svc.store.integrity() == "ok"

@@ -28,6 +28,7 @@ from hermes_cmms.store.availability import store_file
 from inprocess import memory_bridge
 from mcp_client import bridge_command, http_bridge, input_schema, run, stdio_bridge
 from servers import free_port
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 pytestmark = [pytest.mark.store, pytest.mark.bridge]
 
@@ -473,7 +474,7 @@ def test_a_write_through_either_door_is_recallable_through_the_other_within_a_se
                 written = time.monotonic()
 
                 async def in_hermes(vector: bool):
-                    hits = provider.service.search(scope, "where is the spare key hidden")
+                    hits = ranked(provider.service.engine, scope, "where is the spare key hidden")
                     return any(shown_id(h.memory.id) == stored["id"] and (h.vector_rank is not None or not vector)
                                for h in hits)
                 back_keyword = await _until(lambda: in_hermes(False), 5)

@@ -7,6 +7,7 @@ from conftest import embedded_only
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.provider import CmmsMemoryProvider
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 
 def _provider(home, session="s1", **kw):
@@ -188,7 +189,8 @@ def test_exit_flushes_a_session_once_and_leaves_what_is_not_indexed_to_the_outbo
     svc = MemoryService(settings)  # the next process: the outbox still holds the turn, and it indexes it
     try:
         assert svc.store.pending(10) and svc.indexer.drain(120)
-        hit = next(h for h in svc.search("local:default", "where is the spare key") if "spare key" in h.memory.content)
+        hit = next(h for h in ranked(svc.engine, "local:default", "where is the spare key")
+                   if "spare key" in h.memory.content)
         assert hit.vector_rank is not None
     finally:
         svc.close()

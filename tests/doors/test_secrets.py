@@ -185,7 +185,7 @@ def test_a_tool_error_is_redacted_before_it_is_cut(keyword_service):
     keyword_service.record_call("mcp:test", "forget_memory", "test:audit", False,
                                 "x" * 273 + f" id {token} was not found")  # a cut at 300 keeps 23 of its characters
     [event] = keyword_service.audit_log("test:audit")
-    error = json.loads(event.detail)["error"]
+    error = event.detail["error"]
     assert len(error) <= 300 and token[:12] not in error and error.startswith("x" * 273)
 
 

@@ -43,7 +43,7 @@ def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
     with MemoryService(settings, scheduler=False) as svc:
         memory_id = svc.remember("test:away", "The spare key hangs behind the boiler")
         hits = svc.search("test:away", "where is the spare key")
-        assert [hit.memory.id for hit in hits][:1] == [memory_id]
+        assert [hit.id for hit in hits][:1] == [memory_id]
         assert svc.indexer.ready.wait(120)
         status = svc.status()
         assert status["index_error"] and status["indexed"] in (None, 0)
@@ -124,7 +124,7 @@ def test_a_chroma_database_holds_one_stores_vectors_and_another_store_is_refused
     with MemoryService(Settings.load(other, chroma_url=shared, **database), scheduler=False) as second:
         tea = second.remember("local:default", "Ana drinks green tea every morning")  # the same scope's name
         assert not second.indexer.drain(5) and second.store.counts()["outbox"] == 1  # waits, not lost
-        assert [h.memory.id for h in second.search("local:default", "green tea every morning")][:1] == [tea]
+        assert [h.id for h in second.search("local:default", "green tea every morning")][:1] == [tea]
     env = dict(os.environ, CMMS_CHROMA_URL=shared, CMMS_DATABASE_URL=database["database_url"], HF_HUB_OFFLINE="1")
     done = subprocess.run([CLI, "doctor", "--hermes-home", str(other)], capture_output=True, text=True, env=env,
                           timeout=120)
@@ -193,7 +193,7 @@ def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
         assert svc.indexer.ready.wait(120) and svc.indexer.vectors.count() == 3
         assert svc.audit("vector_drift")["counts"]["vector_drift"] == 0
         found = svc.semantic_search("test:rebuild", "music practice for the child", top_k=1)
-        assert [memory.id for memory, _ in found] == [ids[1]]
+        assert [item.id for item in found] == [ids[1]]
 
 
 @server_only

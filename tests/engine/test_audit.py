@@ -168,7 +168,7 @@ def test_every_injected_drift_is_found_exactly_then_reindex_repairs_it(seeded):
     assert _sql(svc, "SELECT e.key FROM relations r JOIN entities e ON e.id = r.target_id WHERE r.memory_id = :m",
                 m=ids["acme"]) == [("acme",)]
     [event] = svc.audit_log(action="reindex")
-    assert json.loads(event.detail)["vectors_queued"] == 1
+    assert event.detail["vectors_queued"] == 1
 
 
 def test_reindex_of_one_scope_leaves_the_other_alone(seeded):

@@ -22,9 +22,9 @@ def _crowd(svc, n=250):
 def test_a_tag_or_source_filter_finds_a_match_past_the_first_ranked_hits(keyword_service):
     svc = keyword_service
     wanted = _crowd(svc)
-    assert wanted not in [h.memory.id for h in svc.search(S, "boat", 200)]  # it ranks past the first 200
-    assert [h.memory.id for h in svc.search(S, "boat", 10, tags=["harbour"])] == [wanted]
-    assert [h.memory.id for h in svc.search(S, "boat", 10, source="mcp:")] == [wanted]
+    assert wanted not in [h.id for h in svc.search(S, "boat", 200)]  # it ranks past the first 200
+    assert [h.id for h in svc.search(S, "boat", 10, tags=["harbour"])] == [wanted]
+    assert [h.id for h in svc.search(S, "boat", 10, source="mcp:")] == [wanted]
     assert svc.search(S, "boat", 10, tags=["harbour"], source="hermes") == []
     page = svc.browse(S, query="boat", tags=["harbour"], sort="relevance")
     assert (page["total"], [m["id"] for m in page["items"]]) == (1, [wanted])

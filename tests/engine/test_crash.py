@@ -16,6 +16,7 @@ from hermes_cmms.store.store import Store
 from hermes_cmms.vectors.chroma import VectorIndex
 
 from conftest import subprocess_env
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 pytestmark = pytest.mark.store
 
@@ -84,7 +85,7 @@ def test_every_acknowledged_turn_survives_sigkill(home):
         last_user = next(r for r in rows if r.turn == N and r.role == "user")
         deadline = time.monotonic() + 30
         while True:
-            hits = service.search(SCOPE, last_user.content, limit=5)
+            hits = ranked(service.engine, SCOPE, last_user.content, limit=5)
             if hits and hits[0].memory.id == last_user.id and hits[0].vector_rank == 0:
                 break
             assert time.monotonic() < deadline, "the indexer did not catch up within 30 s"

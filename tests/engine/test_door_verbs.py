@@ -10,18 +10,18 @@ from hermes_cmms.common.errors import InvalidInput
 MINE, THEIRS = "test:mine", "test:theirs"
 
 
-def test_get_and_facts_never_read_another_scope(keyword_service):
+def test_get_never_reads_another_scope_and_answers_a_fact_with_its_parts(keyword_service):
     mine = keyword_service.remember_fact(MINE, "user", "lives in", "Lisbon")
     theirs = keyword_service.remember_fact(THEIRS, "user", "lives in", "Oslo")
-    assert set(keyword_service.get(MINE, [mine, theirs])) == {mine}
-    assert keyword_service.facts(MINE, [mine, theirs]) == {mine: ("user", "lives in", "Lisbon")}
-    assert keyword_service.facts(THEIRS, [mine]) == {}
+    assert {i: m.fact for i, m in keyword_service.get(MINE, [mine, theirs]).items()} == {
+        mine: ("user", "lives in", "Lisbon")}
+    assert keyword_service.get(THEIRS, [mine]) == {}
     assert keyword_service.get(MINE, [None, 7, f"{theirs}' OR 1=1 --"]) == {}
 
 
 def test_a_door_verb_refuses_a_bad_scope(keyword_service):
     with pytest.raises(InvalidInput):
-        keyword_service.facts("", ["x"])
+        keyword_service.get("", ["x"])
     with pytest.raises(InvalidInput):
         keyword_service.file_copies(None, "hermes:file:MEMORY.md", "hermes:memory-tool", "hermes-memory")
 

@@ -16,7 +16,7 @@ def test_none_means_keyword_only(keyword_service):
     keyword_service.indexer.ready.wait(10)
     assert keyword_service.status()["embedder"] == "none (keyword-only)"
     keyword_service.retain_turn("s", "t", "The lighthouse keeper is called Ada.", "ok")
-    assert keyword_service.search("s", "lighthouse keeper")[0].memory.content.startswith("The lighthouse")
+    assert keyword_service.search("s", "lighthouse keeper")[0].content.startswith("The lighthouse")
 
 
 def test_chroma_default_never_downloads(tmp_path, monkeypatch):

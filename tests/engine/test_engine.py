@@ -46,7 +46,7 @@ def test_features_work_from_the_engine_alone_and_hooks_get_the_facade(keyword_se
     assert get_belief(engine, SCOPE, text="green tea")["beliefs"][0]["id"] == belief
     memories, total = page(engine, SCOPE, tags=["home"])
     assert total == 1 and memories[0].id == note.id
-    assert [h.memory.id for h in keyword_service.search(SCOPE, "boiler March")][:1] == [note.id]  # the facade too
+    assert [h.id for h in keyword_service.search(SCOPE, "boiler March")][:1] == [note.id]  # the facade too
 
 
 @pytest.mark.parametrize("folder", ["retain", "recall", "knowledge", "lifecycle", "ops"])

@@ -38,6 +38,7 @@ import pytest
 from conftest import REPO, server_only, subprocess_env
 from db import sql
 from servers import free_port
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 TOKEN = re.compile(r"\btok[0-9a-f]{16}\b")
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -230,7 +231,7 @@ def test_chroma_server_killed_mid_ingest_writes_go_on_recall_falls_back_then_cat
         recall_ms = []
         for _ in range(5):
             started = time.perf_counter()
-            hits = service.search(scope, "where is the spare key of the boathouse", limit=5)
+            hits = ranked(service.engine, scope, "where is the spare key of the boathouse", limit=5)
             block = service.recall(scope, "Where does the boathouse spare key hang?")
             recall_ms.append((time.perf_counter() - started) * 1000)
             assert hits and hits[0].memory.id == key and hits[0].vector_rank is None
@@ -255,7 +256,7 @@ def test_chroma_server_killed_mid_ingest_writes_go_on_recall_falls_back_then_cat
         assert all(stored.get(token) == 1 for token in acked) and len(stored) == len(acked)
         assert service.indexer.vectors.count() == 2 * CHROMA_TURNS + 1
         last = f"Entry {acked[-1]}: parcel {CHROMA_TURNS - 1} reached the depot."
-        hits = service.search(scope, last, limit=3)
+        hits = ranked(service.engine, scope, last, limit=3)
         assert hits[0].memory.content == last and hits[0].vector_rank == 0  # vector recall is back
         _figures("chroma_killed", writes_attempted=CHROMA_TURNS, writes_acked=len(acked),
                  memories=2 * CHROMA_TURNS, acked_before_kill=killed_with, outbox_at_restart=pending_at_restart,

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import event
 
 from hermes_cmms.knowledge import graph
+from hermes_cmms.mcp_bridge._contract import graph_view
 from hermes_cmms.common.errors import InvalidInput, UnknownEntity
 from hermes_cmms.store import graph_rows
 from hermes_cmms.store.store import NewMemory
@@ -452,7 +453,7 @@ def test_a_name_that_several_entities_share_without_spaces_resolves_to_the_best_
 
 def test_the_contract_view_has_each_entity_and_relation_once_and_paths_as_entities(keyword_service, facts):
     ids = _ids(keyword_service)
-    query = graph.contract_view(graph.search(keyword_service.engine, SCOPE, query="Alice and Acme"))
+    query = graph_view(graph.search(keyword_service.engine, SCOPE, query="Alice and Acme"))
     names = [n["name"] for n in query["nodes"]]
     assert len(names) == len(set(names)) and {"Alice", "Acme", "Jazz", "Lisbon", "Bob", "Hana Sato"} <= set(names)
     assert all(n["type"] == "entity" for n in query["nodes"]) and query["paths"] == []
@@ -462,12 +463,12 @@ def test_the_contract_view_has_each_entity_and_relation_once_and_paths_as_entiti
     bob = [e for e in query["edges"] if e["source_id"] == ids["bob"]]
     assert [(e["relation"], e["target_id"]) for e in bob] == [("works at", ids["acme"])]  # Bob -> Acme, forward
     found = graph.search(keyword_service.engine, SCOPE, source_id=ids["alice"], target_id=ids["portugal"])
-    view = graph.contract_view(found)
+    view = graph_view(found)
     assert [[n["name"] for n in path] for path in view["paths"]][0] == ["Alice", "Acme", "Lisbon", "Portugal"]
     assert {(e["source_id"], e["relation"], e["target_id"]) for e in view["edges"]} >= {
         (ids["alice"], "works at", ids["acme"]), (ids["acme"], "is based in", ids["lisbon"]),
         (ids["lisbon"], "is in", ids["portugal"])}
-    assert graph.contract_view({"mode": "none", "note": graph.NOTHING}) == {"nodes": [], "edges": [], "paths": []}
+    assert graph_view({"mode": "none", "note": graph.NOTHING}) == {"nodes": [], "edges": [], "paths": []}
 
 
 def test_unknown_entities_same_ends_and_bad_scopes_are_refused(keyword_service, facts):

@@ -83,7 +83,7 @@ def test_each_line_carries_the_rankings_ranks_fused_score_and_nudges(kw):
         assert 0 < line["nudges"]["recency"] <= ranking.RECENCY_WEIGHT
         assert line["nudges"]["speaker"] == line["nudges"]["time_words"] == 1.0  # no speaker, no time named
     hits = kw.search(SCOPE, PROMPT, 100)
-    order = [h.memory.id for h in hits]
+    order = [h.id for h in hits]
     for line in inspected["lines"]:
         assert line["position"] == order.index(line["memory_id"]) + 1
         assert line["score"] == pytest.approx(hits[line["position"] - 1].score, rel=1e-3)
@@ -185,7 +185,7 @@ def test_the_inspect_command_prints_each_line_with_why(home, capsys, monkeypatch
 def test_why_not_says_a_memory_ranked_below_the_candidates_a_block_is_packed_from(keyword_service):
     for i in range(45):
         keyword_service.remember(SCOPE, f"Lisbon tram line {i} runs past stop {i * 7}", judge=False)
-    order = [hit.memory.id for hit in keyword_service.search(SCOPE, "Lisbon tram", 100)]
+    order = [hit.id for hit in keyword_service.search(SCOPE, "Lisbon tram", 100)]
     assert len(order) == 45
     answer = keyword_service.why_not(SCOPE, "Lisbon tram", order[39], budget_tokens=200)
     assert answer["position"] == 40 and answer["found_by"]["keyword"] >= 30

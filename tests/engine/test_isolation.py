@@ -10,6 +10,7 @@ from hermes_cmms.common.ids import stored_id
 from hermes_cmms.provider import CmmsMemoryProvider
 
 from db import sql
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 pytestmark = pytest.mark.store
 
@@ -47,7 +48,7 @@ def test_memories_survive_closing_and_reopening(home):
             "I was born in Valparaíso", "Noted!", "The spare key hangs behind the calendar"]
         assert [m.turn for m in stored.values() if m.role] == [1, 1]
         assert second.indexer.ready.wait(30) and second.indexer.active
-        hits = {h.memory.id: h for h in second.search("local:default", "where is the spare key")}
+        hits = {h.memory.id: h for h in ranked(second.engine, "local:default", "where is the spare key")}
         assert hits[note].keyword_rank is not None
         assert hits[note].vector_rank is not None  # the Chroma index persisted too
         assert second.retain_turn("local:default", "s1", "next", "turn") and \

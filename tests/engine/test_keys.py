@@ -59,9 +59,9 @@ def test_ids_that_used_to_collide_see_none_of_each_others_memories(keyword_servi
         keyword_service.remember(real, f"The real user's locker code is {number}0{number}.")
         keyword_service.remember(crafted, f"The crafted user's locker code is {number}9{number}.")
     for number, (real, crafted) in enumerate(pairs):
-        assert [h.memory.content for h in keyword_service.search(real, "locker code")] == [
+        assert [h.content for h in keyword_service.search(real, "locker code")] == [
             f"The real user's locker code is {number}0{number}."]
-        assert [h.memory.content for h in keyword_service.search(crafted, "locker code")] == [
+        assert [h.content for h in keyword_service.search(crafted, "locker code")] == [
             f"The crafted user's locker code is {number}9{number}."]
     assert len({s for (s,) in sql(keyword_service, "SELECT DISTINCT scope FROM memories")}) == 2 * len(pairs)
 

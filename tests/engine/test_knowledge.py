@@ -4,8 +4,8 @@ import json
 import pytest
 
 from hermes_cmms.common.errors import InvalidInput
-from hermes_cmms.knowledge.learn import contract_answer as contract_answer_of_learn
-from hermes_cmms.knowledge.route import contract_answer, route
+from hermes_cmms.knowledge.route import route
+from hermes_cmms.mcp_bridge._contract import learn_answer, route_answer as contract_answer
 
 from db import sql
 
@@ -90,7 +90,7 @@ def test_beliefs_below_min_belief_confidence_are_not_stored(keyword_service, hom
 def test_the_contract_answer_buckets_what_was_learned_with_receipts(keyword_service, home):
     text = NOTES + " To deploy: build the image, push it, then restart the pods."
     answer = keyword_service.learn(SCOPE, text, source="notes")
-    shown = contract_answer_of_learn(keyword_service.store, SCOPE, text, answer, "mcp:learn")
+    shown = learn_answer(keyword_service, SCOPE, text, answer, "mcp:learn")
     sister, fact = shown["facts"]
     assert (sister["item"]["predicate"], sister["item"]["object"]) == ("has sister", "Ana")
     assert (fact["item"]["subject"], fact["item"]["predicate"], fact["item"]["object"]) == ("Ana", "works at", "Google")

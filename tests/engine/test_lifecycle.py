@@ -83,7 +83,7 @@ def _cosine(service, a: str, b: str) -> float:
 
 
 def _ids(hits) -> list[str]:
-    return [h.memory.id for h in hits]
+    return [h.id for h in hits]
 
 
 def _vector_ids(service, scope: str, text: str, view: str = "content") -> list[str]:

@@ -107,7 +107,7 @@ def test_redaction_keeps_the_words_around_the_secret(keyword_service):
     memory_id = keyword_service.remember(SCOPE, "staging key sk-proj-Ab12Cd34Ef56Gh78Ij90KlMnOp for the deploy")
     stored = keyword_service.store.get([memory_id], SCOPE)[memory_id].content
     assert stored == "staging key [REDACTED:openai-key] for the deploy"
-    assert [h.memory.id for h in keyword_service.search(SCOPE, "staging deploy")] == [memory_id]
+    assert [h.id for h in keyword_service.search(SCOPE, "staging deploy")] == [memory_id]
 
 
 def test_turns_tags_and_every_role_are_redacted(keyword_service, home):

@@ -180,7 +180,7 @@ def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embeddin
         vectors = service.indexer.vectors
         assert _close(vectors.get("local:default", [boat])[boat], stored[boat])
         assert _close(vectors.get("telegram:ana", [tea])[tea], stored[tea])
-        assert [h.memory.id for h in service.search("local:default", "where is the boat moored")][:1] == [boat]
+        assert [h.id for h in service.search("local:default", "where is the boat moored")][:1] == [boat]
         assert service.audit()["checked"].get("unmapped_collections") == 0
     finally:
         service.close()

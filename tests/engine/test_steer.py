@@ -46,9 +46,9 @@ def test_a_correction_supersedes_the_old_memory_and_the_next_recall_finds_only_t
     assert (event["actor"], event["detail"]) == ("cli:correct", {"corrected_by": new})
     block = service.recall(SCOPE, "What is the storage unit door code?")
     assert "9931" in block and "4412" not in block
-    assert [h.memory.id for h in service.search(SCOPE, "storage unit door code")] == [new]
-    assert new in {m.id for m, _ in service.semantic_search(SCOPE, "storage unit door code")}  # re-indexed
-    assert old not in {m.id for m, _ in service.semantic_search(SCOPE, "storage unit door code")}
+    assert [h.id for h in service.search(SCOPE, "storage unit door code")] == [new]
+    assert new in {m.id for m in service.semantic_search(SCOPE, "storage unit door code")}  # re-indexed
+    assert old not in {m.id for m in service.semantic_search(SCOPE, "storage unit door code")}
 
 
 def test_a_corrected_message_keeps_its_session_role_and_tags_and_a_pinned_one_stays_pinned(keyword_service):
@@ -125,7 +125,7 @@ def test_a_pinned_working_memory_never_expires_and_the_sweep_leaves_it(keyword_s
     assert svc.sweep(now=time.time() + 3600) == 1
     assert _row(svc, gone) is None
     assert _row(svc, kept)["expires_at"] is None
-    assert [h.memory.id for h in svc.search(SCOPE, "parked level")] == [kept]  # still recalled
+    assert [h.id for h in svc.search(SCOPE, "parked level")] == [kept]  # still recalled
     with pytest.raises(InvalidInput, match="true or false"):
         svc.pin(SCOPE, kept, "yes", actor="cli")
 
@@ -151,7 +151,7 @@ def test_tags_are_added_and_removed_checked_redacted_and_audited(keyword_service
     svc = keyword_service
     memory_id = svc.remember(SCOPE, "The boat is moored at Pier 9.", tags=["boat", "old"])
     assert svc.tag(SCOPE, memory_id, add=["harbour", "boat"], remove=["old"], actor="cli") == ["boat", "harbour"]
-    assert [h.memory.id for h in svc.search(SCOPE, "boat moored", tags=["harbour"])] == [memory_id]
+    assert [h.id for h in svc.search(SCOPE, "boat moored", tags=["harbour"])] == [memory_id]
     redacted = svc.tag(SCOPE, memory_id, add=["password=Tr0ub4dor&3xyzzy"], actor="cli")
     assert "Tr0ub4dor" not in json.dumps(redacted) and "Tr0ub4dor" not in json.dumps(_row(svc, memory_id))
     [first, _] = _events(svc, "tag", memory_id)
@@ -249,4 +249,4 @@ def test_an_export_keeps_what_was_pinned_and_corrected(keyword_service):
     svc.forget_all(SCOPE, actor="cli")
     svc.import_records(records)
     assert (_row(svc, pinned)["pinned"], _row(svc, wrong)["corrected_at"]) == (1, corrected_at)
-    assert [h.memory.id for h in svc.search(SCOPE, "gate")] == [right]
+    assert [h.id for h in svc.search(SCOPE, "gate")] == [right]

@@ -17,6 +17,7 @@ from hermes_cmms.store.store import NewMemory, Store
 
 from conftest import SERVER, embedded_only, server_databases
 from db import keyword_rows, on_postgres, scalar, sql
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job,
           Link, Belief, Evidence, Entity, Relation, Forgetting, RecallEvent, RecalledMemory, StoreIdentity)
@@ -212,14 +213,14 @@ def test_keyword_index_follows_insert_update_and_delete(keyword_service):
     memory_id = svc.remember(SCOPE, "Grandma's recipe uses cardamom and saffron")
     seq = _seq(svc, memory_id)
     assert _fts_rows(svc, seq) == _indexed_as(svc, "Grandma's recipe uses cardamom and saffron")
-    assert [h.memory.id for h in svc.search(SCOPE, "cardamom")] == [memory_id]
+    assert [h.id for h in svc.search(SCOPE, "cardamom")] == [memory_id]
 
     with svc.store.write() as conn:  # the update trigger / generated columns: the index follows the row
         conn.execute(text("UPDATE memories SET content = 'Grandma uses nutmeg' WHERE id = :i"),
                      {"i": memory_id})
     assert _fts_rows(svc, seq) == _indexed_as(svc, "Grandma uses nutmeg")
     assert svc.search(SCOPE, "cardamom") == []
-    assert [h.memory.id for h in svc.search(SCOPE, "nutmeg")] == [memory_id]
+    assert [h.id for h in svc.search(SCOPE, "nutmeg")] == [memory_id]
 
     svc.forget(SCOPE, memory_id)
     assert _fts_rows(svc, seq) == []
@@ -279,15 +280,15 @@ def test_forgotten_memory_leaves_the_vector_index(service):
     keep = service.remember(SCOPE, "The boat is moored at pier seven")
     gone = service.remember(SCOPE, "My allergy is to hazelnuts")
     assert service.indexer.drain(30)
-    hits = {h.memory.id: h for h in service.search(SCOPE, "what am I allergic to")}
+    hits = {h.memory.id: h for h in ranked(service.engine, SCOPE, "what am I allergic to")}
     assert hits[gone].vector_rank is not None  # found by the vector index before forgetting
 
     service.forget(SCOPE, gone)
     assert service.indexer.drain(30)
     assert service.indexer.vectors.present(SCOPE, [gone, keep]) == {keep}
-    hits = {h.memory.id: h for h in service.search(SCOPE, "allergy hazelnuts")}
+    hits = {h.id: h for h in service.search(SCOPE, "allergy hazelnuts")}
     assert gone not in hits
-    hits = {h.memory.id: h for h in service.search(SCOPE, "where is my boat moored")}
+    hits = {h.memory.id: h for h in ranked(service.engine, SCOPE, "where is my boat moored")}
     assert hits[keep].vector_rank is not None  # the kept memory is still in the vector index
     assert service.status()["indexed"] == 1
     assert service.store.counts()["outbox"] == 0
@@ -304,7 +305,7 @@ def test_an_answer_is_found_through_the_question_before_it(keyword_service):
     by_content = [m for m, _ in keyword_service.store.keyword_search(SCOPE, "paint", 10)]
     in_context = [m for m, _ in keyword_service.store.keyword_search(SCOPE, "paint", 10, with_context=True)]
     assert answer not in by_content and answer in in_context
-    assert answer in {h.memory.id for h in keyword_service.search(SCOPE, "what did they paint")}
+    assert answer in {h.id for h in keyword_service.search(SCOPE, "what did they paint")}
 
 
 def test_context_never_crosses_sessions_or_scopes(keyword_service):
@@ -352,5 +353,5 @@ def test_a_speakers_name_is_left_to_the_speaker_boost(keyword_service):
     store = keyword_service.store
     assert store.speakers(SCOPE, {"alice", "bob", "paris", "carol"}) == {"alice", "bob"}
     assert store.speakers("test:other", {"alice"}) == set()
-    top = keyword_service.search(SCOPE, "What hobby did Alice pick up? pottery")[0].memory.content
+    top = keyword_service.search(SCOPE, "What hobby did Alice pick up? pottery")[0].content
     assert top == "Bob: I took up pottery with Alice."  # not Alice's short small talk

@@ -150,7 +150,7 @@ def test_round_trip_keeps_every_row_chain_and_graph(keyword_service, tmp_path):
         # every new memory waits for the indexer; the import is on the audit trail
         assert sql(target, "SELECT count(*) FROM outbox WHERE op = 'upsert'") == [(header["counts"]["memories"],)]
         event = target.audit_log(SCOPE, action="import")[0]
-        assert json.loads(event.detail)["memories"]["added"] == header["counts"]["memories"]
+        assert event.detail["memories"]["added"] == header["counts"]["memories"]
         # and it exports to the same records (but for the trail of this export and import)
         assert records_of(lines_of(target)) == records_of(lines)
 
@@ -182,7 +182,7 @@ def test_import_into_another_scope_name(keyword_service, tmp_path):
         assert dump(target, "user:telegram:123") == dump(keyword_service)
         assert sql(target, "SELECT count(*) FROM memories WHERE scope = ?", SCOPE) == [(0,)]
         hits = target.search("user:telegram:123", "green tea")
-        assert hits and "green tea" in hits[0].memory.content
+        assert hits and "green tea" in hits[0].content
         assert target.search(SCOPE, "green tea") == []
         assert list(target.store.get([made["note"]], "user:telegram:123")) == [made["note"]]
 
@@ -195,16 +195,16 @@ def test_recall_and_forget_after_import(service, tmp_path):
         lines = lines_of(source)
     summary = import_records(service, lines)
     assert summary["queued_for_indexing"] > 0
-    assert any("green tea" in hit.memory.content for hit in service.search(SCOPE, "green tea"))
+    assert any("green tea" in hit.content for hit in service.search(SCOPE, "green tea"))
     assert service.indexer.drain(120)
     found = service.semantic_search(SCOPE, "What hot drink does she like in the morning?", top_k=3)
-    assert any("green tea" in memory.content for memory, _ in found)
-    tea = next(m for m, _ in found if "green tea" in m.content)
+    assert any("green tea" in memory.content for memory in found)
+    tea = next(m for m in found if "green tea" in m.content)
     service.forget(SCOPE, tea.id)
     assert service.indexer.drain(60)
     assert sql(service, "SELECT count(*) FROM memories WHERE id = ?", tea.id) == [(0,)]
-    assert all(hit.memory.id != tea.id for hit in service.search(SCOPE, "green tea coffee morning"))
-    assert all(m.id != tea.id for m, _ in service.semantic_search(SCOPE, "green tea in the morning", top_k=10))
+    assert all(hit.id != tea.id for hit in service.search(SCOPE, "green tea coffee morning"))
+    assert all(m.id != tea.id for m in service.semantic_search(SCOPE, "green tea in the morning", top_k=10))
     assert tea.id not in {record.get("id") for record in records_of(lines_of(service))}
 
 
@@ -219,7 +219,7 @@ def test_sqlite_to_postgresql(tmp_path, home, keyword_service):
         summary = import_records(keyword_service, lines)
         assert summary["memories"]["skipped"] == 0
         assert dump(keyword_service) == dump(old)
-        assert any("green tea" in h.memory.content for h in keyword_service.search(SCOPE, "green tea"))
+        assert any("green tea" in h.content for h in keyword_service.search(SCOPE, "green tea"))
         assert no_ids(keyword_service.graph_search(SCOPE, query="Ana")) == no_ids(old.graph_search(SCOPE, query="Ana"))
 
 

@@ -77,7 +77,7 @@ def test_a_vector_writer_killed_with_claimed_rows_loses_none_and_doubles_none(ho
                     assert sorted(i for page in vectors.ids(scope, view) for i in page) == sorted(mine)
                 assert sorted(vectors._page(scope, "sentences", 100, 0)) == sorted(f"{i}:0" for i in mine)
             found = other.semantic_search(held, "what is the locker code", top_k=3)
-            assert {memory.id for memory, _ in found} == set(ids[held])
+            assert {memory.id for memory in found} == set(ids[held])
     finally:
         if hanging.poll() is None:
             os.kill(hanging.pid, signal.SIGKILL)

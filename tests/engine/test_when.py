@@ -57,7 +57,7 @@ def test_unicode_digits_and_the_long_s_read_as_their_ascii_forms():
 def test_a_query_whose_dates_cannot_be_read_still_recalls(keyword_service):
     keyword_service.retain_turn("s", "t", "The lighthouse keeper is called Ada.", "ok")
     hits = keyword_service.search("s", "lighthouse keeper 800000 days ago, la\u017ft week")
-    assert hits and hits[0].memory.content.startswith("The lighthouse")
+    assert hits and hits[0].content.startswith("The lighthouse")
 
 
 def test_a_date_read_once_is_not_read_again_as_a_month():
