@@ -1,4 +1,5 @@
-"""The pages that read: each parses its query, calls one facade verb, renders one template."""
+"""The pages that read: each parses its query, calls one facade verb as a method, renders one
+template with the answer (its ids shown dashed, as at every door)."""
 from __future__ import annotations
 
 import json
@@ -11,12 +12,13 @@ from starlette.requests import Request
 from ..common.errors import InvalidInput
 from ..common.ids import shown_id
 from . import _graph
-from ._verbs import PAGE, call, memory_id, number, scope_of
+from ._request import PAGE, number, scope_of, service
+from .web import answer, memory_id
 
 
 def overview(request: Request):
     scope = scope_of(request) if request.query_params.get("scope") or _fixed(request) else None
-    return _page(request, "overview.html", scope, overview=call(request, "overview", scope))
+    return _page(request, "overview.html", scope, overview=service(request).overview(scope))
 
 
 def memories(request: Request):
@@ -27,13 +29,13 @@ def memories(request: Request):
                    tags=tuple(t.strip() for t in q.get("tags", "").split(",") if t.strip()),
                    since=_day(q.get("since"), "since"), until=_day(q.get("until"), "until", end=True))
     offset = number(q.get("offset"), "offset", 0)
-    found = call(request, "browse", scope, **filters, offset=offset, limit=PAGE)
+    found = service(request).browse(scope, **filters, offset=offset, limit=PAGE)
     return _page(request, "memories.html", scope, found=found, q=q, offset=offset, limit=PAGE)
 
 
 def memory(request: Request):
     scope = scope_of(request)
-    page = call(request, "memory_page", scope, memory_id(request.path_params["memory_id"]))
+    page = service(request).memory_page(scope, memory_id(request.path_params["memory_id"]))
     return _page(request, "memory.html", scope, page=page)
 
 
@@ -41,25 +43,25 @@ def inspect(request: Request):
     scope, q = scope_of(request), request.query_params
     prompt, budget = q.get("prompt", ""), number(q.get("budget"), "budget", 0, 100_000) or None
     if not prompt.strip() and q.get("from_memory", "").strip():  # a past turn: what its user said
-        said = call(request, "memory_page", scope, memory_id(q["from_memory"]))["memory"]
+        said = service(request).memory_page(scope, memory_id(q["from_memory"]))["memory"]
         prompt = said.get("content") or ""
-    answer = call(request, "inspect_recall", scope, prompt, budget_tokens=budget) if prompt.strip() else None
+    block = service(request).inspect_recall(scope, prompt, budget_tokens=budget) if prompt.strip() else None
     why = None
     if prompt.strip() and q.get("why_not", "").strip():
-        why = call(request, "why_not", scope, prompt, memory_id(q["why_not"]), budget_tokens=budget)
-    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=answer, why=why)
+        why = service(request).why_not(scope, prompt, memory_id(q["why_not"]), budget_tokens=budget)
+    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=block, why=why)
 
 
 def sessions(request: Request):
     scope = scope_of(request)
     offset = number(request.query_params.get("offset"), "offset", 0)
-    listed = call(request, "sessions", scope, offset=offset, limit=PAGE)
+    listed = service(request).sessions(scope, offset=offset, limit=PAGE)
     return _page(request, "sessions.html", scope, sessions=listed, offset=offset, limit=PAGE)
 
 
 def session(request: Request):
     scope = scope_of(request)
-    timeline = call(request, "session_timeline", scope, request.path_params["session_id"])
+    timeline = service(request).session_timeline(scope, request.path_params["session_id"])
     return _page(request, "session.html", scope, timeline=timeline)
 
 
@@ -67,7 +69,7 @@ def beliefs(request: Request):
     scope, q = scope_of(request), request.query_params
     filters = {"text": q.get("text") or None, "state": q.get("state") or None}
     offset = number(q.get("offset"), "offset", 0)
-    found = call(request, "get_belief", scope, **filters, limit=PAGE, offset=offset)
+    found = service(request).get_belief(scope, **filters, limit=PAGE, offset=offset)
     return _page(request, "beliefs.html", scope, found=found, q=q, offset=offset, limit=PAGE)
 
 
@@ -75,9 +77,9 @@ def graph(request: Request):
     scope, q = scope_of(request), request.query_params
     modes = {"query": q.get("q") or None, "entity_id": _entity(q.get("entity")),
              "source_id": _entity(q.get("from")), "target_id": _entity(q.get("to"))}
-    answer = call(request, "graph_search", scope, **modes) if any(modes.values()) else None
-    drawing = _graph.draw(answer) if answer else None
-    return _page(request, "graph.html", scope, answer=answer, drawing=drawing, q=q)
+    found = service(request).graph_search(scope, **modes) if any(modes.values()) else None
+    drawing = _graph.draw(found) if found else None
+    return _page(request, "graph.html", scope, answer=found, drawing=drawing, q=q)
 
 
 def audit(request: Request):
@@ -86,14 +88,17 @@ def audit(request: Request):
     filters = {"action": q.get("action") or None, "memory_id": memory_id(q["memory"]) if q.get("memory") else None}
     extra = {"door": q.get("door") or None, "since": _day(q.get("since"), "since"),
              "until": _day(q.get("until"), "until", end=True)}
-    events = call(request, "audit_log", scope, **filters, **{k: v for k, v in extra.items() if v is not None},
-                  limit=PAGE, offset=offset)
+    events = service(request).audit_log(scope, **filters, **{k: v for k, v in extra.items() if v is not None},
+                                        limit=PAGE, offset=offset)
     return _page(request, "audit.html", scope, events=[_event(e) for e in events], q=q, offset=offset, limit=PAGE)
 
 
 def _page(request: Request, template: str, scope: Optional[str], **values):
+    """`template` with the values a handler gives it (the verbs' answers and what it drew from
+    them), their ids shown dashed as at every door."""
     here = urlencode([(k, v) for k, v in request.query_params.multi_items() if k not in ("offset", "forgotten")])
-    return request.app.state.pages(template, scope=scope, request=request, here=here, **values)
+    shown = {name: answer(value) for name, value in values.items()}
+    return request.app.state.pages(template, scope=scope, request=request, here=here, **shown)
 
 
 def _fixed(request: Request) -> bool:
@@ -130,5 +135,5 @@ def forget_preview(request: Request):
     ids = [memory_id(i) for i in request.query_params.getlist("id") if i.strip()]
     if not ids:
         raise InvalidInput("Pick at least one memory to forget.")
-    preview = call(request, "forget_preview", scope, ids)
+    preview = service(request).forget_preview(scope, ids)
     return _page(request, "forget.html", scope, preview=preview, ids=[shown_id(i) for i in ids])

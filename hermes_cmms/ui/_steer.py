@@ -1,6 +1,6 @@
 """The changes (Steer), answered only by a dashboard started with --allow-changes (the gate
-refuses them otherwise): each checks the start's CSRF token, calls one facade verb as actor "ui",
-then goes to the page that shows the result."""
+refuses them otherwise): each checks the start's CSRF token, calls one facade verb (a method of
+the service) as actor "ui", then goes to the page that shows the result."""
 from __future__ import annotations
 
 from functools import wraps
@@ -14,7 +14,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from ..common.errors import InvalidInput
 from ..common.ids import shown_id
 from ._guard import csrf_ok
-from ._verbs import call, door, memory_id, scope_of
+from ._request import door, scope_of, service
+from .web import memory_id
 
 ACTOR = "ui"
 
@@ -60,14 +61,14 @@ def _memory_of(request: Request, form: FormData) -> tuple[str, str]:
 @a_change
 def correct(request: Request, form: FormData) -> Response:
     scope, mid = _memory_of(request, form)
-    new_id = call(request, "correct", scope, mid, form.get("text", ""), actor=ACTOR)
+    new_id = service(request).correct(scope, mid, form.get("text", ""), actor=ACTOR)
     return go(request, _memory_url(scope, new_id))
 
 
 @a_change
 def pin(request: Request, form: FormData) -> Response:
     scope, mid = _memory_of(request, form)
-    call(request, "pin", scope, mid, form.get("pinned", "1") == "1", actor=ACTOR)
+    service(request).pin(scope, mid, form.get("pinned", "1") == "1", actor=ACTOR)
     return go(request, _memory_url(scope, mid))
 
 
@@ -77,7 +78,7 @@ def tag(request: Request, form: FormData) -> Response:
     words = form.get("tags", "").split()
     add = [w[1:] if w.startswith("+") else w for w in words if not w.startswith("-")]
     remove = [w[1:] for w in words if w.startswith("-")]
-    call(request, "tag", scope, mid, add=add, remove=remove, actor=ACTOR)
+    service(request).tag(scope, mid, add=add, remove=remove, actor=ACTOR)
     return go(request, _memory_url(scope, mid))
 
 
@@ -88,7 +89,7 @@ def forget(request: Request, form: FormData) -> Response:
     ids = [memory_id(i) for i in form.getlist("id") if i.strip()]
     if not ids:
         raise InvalidInput("Pick at least one memory to forget.")
-    call(request, "forget_many", scope, ids, actor=ACTOR)
+    service(request).forget_many(scope, ids, actor=ACTOR)
     return go(request, f"/memories?scope={quote(scope, safe='')}&forgotten={len(ids)}")
 
 
@@ -98,7 +99,7 @@ def forget_scope(request: Request, form: FormData) -> Response:
     scope = scope_of(request, form.get("scope"))
     if form.get("typed", "") != scope:
         raise InvalidInput(f"Type the scope's name, {scope!r}, exactly to forget all of it.")
-    call(request, "forget_all", scope, actor=ACTOR)
+    service(request).forget_all(scope, actor=ACTOR)
     return go(request, "/")
 
 
@@ -106,6 +107,6 @@ def forget_scope(request: Request, form: FormData) -> Response:
 def resolve(request: Request, form: FormData) -> Response:
     scope = scope_of(request, form.get("scope"))
     extra = {"merged_text": form["merged_text"]} if form.get("merged_text") else {}
-    call(request, "resolve_conflict", scope, memory_id(form.get("belief_a", "")), memory_id(form.get("belief_b", "")),
-         form.get("strategy", ""), actor=ACTOR, **extra)
+    pair = memory_id(form.get("belief_a", "")), memory_id(form.get("belief_b", ""))
+    service(request).resolve_conflict(scope, *pair, form.get("strategy", ""), actor=ACTOR, **extra)
     return go(request, f"/beliefs?scope={quote(scope, safe='')}")

@@ -9,7 +9,7 @@ from ..common.errors import CmmsError
 from . import _pages, _steer
 from ._guard import Door, Guard
 from ._render import HERE, Pages
-from ._verbs import error_page
+from ._request import error_page
 
 READ = [("/", _pages.overview), ("/memories", _pages.memories), ("/memory/{memory_id}", _pages.memory),
         ("/inspect", _pages.inspect), ("/sessions", _pages.sessions), ("/session/{session_id:path}", _pages.session),
