@@ -391,12 +391,13 @@ class MemoryService:
     # -- why recalled: the recall inspector and the recall events (recall/explain, history) ---
 
     def inspect_recall(self, scope: str, prompt: str, *, budget_tokens: Optional[int] = None,
-                       session_id: Optional[str] = None) -> dict:
+                       session_id: Optional[str] = None, why_not: Optional[str] = None) -> dict:
         """The exact block prefetch would give `prompt`, each line with why it is there, and
-        what ranked next but did not fit (see explain.inspect_recall)."""
+        what ranked next but did not fit; with `why_not`, that memory's verdict from the same
+        search (see explain.inspect_recall)."""
         from .recall import explain
 
-        return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id)
+        return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id, why_not)
 
     def why_not(self, scope: str, prompt: str, memory_id: str, *, budget_tokens: Optional[int] = None) -> dict:
         """Why a memory is or is not in the block `prompt` gets, in one sentence (explain.why_not)."""

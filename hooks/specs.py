@@ -33,7 +33,8 @@ def retain(service, scope, session_id, items, turn_of, engine):
     """Store already-redacted memories durably.
 
     Fires on the caller's thread for every write (conversation turns, tool calls, Hermes'
-    memory writes, delegation results). `items` is a list of `hermes_cmms.NewMemory`;
+    memory writes, delegation results, imports: a batch of imported memories, each with its
+    `row`). `items` is a list of `hermes_cmms.NewMemory`;
     `turn_of` is (scope, session_id) when the items are one conversation turn, else None.
     Return the list of memory ids written, or None if this implementation wrote nothing.
     The built-in auto-retain writes the rows and queues them for background indexing.

@@ -14,9 +14,8 @@ def cmd_inspect(args) -> int:
     prompt = query_text(args.prompt)
     service = _service(args, vectors=True)  # (the block is ranked by meaning too, as in a turn)
     try:
-        result = service.inspect_recall(args.scope, prompt, budget_tokens=args.budget)
-        if args.why_not:
-            result["why_not"] = service.why_not(args.scope, prompt, stored_id(args.why_not), budget_tokens=args.budget)
+        result = service.inspect_recall(args.scope, prompt, budget_tokens=args.budget,
+                                        why_not=stored_id(args.why_not) if args.why_not else None)
     finally:
         service.close(drain_timeout=0)
     if args.json:

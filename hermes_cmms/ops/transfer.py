@@ -13,7 +13,12 @@ records point at, the counts of the header, ids that belong to another scope) an
 problem stops it with one sentence naming the line, before anything is written; then the rows
 are written in transactions of CHUNK records. A row already stored (same id, or the same
 evidence or audit event) is skipped, so importing a file twice adds nothing the second time,
-and an import that stopped half way (the database went away) is finished by importing again.
+and an import that stopped half way (the database went away, the process was killed) is
+finished by importing again. Memories are written as every write is, by the retain hook
+(retain.admission.retain_imported), each with its id, times, state and chain kept.
+
+A foreign import (ops/formats/run.py) checks its reader's records as they come into a `Plan`
+and hands them to `import_checked` as they are: no export file is written for it.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, ch
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, StoreUnavailable
 from ..common.plugins import run_redactors
+from ..retain.admission import retain_imported
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -42,7 +48,9 @@ CHUNK = 500  # records per lookup (and at most per write transaction)
 SHORT, SHORT_KEPT = 64, 50_000  # strings this short are redacted once an import (at most this many kept)
 Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
 
-__all__ = ["export_scope", "external_paths", "import_file", "import_records", "FORMAT", "VERSION"]
+__all__ = ["export_scope", "external_paths", "import_checked", "import_file", "import_records", "Plan", "CHUNK",
+           "FORMAT", "VERSION"]
+Checked = tuple[int, Kind, dict]  # a record checked by row_of: (its line, its kind, its row)
 
 
 # -- export ---------------------------------------------------------------------------------
@@ -127,27 +135,45 @@ def _decoded(handle: IO[bytes]) -> Iterator[tuple[int, str]]:
 
 
 def _import(engine: "Engine", lines: Callable[[], Iterator[tuple[int, str]]], scope: Optional[str],
-            progress: Optional[Progress], actor: str, plan: Optional["_Plan"] = None) -> dict:
-    """Check every line, then write; `plan`: the lines were checked as they were written (a
-    foreign import's spool, ops/formats/run.py), so only the checks against the store are left."""
+            progress: Optional[Progress], actor: str) -> dict:
+    """Check every line, then write them, read again (a file may be bigger than memory)."""
     progress = progress or (lambda phase, done, total: None)
-    if plan is None:
-        plan = _Plan()
-        for done, (number, text) in enumerate(lines(), 1):
-            plan.read(parse(text, number), number)
-            if done % CHUNK == 0:
-                progress("checking", done, None)
+    plan = Plan()
+    for done, (number, text) in enumerate(lines(), 1):
+        plan.read(parse(text, number), number)
+        if done % CHUNK == 0:
+            progress("checking", done, None)
+    return import_checked(engine, plan, lambda: _checked(lines), scope=scope, progress=progress, actor=actor)
+
+
+def _checked(lines: Callable[[], Iterator[tuple[int, str]]]) -> Iterator[Checked]:
+    """The records of the lines after the header, each parsed and checked again."""
+    for number, text in lines():
+        if number > 1:
+            yield (number, *row_of(parse(text, number), number))
+
+
+def import_checked(engine: "Engine", plan: "Plan", records: Callable[[], Iterable[Checked]], *,
+                   scope: Optional[str] = None, progress: Optional[Progress] = None, actor: str = "") -> dict:
+    """Write what `plan` was made from: `records()` gives each record again, in the same order,
+    as checked by row_of (line, kind, row), without the header. The checks that need the whole
+    file and the store come first (Plan.finish): if one fails, nothing is written. Then the
+    rows are written in short transactions, the memories by the retain hook; what is stored is
+    skipped. Into `scope` if given, else the plan's; returns what was added and skipped."""
+    progress = progress or (lambda phase, done, total: None)
     target = plan.finish(engine.store, scope)
     progress("checking", plan.total + 1, plan.total + 1)
-    summary = _write(engine, lines, plan, target, progress)
+    summary = _write(engine, records, plan, target, progress)
     engine.store.record("import", actor or "cmms", target, source_scope=plan.header["scope"],
                          exported_at=plan.header.get("exported_at"), **summary)
     engine.indexer.notify()
     return {"scope": target, "source_scope": plan.header["scope"], **summary}
 
 
-class _Plan:
-    """What the checking pass learns: the header, the ids the file holds and points at."""
+class Plan:
+    """What the checking pass learns: the header, the ids the file holds and points at. `read`
+    takes a file's lines in order; `take`, a record another reader checked (ops/formats/run.py),
+    whose header is set last."""
 
     def __init__(self) -> None:
         self.header: Optional[dict] = None
@@ -216,17 +242,16 @@ def _shown(key: tuple) -> str:
     return repr(key[0]) if len(key) == 1 else repr(key)
 
 
-def _write(engine: "Engine", lines, plan: _Plan, scope: str, progress: Progress) -> dict:
+def _write(engine: "Engine", records: Callable[[], Iterable[Checked]], plan: Plan, scope: str,
+           progress: Progress) -> dict:
     """The writing pass, in bounded write transactions (see _batches: each about TARGET_S of
     writer lock, then a pause); what was added and skipped."""
     tally = {kind.plural: {"added": 0, "skipped": 0} for kind in KINDS.values()}
     writer, batches = _Writer(engine, scope, tally), Batches(engine.store.engine.dialect.name, most=CHUNK)
-    chunk: list[tuple[int, dict]] = []
+    chunk: list[Checked] = []
     done = 0
-    for number, text in lines():
-        if number == 1:
-            continue  # the header
-        chunk.append((number, parse(text, number)))
+    for record in records():
+        chunk.append(record)
         if len(chunk) >= batches.size:
             done += writer.write(chunk, batches)
             batches.done(len(chunk), writer.held_s)  # (the lock's time: checking and redacting come before)
@@ -238,8 +263,11 @@ def _write(engine: "Engine", lines, plan: _Plan, scope: str, progress: Progress)
 
 
 class _Writer:
-    """Writes chunks of records: skips what is stored, inserts the rest, rebuilds the graph
-    of new facts and queues new memories for the indexer, all in the chunk's transaction."""
+    """Writes chunks of records, what is stored skipped: the sessions, then the memories by the
+    retain hook (the built-in auto-retain inserts them and queues them for the indexer), then
+    the other rows (the graph of new facts rebuilt with them), each step a transaction of its
+    own, in that order: an import killed between two leaves no memory without its session and
+    no row pointing at a memory not written."""
 
     def __init__(self, engine: "Engine", scope: str, tally: dict) -> None:
         self.engine, self.scope, self.tally = engine, scope, tally
@@ -257,15 +285,14 @@ class _Writer:
             done = self._short[text] = run_redactors(self.engine.pm, text, self.scope)
         return done
 
-    def write(self, chunk: list[tuple[int, dict]], batches: Optional[Batches] = None) -> int:
-        """Check and redact the chunk, then write it in one transaction; with `batches`, after
-        what is left of its pause since the last transaction ended (the checking and redacting,
-        done without the lock, count in it: other writers get in all the same)."""
+    def write(self, chunk: list[Checked], batches: Optional[Batches] = None) -> int:
+        """Redact the chunk's checked records, then write them (see the class); with `batches`,
+        after what is left of its pause since the last transaction ended (the redacting, done
+        without the lock, counts in it: other writers get in all the same)."""
         if not chunk:
             return 0
         groups: dict[str, list[dict]] = {name: [] for name in KINDS}
-        for number, record in chunk:
-            kind, row = row_of(record, number)
+        for _, kind, row in chunk:
             row, changed = prepared(kind, row, self.scope, self.redact)
             groups[kind.name].append(row)
             self.redacted += changed
@@ -273,10 +300,12 @@ class _Writer:
             batches.pause(since=self.released)
         now, started = time.time(), time.perf_counter()
         try:
-            with transfer_rows.writing(self.engine.store) as conn:
-                for name, rows in groups.items():
-                    if rows:
-                        self._insert(conn, KINDS[name], rows, now)
+            self._rows({"session": groups.pop("session")}, now)
+            memories = groups.pop("memory")
+            if memories:
+                with transfer_rows.failing():
+                    self._retain(memories)
+            self._rows(groups, now)
             self.released = time.perf_counter()
             self.held_s = self.released - started
         except StoreUnavailable as exc:  # (what failed and how, in one line)
@@ -284,6 +313,21 @@ class _Writer:
                                    f"failed ({exc}); the lines before were imported, and importing the file "
                                    f"again skips them.") from exc
         return len(chunk)
+
+    def _rows(self, groups: dict[str, list[dict]], now: float) -> None:
+        """The rows of these kinds in one transaction (none without rows)."""
+        if any(groups.values()):
+            with transfer_rows.writing(self.engine.store) as conn:
+                for name, rows in groups.items():
+                    if rows:
+                        self._insert(conn, KINDS[name], rows, now)
+
+    def _retain(self, rows: list[dict]) -> None:
+        """The memory rows written by the retain hook, as every memory is; tallied."""
+        items = retain_imported(self.engine, self.scope, rows)
+        present = sum(item.present for item in items)
+        self.tally["memories"]["added"] += len(items) - present
+        self.tally["memories"]["skipped"] += present
 
     def _insert(self, conn, kind: Kind, rows: list[dict], now: float) -> None:
         fresh = (transfer_rows.not_stored(conn, kind, rows, self.scope) if kind.key

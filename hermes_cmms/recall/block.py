@@ -47,11 +47,13 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
                  session_id: Optional[str] = None, explain: Optional[dict] = None) -> str:
     """The memory block for `query` (see render.render for `seen`). A recall event is recorded;
     with `explain` (a dict: an inspection, not a recall) none is, and `explain` gets the
-    ranking's reasons under "ranked" (rank.rank) and the packing's under "packing" (render)."""
+    ranking's reasons under "ranked" (rank.rank), the packing's under "packing" (render) and
+    what the search saw under "searched" (search.search)."""
     ranked = packing = None
+    searched: dict = {}
     if explain is not None:
         ranked, packing = explain.setdefault("ranked", {}), explain.setdefault("packing", {})
-    searched: dict = {}
+        searched = explain.setdefault("searched", {})
     hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked, searched=searched)
     kept = about_the_prompt(hits, query, searched.get("by_meaning", False),
                             lambda ids: _without_vector(engine, scope, ids))

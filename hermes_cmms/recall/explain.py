@@ -27,32 +27,51 @@ NEXT_SHOWN = 10  # ranked next but did not fit: this many shown
 
 
 def inspect_recall(engine: "Engine", scope: str, prompt: str, budget_tokens: Optional[int] = None,
-                   session_id: Optional[str] = None) -> dict:
+                   session_id: Optional[str] = None, why_not: Optional[str] = None) -> dict:
     """The block prefetch would give `prompt` at the budget (the recall_tokens setting unless
     given) and why each line is there. With `session_id`, what that session's recalls already
-    put in front of the model is left out, as Hermes' prefetch leaves it out."""
+    put in front of the model is left out, as Hermes' prefetch leaves it out. With `why_not` (a
+    memory id), also why that memory is or is not in this block (`why_not`, as the function of
+    that name says it), read from the same search: a page that shows both searches once."""
     scope, budget = scope_of(scope), _budget(engine, budget_tokens)
+    asked = _asked(engine, scope, why_not) if why_not is not None else None
     if session_id:
         settled()
     seen = recall_events.recalled_ids(engine.store, scope, clean_key(session_id)) if session_id else None
     why = _inspected(engine, scope, prompt, budget, seen)
     left_out = why["packing"].get("left_out", {})
     unfit = [i for i in why["order"] if left_out.get(i, ("",))[0] == "did not fit"][:NEXT_SHOWN]
-    return {"block": why["block"], "budget_tokens": budget, "tokens": tokens.count(why["block"]) if why["block"] else 0,
-            "lines": [_line(why, memory_id, text, rank) for rank, (memory_id, text) in enumerate(why["packed"], 1)],
-            "next": [_line(why, memory_id, left_out[memory_id][1], None) for memory_id in unfit]}
+    answer = {"block": why["block"], "budget_tokens": budget,
+              "tokens": tokens.count(why["block"]) if why["block"] else 0,
+              "lines": [_line(why, memory_id, text, rank) for rank, (memory_id, text) in enumerate(why["packed"], 1)],
+              "next": [_line(why, memory_id, left_out[memory_id][1], None) for memory_id in unfit]}
+    if asked is not None:
+        answer["why_not"] = _why_not(engine, scope, prompt, why, asked, budget)
+    return answer
 
 
 def why_not(engine: "Engine", scope: str, prompt: str, memory_id: str, budget_tokens: Optional[int] = None) -> dict:
     """Why `memory_id` is (or is not) in the block `prompt` gets, in one sentence (`verdict`),
     with the rankings that found it, its fused score and its position in the ranking."""
     scope, budget = scope_of(scope), _budget(engine, budget_tokens)
+    asked = _asked(engine, scope, memory_id)
+    return _why_not(engine, scope, prompt, _inspected(engine, scope, prompt, budget, None), asked, budget)
+
+
+def _asked(engine: "Engine", scope: str, memory_id: Any) -> tuple:
+    """(stored id, the memory or None, when it expired or None) of the memory a why-not asks
+    about; UnknownMemory when the scope has no such memory, live or expired."""
     key = clean_key(stored_id(memory_id)) if isinstance(memory_id, str) else None
     memory = engine.store.get([key], scope).get(key) if key else None
     expired = recall_events.expired_at(engine.store, scope, key) if key and memory is None else None
     if memory is None and expired is None:
         raise UnknownMemory(f"No memory {memory_id!r} in this scope.")
-    why = _inspected(engine, scope, prompt, budget, None)
+    return key, memory, expired
+
+
+def _why_not(engine: "Engine", scope: str, prompt: str, why: dict, asked: tuple, budget: int) -> dict:
+    """why_not's answer, read from the inspection `why` of the block."""
+    key, memory, expired = asked
     if memory is None:
         return {"memory_id": key, "verdict": f"Filtered: it expired at {iso(expired)} (working memory is "
                                              "never recalled past its time).",
@@ -119,11 +138,11 @@ def _verdict(engine: "Engine", scope: str, prompt: str, why: dict, key: str, pos
     if position is not None:
         return (f"Ranked {_nth(position)}, below the {candidates(budget)} candidates a block is packed from"
                 + (f" (the block's last line ranked {_nth(last)})." if last else "."))
-    return _not_found(engine, scope, prompt, key)
+    return _not_found(engine, scope, prompt, why["searched"], key)
 
 
-def _not_found(engine: "Engine", scope: str, prompt: str, key: str) -> str:
-    similarity = _similarity(engine, scope, prompt, key)
+def _not_found(engine: "Engine", scope: str, prompt: str, searched: dict, key: str) -> str:
+    similarity = _seen_cosine(engine, scope, prompt, searched, key)
     words = f"no keyword of the prompt found it among the first {CANDIDATES}"
     if similarity is _NO_INDEX:
         return f"Not found by any ranking: {words} (meaning was not compared: no vector index is loaded)."
@@ -134,6 +153,18 @@ def _not_found(engine: "Engine", scope: str, prompt: str, key: str) -> str:
 
 
 _NO_INDEX = -2.0  # (a cosine is never below -1)
+
+
+def _seen_cosine(engine: "Engine", scope: str, prompt: str, searched: dict, key: str) -> Optional[float]:
+    """The memory's best cosine among what the block's own search saw (search._vector_search:
+    `nearest`, below the floor too), None when it was not among them, _NO_INDEX without a vector
+    index. Only when that search compared no meaning for another reason (a blank prompt, a
+    failing index) is the index asked again."""
+    if searched.get("no_index"):
+        return _NO_INDEX
+    if "nearest" in searched:
+        return searched["nearest"].get(key)
+    return _similarity(engine, scope, prompt, key)
 
 
 def _similarity(engine: "Engine", scope: str, prompt: str, key: str) -> Optional[float]:

@@ -43,7 +43,8 @@ def search(engine: "Engine", scope: str, query: str, limit: int = 30, *, tags: S
     Filters: memories carrying every one of `tags`; whose source (receipt) starts with
     `source`; facts whose given parts (`subject`, `predicate`, `object`) match, ignoring case.
     With `explain` (a dict), why each candidate ranked where it did (see rank.rank). With
-    `searched` (a dict), `by_meaning`: whether the query was compared by meaning at all.
+    `searched` (a dict), `by_meaning`: whether the query was compared by meaning at all, and
+    what the vector half saw (see _vector_search).
     """
     tags = tags_of(tags)
     fact = {k: v for k, v in (fact or {}).items() if v is not None}
@@ -73,7 +74,7 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
     store, names = engine.store, query_names(query)
     # A speaker's name matches every line they said (short ones best): the speaker boost
     # in rank() covers it, so keyword search looks for the rest of the question.
-    vectors = engine.pool.submit(_vector_search, engine, scope, query)
+    vectors = engine.pool.submit(_vector_search, engine, scope, query, searched)
     words = _without(query, store.speakers(scope, names)) if names else query
     rankings = {
         "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, filters=filters)],
@@ -142,23 +143,34 @@ def page(engine: "Engine", scope: str, *, tier: Optional[str] = None, tags: Sequ
 Meaning = dict[str, tuple[float, tuple[int, ...]]]  # memory id -> (best cosine, its units matched)
 
 
-def _vector_search(engine: "Engine", scope: str, query: str) -> tuple[dict[str, list[str]], Meaning]:
+def _vector_search(engine: "Engine", scope: str, query: str,
+                   searched: Optional[dict] = None) -> tuple[dict[str, list[str]], Meaning]:
     """Rankings by cosine similarity: of the memories alone, in context, and by their best
     sentence; and each memory found's best cosine in any view with the sentences (units.py) it
-    matched by, best first; ({}, {}) if no index."""
+    matched by, best first; ({}, {}) if no index. With `searched` (a dict), `no_index` when there
+    is none, else `nearest`: the best cosine of every memory the views gave, below the floor too
+    (what why-not says of a memory no ranking found)."""
     try:
         vector = query_vector(engine.indexer, query)
         if vector is None:
+            if searched is not None:
+                searched["no_index"] = True
             return {}, {}
-        return _vector_rankings(engine.indexer.vectors, scope, vector)
+        nearest = {} if searched is not None else None
+        found = _vector_rankings(engine.indexer.vectors, scope, vector, nearest)
+        if searched is not None:
+            searched["nearest"] = nearest
+        return found
     except Exception as exc:  # noqa: BLE001 - a failing index degrades recall only
         log.warning("hermes-cmms: vector search failed, keyword-only for this query: %s", exc)
         return {}, {}
 
 
-def _vector_rankings(vectors, scope: str, vector) -> tuple[dict[str, list[str]], Meaning]:
+def _vector_rankings(vectors, scope: str, vector,
+                     nearest: Optional[dict] = None) -> tuple[dict[str, list[str]], Meaning]:
     """The three vector rankings of one query vector, each cut at VECTOR_FLOOR, and each
-    memory's best cosine with the units (sentence runs, by position) it matched by, best first."""
+    memory's best cosine with the units (sentence runs, by position) it matched by, best first;
+    `nearest` (a dict) gets every memory's best cosine, those below the floor too."""
     best: dict[str, float] = {}
     units: dict[str, list[int]] = {}
     found = {}
@@ -166,9 +178,11 @@ def _vector_rankings(vectors, scope: str, vector) -> tuple[dict[str, list[str]],
                              ("vector_sentences", UNITS, SENTENCE_CANDIDATES)):  # several sentences a memory
         ranked = []
         for item, similarity in vectors.query(scope, vector, many, view):
+            memory_id, position = (owner(item), item.rpartition(":")[2]) if view == UNITS else (item, "")
+            if nearest is not None:
+                nearest[memory_id] = max(nearest.get(memory_id, similarity), similarity)
             if similarity < VECTOR_FLOOR:
                 continue
-            memory_id, position = (owner(item), item.rpartition(":")[2]) if view == UNITS else (item, "")
             best[memory_id] = max(best.get(memory_id, similarity), similarity)
             if position.isdigit():
                 units.setdefault(memory_id, []).append(int(position))

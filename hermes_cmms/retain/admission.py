@@ -1,7 +1,9 @@
 """Admission: redact first, refuse what is nothing but secrets, classify notes, compare explicit
-semantic notes with what is stored; then the retain hook writes."""
+semantic notes with what is stored; then the retain hook writes. An import's memories, checked
+and redacted by the import (ops/transfer), are written by the same hook (retain_imported)."""
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
@@ -172,9 +174,31 @@ def _stored(engine: "Engine", scope: str, session_id: Optional[str], items: list
     if judge and items[0].tier == "semantic" and not (items[0].fact or items[0].duplicate_of
                                                       or UNDECODABLE in items[0].content):
         _judge(engine, items[0])  # (an undecodable note is kept as it is: it folds into and replaces none)
+    ids = _fire(engine, scope, session_id, items, turn_of)
+    engine.indexer.notify()
+    return ids
+
+
+def retain_imported(engine: "Engine", scope: str, rows: Sequence[dict]) -> list[NewMemory]:
+    """An import's memory rows (ops/transfer: checked, and every string passed through the
+    registered redactors, as _admit passes a write's) written as every write is, by the retain
+    hook: each is a NewMemory whose `row` the built-in auto-retain inserts as it is (its id,
+    times, state and chain kept) unless its id is stored (`present`). The items."""
+    items = [NewMemory(scope=scope, content=row["content"], kind=row["kind"], tier=row["tier"], role=row["role"],
+                       session_id=row["session_id"], source=row["source"], tags=tuple(json.loads(row["tags"])),
+                       confidence=row["confidence"], expires_at=row["expires_at"], speaker=row["speaker"],
+                       detail=json.loads(row["detail"]) if row["detail"] else None, dedup=False,
+                       redacted=engine.pm.has_plugin("hermes_cmms.redact"), row=row)
+             for row in rows]
+    _fire(engine, scope, None, items, None)
+    return items
+
+
+def _fire(engine: "Engine", scope: str, session_id: Optional[str], items: list[NewMemory],
+          turn_of: Optional[tuple[str, str]]) -> list[str]:
+    """The retain hook, which writes `items`; the ids its implementations say they wrote."""
     results = engine.pm.hook.retain(service=engine.service, engine=engine, scope=scope, session_id=session_id,
                                     items=items, turn_of=turn_of)
-    engine.indexer.notify()
     return [memory_id for ids in results if ids for memory_id in ids]
 
 

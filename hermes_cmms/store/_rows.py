@@ -6,7 +6,7 @@ from typing import Optional
 
 from sqlalchemy import Connection, insert, select
 
-from .models import AuditEvent, Memory
+from .models import AuditEvent, Memory, Outbox
 from ..redact import redact_text
 from ..common.text import map_strings
 
@@ -63,3 +63,17 @@ def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
             if scope is None or row.scope == scope:
                 found[row.id] = _memory(row)
     return found
+
+
+def _add_rows(conn: Connection, items, now: float) -> list[str]:
+    """Imported memories (NewMemory.row): the rows whose id is not stored inserted, with their
+    outbox rows; each item's `id` set and `present` when it was stored already; the ids inserted."""
+    stored = set(conn.execute(select(Memory.id).where(Memory.id.in_([item.row["id"] for item in items]))).scalars())
+    for item in items:
+        item.id, item.present = item.row["id"], item.row["id"] in stored
+    fresh = [item.row for item in items if not item.present]
+    if fresh:
+        conn.execute(insert(Memory), fresh)
+        conn.execute(insert(Outbox), [{"memory_id": row["id"], "scope": row["scope"], "op": "upsert",
+                                       "created_at": now} for row in fresh])
+    return [row["id"] for row in fresh]

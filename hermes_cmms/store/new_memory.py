@@ -30,7 +30,9 @@ class NewMemory:
     evidence: Sequence[dict] = ()  # evidence rows (memory_id, source, stance, note[, at]) for it, new or reinforced
     corrects: bool = False  # a user's correction: what it supersedes was wrong (marked corrected, never recalled)
     speaker: Optional[str] = None  # who wrote it (a named author in a group chat); else read from "Name: ..."
+    row: Optional[dict] = None  # an imported memory's whole row (ops/transfer), written as it is: id, times, chain
     # set by Store.add: what happened to it
     id: Optional[str] = None
     reinforced: bool = False  # True when an existing memory was reinforced instead of inserting
     redacted: bool = False  # admission ran the built-in redactor on its text; else Store.add runs it
+    present: bool = False  # an imported row whose id was stored already: nothing was written

@@ -22,7 +22,7 @@ from ._forget import ForgetAll, forgetting
 from ._knowledge import _drop_knowledge
 from ._lifecycle import LifecycleRows
 from ._steer import SteerRows
-from ._rows import _by_ids, _event, _memory, _move, _record, _redact_item
+from ._rows import _add_rows, _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
 from .keyword import KeywordIndex, keyword_index_for
@@ -231,10 +231,19 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         with one of those texts, unless either holds an UNDECODABLE character; `item.supersedes`
         names further memories it replaces. With `turn_of=(scope, session_id)` the session's
         turn counter advances by one and the items are stamped with that turn number.
+
+        An item with a `row` (an import's memory, ops/transfer) is that row, inserted as it is
+        (its id, times, state and chain kept, no audit event: the import records one) unless its
+        id is stored already (`present`); the ids returned for those are the ones inserted.
         """
         now = time.time()
+        imported = [item for item in items if item.row is not None]
         with self.writing([item.scope for item in items] + ([turn_of[0]] if turn_of else [])) as conn:
-            return self._add(conn, items, turn_of, now)
+            if not imported:
+                return self._add(conn, items, turn_of, now)
+            written = _add_rows(conn, imported, now)
+            rest = [item for item in items if item.row is None]
+            return written + self._add(conn, rest, turn_of, now) if rest else written
 
     def _add(self, conn: Connection, items: Sequence[NewMemory], turn_of: Optional[tuple[str, str]],
              now: float) -> list[str]:

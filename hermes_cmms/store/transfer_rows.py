@@ -1,5 +1,6 @@
 """The SQL of export and import (ops/transfer.py): each kind's rows of a scope read in one
-snapshot, the owners of memory ids, and the rows an import writes. A kind is described by
+snapshot, the owners of memory ids, and the rows an import writes (but its memories: the retain
+hook writes those, through Store.add). A kind is described by
 ops/_transfer_records.Kind (its `name`, `model`, `columns`, `key`, `count_key`, `key_of`)."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from . import graph_rows
 from ._forget import forgetting
 from ..common.errors import StoreUnavailable
-from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory, Outbox
+from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 
 if TYPE_CHECKING:
     from .store import Store
@@ -70,11 +71,18 @@ def owners(conn: Connection, ids: Sequence[str], chunk: int) -> dict[str, str]:
 
 @contextmanager
 def writing(store: "Store") -> Iterator[Connection]:
-    """One write transaction of an import; a failure of the store or of its SQL is raised as
-    StoreUnavailable saying, in one line, what failed and how (its cause is the original error)."""
+    """One write transaction of an import; a failure as `failing` says."""
+    with failing(), store.writing() as conn:
+        yield conn
+
+
+@contextmanager
+def failing() -> Iterator[None]:
+    """A failure of the store or of its SQL in an import's write (its own transaction, or the
+    retain hook's) raised as StoreUnavailable saying, in one line, what failed and how (its
+    cause is the original error)."""
     try:
-        with store.writing() as conn:
-            yield conn
+        yield
     except (SQLAlchemyError, StoreUnavailable) as exc:
         raise StoreUnavailable(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
 
@@ -101,10 +109,8 @@ def stored_copies(conn: Connection, kind, keys: set[tuple], scope: str) -> Count
 
 
 def add(conn: Connection, kind, rows: list[dict], scope: str, now: float) -> None:
-    """Insert the rows; a fact's graph rows and a memory's indexing are written with them."""
+    """Insert the rows (no memory's: the retain hook writes those, Store.add); a fact's graph
+    rows are written with them."""
     conn.execute(insert(kind.model), rows)
     if kind.name == "fact":
         graph_rows.add_facts(conn, rows, now)
-    if kind.name == "memory":
-        conn.execute(insert(Outbox), [{"memory_id": row["id"], "scope": scope, "op": "upsert", "created_at": now}
-                                      for row in rows])

@@ -45,11 +45,11 @@ def inspect(request: Request):
     if not prompt.strip() and q.get("from_memory", "").strip():  # a past turn: what its user said
         said = service(request).memory_page(scope, memory_id(q["from_memory"]))["memory"]
         prompt = said.get("content") or ""
-    block = service(request).inspect_recall(scope, prompt, budget_tokens=budget) if prompt.strip() else None
-    why = None
-    if prompt.strip() and q.get("why_not", "").strip():
-        why = service(request).why_not(scope, prompt, memory_id(q["why_not"]), budget_tokens=budget)
-    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=block, why=why)
+    asked = memory_id(q["why_not"]) if q.get("why_not", "").strip() else None
+    answer = (service(request).inspect_recall(scope, prompt, budget_tokens=budget, why_not=asked)
+              if prompt.strip() else None)
+    why = answer.pop("why_not", None) if answer else None
+    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=answer, why=why)
 
 
 def sessions(request: Request):

@@ -47,7 +47,7 @@ def import_hostile_role(home, path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     service = MemoryService(Settings.load(home))
     try:
-        assert import_file(service, path, scope=SCOPE)["scope"] == SCOPE
+        assert import_file(service.engine, path, scope=SCOPE)["scope"] == SCOPE
     finally:
         service.close()
 

@@ -162,8 +162,8 @@ def test_a_prompt_between_the_cosines_keeps_the_close_memory_and_why_not_says_wh
     assert service.indexer.drain(120)
     real = search._vector_search
 
-    def banded(engine, scope, query):
-        found, meaning = real(engine, scope, query)
+    def banded(engine, scope, query, searched=None):
+        found, meaning = real(engine, scope, query, searched)
         return found, {m: (0.35 if "coffee" in engine.store.get([m], scope)[m].content else CLOSE_COSINE - 0.05, runs)
                        for m, (_, runs) in meaning.items()}
 
@@ -183,7 +183,7 @@ def test_the_vector_search_runs_beside_the_keyword_search(keyword_service, monke
     store = keyword_service.store
     keyword = store.keyword_search
 
-    def slow_vectors(engine, scope, query):
+    def slow_vectors(engine, scope, query, searched=None):
         time.sleep(0.6)
         return {}, {}
 

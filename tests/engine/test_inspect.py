@@ -219,3 +219,60 @@ def test_a_prompt_about_nothing_stored_gets_no_block_and_why_not_says_so(service
 
 def test_keyword_only_recall_is_not_gated(kw):
     assert "strong coffee" in kw.recall(SCOPE, "Write a haiku about strong winds over the ocean at night")
+
+
+def _counted(monkeypatch, module, name, counts, key):
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        counts[key] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+
+
+def test_a_why_recalled_page_searches_once(service, monkeypatch):
+    """The block, its lines and a why-not (of a memory no ranking found, whose cosine it
+    names) come from one hybrid search: one embedding of the prompt, the two keyword rankings
+    and the three vector views once each. (It searched twice, and asked the views a third
+    time for that cosine.)"""
+    from collections import Counter
+
+    from hermes_cmms.recall import explain, search
+
+    porto = _fill(service)
+    assert service.indexer.drain(120)
+    counts = Counter()
+    _counted(monkeypatch, search, "_hybrid", counts, "searches")
+    for module in (search, explain):
+        _counted(monkeypatch, module, "query_vector", counts, "embeddings")
+    _counted(monkeypatch, service.store, "keyword_search", counts, "keyword")
+    _counted(monkeypatch, service.indexer.vectors, "query", counts, "vector")
+    page = service.inspect_recall(SCOPE, "Where does Alice live?", why_not=porto)
+    assert counts == {"searches": 1, "embeddings": 1, "keyword": 2, "vector": 3}, counts
+    assert page["why_not"]["verdict"].startswith("Not found by any ranking: its meaning is ")
+    counts.clear()
+    alone = service.why_not(SCOPE, "Where does Alice live?", porto)  # the verb alone: the same verdict
+    assert alone == page["why_not"] and counts["searches"] == 1 and counts["vector"] == 3
+    for line in page["lines"]:  # any memory's verdict from the page's search is the verb's
+        asked = service.inspect_recall(SCOPE, "Where does Alice live?", why_not=line["memory_id"])
+        verb = service.why_not(SCOPE, "Where does Alice live?", line["memory_id"])
+        for name in ("verdict", "found_by", "position"):  # (scores move with recency, by the second)
+            assert asked["why_not"][name] == verb[name]
+        assert asked["block"] == page["block"]
+
+
+@pytest.mark.one_backend
+def test_the_inspect_command_with_why_not_searches_once(home, capsys, monkeypatch):
+    from collections import Counter
+
+    from hermes_cmms.recall import search
+
+    monkeypatch.setenv("CMMS_EMBEDDER", "none")
+    with MemoryService(Settings.load(home), scheduler=False) as service:
+        porto = _fill(service)
+    counts = Counter()
+    _counted(monkeypatch, search, "_hybrid", counts, "searches")
+    assert main(["inspect", PROMPT, "--json", "--why-not", shown_id(porto)]) == 0
+    assert counts["searches"] == 1
+    assert "Not found by any ranking" in capsys.readouterr().out

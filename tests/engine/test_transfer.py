@@ -130,7 +130,7 @@ def test_round_trip_keeps_every_row_chain_and_graph(keyword_service, tmp_path):
     assert header["counts"]["memories"] == sum(1 for line in lines if '"type": "memory"' in line)
     assert not any("seq" in json.loads(line) or "content_hash" in json.loads(line) for line in lines[1:])
     with other_store(tmp_path) as target:
-        summary = import_records(target, lines)
+        summary = import_records(target.engine, lines)
         assert summary["memories"] == {"added": header["counts"]["memories"], "skipped": 0}
         assert summary["queued_for_indexing"] == header["counts"]["memories"]
         assert dump(target) == dump(keyword_service)
@@ -160,9 +160,9 @@ def test_import_twice_changes_nothing(keyword_service, tmp_path):
     path = tmp_path / "scope.jsonl"
     path.write_text("\n".join(lines_of(keyword_service)) + "\n", encoding="utf-8")
     with other_store(tmp_path) as target:
-        first = import_file(target, path)
+        first = import_file(target.engine, path)
         before = dump(target, skip_actions=("import",)), sql(target, "SELECT count(*) FROM outbox")
-        second = import_file(target, path)
+        second = import_file(target.engine, path)
         assert (dump(target, skip_actions=("import",)), sql(target, "SELECT count(*) FROM outbox")) == before
         counted = [k for k, v in second.items() if isinstance(v, dict)]
         assert {k: second[k]["added"] for k in counted} == dict.fromkeys(counted, 0)
@@ -170,14 +170,14 @@ def test_import_twice_changes_nothing(keyword_service, tmp_path):
         assert second["queued_for_indexing"] == 0
         assert len(target.audit_log(SCOPE, action="import")) == 2
     # restoring into the very store it came from skips everything too
-    again = import_file(keyword_service, path)
+    again = import_file(keyword_service.engine, path)
     assert again["memories"] == {"added": 0, "skipped": first["memories"]["added"]}
 
 
 def test_import_into_another_scope_name(keyword_service, tmp_path):
     made = fill(keyword_service)
     with other_store(tmp_path) as target:
-        summary = import_records(target, lines_of(keyword_service), scope="user:telegram:123")
+        summary = import_records(target.engine, lines_of(keyword_service), scope="user:telegram:123")
         assert summary["scope"] == "user:telegram:123" and summary["source_scope"] == SCOPE
         assert dump(target, "user:telegram:123") == dump(keyword_service)
         assert sql(target, "SELECT count(*) FROM memories WHERE scope = ?", SCOPE) == [(0,)]
@@ -193,7 +193,7 @@ def test_recall_and_forget_after_import(service, tmp_path):
     with other_store(tmp_path) as source:
         fill(source)
         lines = lines_of(source)
-    summary = import_records(service, lines)
+    summary = import_records(service.engine, lines)
     assert summary["queued_for_indexing"] > 0
     assert any("green tea" in hit.content for hit in service.search(SCOPE, "green tea"))
     assert service.indexer.drain(120)
@@ -216,7 +216,7 @@ def test_sqlite_to_postgresql(tmp_path, home, keyword_service):
         fill(old)
         lines = lines_of(old)
         assert keyword_service.store.engine.dialect.name == "postgresql"
-        summary = import_records(keyword_service, lines)
+        summary = import_records(keyword_service.engine, lines)
         assert summary["memories"]["skipped"] == 0
         assert dump(keyword_service) == dump(old)
         assert any("green tea" in h.content for h in keyword_service.search(SCOPE, "green tea"))
@@ -235,13 +235,13 @@ def test_import_redacts_a_hand_edited_file(keyword_service, tmp_path):
     fact = next(r for r in records if r["type"] == "fact")
     fact["object"] = f"Acme {secret}"
     with other_store(tmp_path) as target:
-        summary = import_records(target, records)
+        summary = import_records(target.engine, records)
         assert summary["redacted"] == 2
         stored = " ".join(map(str, sql(target, "SELECT content, tags FROM memories WHERE id = ?", memory["id"])[0]))
         stored += sql(target, "SELECT object FROM facts WHERE memory_id = ?", fact["memory_id"])[0][0]
         assert secret not in stored and stored.count("[REDACTED:") == 3
         assert secret not in json.dumps(everything(target))
-        again = import_records(target, records)  # what was redacted is recognised as stored
+        again = import_records(target.engine, records)  # what was redacted is recognised as stored
         assert again["memories"]["added"] == 0
 
 
@@ -296,12 +296,12 @@ def test_malformed_files_write_nothing(keyword_service, tmp_path):
         before = everything(target)
         for case, message in BROKEN.items():
             with pytest.raises(InvalidInput) as error:
-                import_records(target, _broken(lines, case))
+                import_records(target.engine, _broken(lines, case))
             text = str(error.value)
             assert message in text and text.endswith("nothing was imported.") and "\n" not in text, (case, text)
             assert everything(target) == before, case
         with pytest.raises(InvalidInput, match="The file is empty"):
-            import_records(target, [])
+            import_records(target.engine, [])
 
 
 def test_ids_of_another_scope_are_refused(keyword_service):
@@ -309,7 +309,7 @@ def test_ids_of_another_scope_are_refused(keyword_service):
     lines = lines_of(keyword_service)
     before = everything(keyword_service)
     with pytest.raises(InvalidInput) as error:
-        import_records(keyword_service, lines, scope="user:telegram:123")
+        import_records(keyword_service.engine, lines, scope="user:telegram:123")
     assert "already belongs to scope 'local:default'" in str(error.value)
     assert "ids are unique across scopes" in str(error.value)
     assert everything(keyword_service) == before
@@ -317,11 +317,11 @@ def test_ids_of_another_scope_are_refused(keyword_service):
 
 def test_a_file_that_cannot_be_read(keyword_service, tmp_path):
     with pytest.raises(InvalidInput, match="Cannot read .*nothing.jsonl"):
-        import_file(keyword_service, tmp_path / "nothing.jsonl")
+        import_file(keyword_service.engine, tmp_path / "nothing.jsonl")
     header = lines_of(keyword_service)[0].encode()
     (tmp_path / "latin1.jsonl").write_bytes(header + b"\n\n" + "caf\u00e9".encode("latin-1") + b"\n")
     with pytest.raises(InvalidInput, match="^Line 3: not valid UTF-8; nothing was imported.$"):
-        import_file(keyword_service, tmp_path / "latin1.jsonl")
+        import_file(keyword_service.engine, tmp_path / "latin1.jsonl")
 
 
 # -- command line ---------------------------------------------------------------------------

@@ -1,20 +1,21 @@
-"""Import a foreign file: its reader's records are spooled, one temporary file per scope (an
-export of that scope, header first), then imported by ops/transfer's import, which checks
-every record before it writes, writes in batches and skips what is stored. A reader that fails
-midway leaves nothing written; an import that stops while writing keeps the batches it wrote,
-and importing again adds only the rest (the ids are stable). A dry run reads and checks the
-same way and says what would be added, without writing."""
+"""Import a foreign file: its reader's records are checked as they come, into a plan per scope
+(ops/transfer.Plan), and held (in memory, past HELD_BYTES in a file of their own); once the
+reader is done, ops/transfer.import_checked writes each scope's records as they are, the
+memories by the retain hook: in batches, skipping what is stored. A reader that fails midway
+leaves nothing written; an import that stops while writing (killed, the database gone) keeps the
+batches it wrote, and importing again adds only the rest (the ids are stable). A dry run reads
+and checks the same way and says what would be added, without writing."""
 from __future__ import annotations
 
-import json
 import os
+import pickle
 import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import IO, TYPE_CHECKING, Callable, Optional, Union
 
 from . import Skipped, _readers, detect
 from .. import transfer
@@ -27,7 +28,8 @@ from ...store import transfer_rows
 if TYPE_CHECKING:
     from ...engine import Engine
 
-HEADER_BYTES = 1024  # room kept at the top of a spool for its header line
+HELD_BYTES = 128 * 2**20  # a scope's records held in memory up to about this much; the rest in a file
+ROW_BYTES = 1024  # what a held row costs besides its strings (about)
 KEYS = {"session": "session_id", "memory": "id", "fact": "memory_id"}
 
 __all__ = ["import_foreign"]
@@ -52,7 +54,7 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
         return {"format": name, **transfer.import_file(engine, path, scope=scope, progress=progress, actor=actor)}
     progress = progress or (lambda phase, done, total: None)
     default = scope_of(scope) if scope is not None else local_scope(Path(engine.settings.home))
-    reading = _Reading(path, scope is not None, default, partial(_kept_live, engine))
+    reading = _Reading(path, scope is not None, default, partial(_kept_live, engine), hold=not dry_run)
     size, by_bytes = (path.stat().st_size if path.is_file() else None), None
     try:
         for done, item in enumerate(readers[name].records(path, scope=default), 1):
@@ -74,7 +76,8 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
         return summary
     finally:
         for spool in reading.spools.values():
-            spool.handle.close()
+            if spool.held is not None:
+                spool.held.close()
 
 
 def read_at(path: Path) -> Optional[int]:
@@ -96,46 +99,79 @@ def read_at(path: Path) -> Optional[int]:
 
 
 class _Spool:
-    """One scope's records as an export file: a header line (written last, into the room kept
-    for it), then one record a line; and the import's plan of it, made as the records come (each
-    is checked once, not again when the spool is read)."""
+    """One scope's records: the import's plan of them, made as they come (each is checked once,
+    by row_of), and the records as checked (_Held), for the writing pass (not for a dry run)."""
 
-    def __init__(self, scope: str) -> None:
+    def __init__(self, scope: str, hold: bool = True) -> None:
         self.scope, self.counts = scope, Counter()
-        self.handle = tempfile.TemporaryFile()
-        self.handle.write(b" " * (HEADER_BYTES - 1) + b"\n")
         self.seen: dict[str, set] = {kind: set() for kind in KEYS}
-        self.plan = transfer._Plan()
+        self.plan = transfer.Plan()
+        self.held = _Held() if hold else None
 
     def add(self, record: dict, kind: Kind, row: dict) -> None:
         """Add `record` (checked by row_of as `kind`, `row`); InvalidInput, and nothing added,
         if the plan refuses it (a key the spool holds already)."""
-        self.plan.take(kind, row, 2 + sum(self.counts.values()))  # (its line in the spool)
+        line = 2 + sum(self.counts.values())  # (its line, were the records an export file)
+        self.plan.take(kind, row, line)
         self.counts[kind.plural] += 1
         if record["type"] in KEYS:
             self.seen[record["type"]].add(record[KEYS[record["type"]]])
-        self.handle.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+        if self.held is not None:
+            self.held.append((line, kind, row))
 
     def close(self) -> None:
         header = {"type": "header", "format": FORMAT, "version": VERSION, "scope": self.scope,
                   "exported_at": time.time(), "counts": dict(self.counts)}
         self.plan.header = check_header(header, 1)
-        line = json.dumps(header, ensure_ascii=False).encode("utf-8")
-        self.handle.flush()
-        self.handle.seek(0)
-        self.handle.write(line.ljust(HEADER_BYTES - 1))
-        self.handle.flush()
 
-    def lines(self):
-        return transfer._lines_of(self.handle)
+
+class _Held:
+    """Checked records, (line, kind, row), in the order they came: in memory up to HELD_BYTES
+    (about: each row's strings and ROW_BYTES), past that a batch at a time into an anonymous
+    temporary file (pickled, read back once, not checked again), so an export of hundreds of
+    megabytes is never in memory whole."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple] = []
+        self.batch: list[tuple] = []
+        self.size, self.batches = 0, 0
+        self.file: Optional[IO[bytes]] = None
+
+    def append(self, checked: tuple) -> None:
+        self.size += ROW_BYTES + sum(len(v) for v in checked[2].values() if isinstance(v, str))
+        self.batch.append(checked)
+        if len(self.batch) >= transfer.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.size <= HELD_BYTES:
+            self.kept += self.batch
+        else:
+            self.file = self.file or tempfile.TemporaryFile()
+            pickle.dump([(line, kind.name, row) for line, kind, row in self.batch], self.file, pickle.HIGHEST_PROTOCOL)
+            self.batches += 1
+        self.batch = []
+
+    def __iter__(self):
+        yield from self.kept
+        if self.file is not None:
+            self.file.seek(0)
+            for _ in range(self.batches):
+                yield from ((line, KINDS[name], row) for line, name, row in pickle.load(self.file))
+        yield from self.batch
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 class _Reading:
     """What the reader gave, sorted into spools by scope, each record checked as it comes: the
     skipped by reason, the dates filled in, the date range."""
 
-    def __init__(self, path: Path, forced: bool, default: str, kept_live: Callable[[str, str], bool]) -> None:
-        self.forced, self.default, self.kept_live = forced, default, kept_live
+    def __init__(self, path: Path, forced: bool, default: str, kept_live: Callable[[str, str], bool],
+                 hold: bool = True) -> None:
+        self.forced, self.default, self.kept_live, self.hold = forced, default, kept_live, hold
         self.live: set[tuple[str, str]] = set()  # (scope, session id) of sessions a door kept live
         self.mtime = path.stat().st_mtime
         self.spools: dict[str, _Spool] = {}
@@ -170,7 +206,7 @@ class _Reading:
         if kind == "memory" and (scope, record.get("session_id")) in self.live:
             self._skip("a message of a session hermes-cmms kept while it ran", where)
             return
-        spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope))
+        spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope, self.hold))
         self._date(record)
         checked = self._checked(record, spool)
         if isinstance(checked, str):
@@ -258,6 +294,7 @@ def _planned(engine: "Engine", spool: _Spool) -> dict:
 
 
 def _written(engine: "Engine", spool: _Spool, progress, actor: str) -> dict:
-    summary = transfer._import(engine, spool.lines, spool.scope, progress, actor, plan=spool.plan)
+    summary = transfer.import_checked(engine, spool.plan, lambda: spool.held, scope=spool.scope,
+                                      progress=progress, actor=actor)
     return {plural: summary[plural] for plural in ("sessions", "memories", "facts")} | {
         "redacted": summary["redacted"], "queued_for_indexing": summary["queued_for_indexing"]}
