@@ -162,21 +162,6 @@ class BrowseRows:
         with self.read() as conn:
             return dict(conn.execute(select(Outbox.scope, func.count()).group_by(Outbox.scope)).all())
 
-    def filtered_ids(self, scope: str, filters: Filters, ids: Sequence[str]) -> set[str]:
-        """Those of `ids` (memories of `scope`) that match `filters`."""
-        if not ids:
-            return set()
-        now = time.time()
-        with self.read() as conn:
-            if forgetting(conn, scope):
-                return set()
-            found = set()
-            for start in range(0, len(ids), 500):
-                part = list(ids[start:start + 500])
-                found |= set(conn.execute(select(Memory.id).where(
-                    Memory.id.in_(part), *clauses(scope, filters, now))).scalars())
-            return found
-
     def newest_rows(self, scope: Optional[str], limit: int) -> list[Memory]:
         """The newest memories written, of one scope or of every scope not being forgotten."""
         query = select(Memory).where(Memory.scope.not_in(select(Forgetting.scope)))

@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine, make_url
@@ -108,9 +108,9 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
     return query
 
 
-# the row helpers a feature writing inside Store.writing() uses, and the fact keys (the store's own
-# code keeps the private names)
-event, record, filtered, fact_keys = _event, _record, _filtered, _fact_keys
+# the row helpers a feature writing inside Store.writing() or reading beside it uses, and the fact
+# keys (the store's own code keeps the private names)
+event, record, filtered, fact_keys, live, fold = _event, _record, _filtered, _fact_keys, _live, _fold
 
 
 class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
@@ -743,21 +743,6 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         with self.read() as conn:
             return self._fact_parts(conn, ids, scope)
 
-    def facts_matching(self, scope: str, subject: Optional[str] = None, predicate: Optional[str] = None,
-                       obj: Optional[str] = None, limit: int = 500) -> list[str]:
-        """Ids of the scope's facts whose given parts equal these (ignoring case, in any script),
-        newest first."""
-        query = select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
-            Fact.scope == scope, _live(time.time()))
-        for column, value in ((Fact.subject_key, subject), (Fact.predicate_key, predicate),
-                              (Fact.object_key, obj)):
-            if value is not None:
-                query = query.where(column == _fold(value))
-        with self.read() as conn:
-            if forgetting(conn, scope):
-                return []
-            return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
-
     def keyword_search(self, scope: str, query: str, limit: int, with_context: bool = False,
                        filters: Optional[Filters] = None) -> list[tuple[str, float]]:
         """(memory id, score) pairs, best first. With `filters`, among every keyword match of
@@ -779,17 +764,6 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                 Memory.scope == scope, Memory.source.in_(list(sources)), Memory.superseded_by.is_(None),
                 Memory.content.like(f"%{escaped}%", escape="\\")).order_by(Memory.seq.desc()).limit(limit))
             return [_memory(row) for row in rows]
-
-    def speakers(self, scope: str, names: Iterable[str]) -> set[str]:
-        """The `names` that speak in transcript-style memories of `scope` ("Name: ...")."""
-        names = list(names)
-        if not names:
-            return set()
-        with self.read() as conn:
-            if forgetting(conn, scope):
-                return set()
-            return set(conn.execute(select(Memory.speaker).distinct()
-                                    .where(Memory.scope == scope, Memory.speaker.in_(names))).scalars())
 
     def recent(self, scope: str, limit: int) -> list[Memory]:
         with self.read() as conn:
