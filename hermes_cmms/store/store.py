@@ -21,7 +21,7 @@ from ._browse import BrowseRows, Filters
 from ._forget import ForgetAll, forgetting
 from ._knowledge import _drop_knowledge
 from ._lifecycle import LifecycleRows
-from ._steer import SteerRows
+from ._steer import corrected, forget_plan
 from ._rows import _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
@@ -113,7 +113,7 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
 event, record, filtered, fact_keys, live, fold = _event, _record, _filtered, _fact_keys, _live, _fold
 
 
-class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
+class Store(LifecycleRows, ForgetAll, BrowseRows):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
@@ -290,7 +290,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                     events += self.supersede(conn, row["scope"], list(item.supersedes), row["id"],
                                               now, conflict=row["tier"] != "episodic")
                 if item.corrects:  # in the same transaction: a correction never leaves the wrong one current
-                    events += self._corrected(conn, row["scope"], list(item.supersedes), row, now)
+                    events += corrected(conn, row["scope"], list(item.supersedes), row, now)
                 if row["id"] in renewed:
                     events += self.supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
                                               conflict=False, reason="renewed")
@@ -489,7 +489,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
                      now: float, snapshots: bool = True, scrub_context: bool = True, **detail) -> None:
-        plan = self._forget_plan(conn, scope, rows, scrub_context)  # what goes with them (the preview's count)
+        plan = forget_plan(conn, scope, rows, scrub_context)  # what goes with them (the preview's count)
         rows, ids, cascaded, after = plan.rows, plan.ids, plan.cascaded, plan.reembed
         if not ids:
             return
@@ -512,19 +512,6 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         conn.execute(update(Memory).where(Memory.superseded_by.in_(ids)).values(superseded_by=None, updated_at=now))
         conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete", "created_at": now}
                                       for i in ids])
-
-    @staticmethod
-    def _next_messages(conn: Connection, scope: str, messages: list[Memory]) -> list[str]:
-        """The message right after each of these in its session (whose context quotes it)."""
-        gone = {m.id for m in messages}
-        found = []
-        for m in messages:
-            following = conn.execute(select(Memory.id).where(
-                Memory.scope == scope, Memory.session_id == m.session_id, Memory.turn >= (m.turn or 0),
-                Memory.seq > m.seq, Memory.kind == "message").order_by(Memory.seq).limit(1)).scalar()
-            if following and following not in gone:
-                found.append(following)
-        return found
 
     @staticmethod
     def _fact_parts(conn: Connection, ids: Sequence[str], scope: Optional[str] = None
