@@ -19,11 +19,11 @@ from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
 from ..common.vocabulary import LIFECYCLE_STATES
 from ..common.answers import iso, verification_status
-from ..store import belief_rows
-from ..store.belief_rows import DECLARED, MARKERS, MERGED, SETTLED
+from ._rows import beliefs as belief_rows
+from ._rows.beliefs import DECLARED, MARKERS, MERGED, SETTLED
 
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")
-# DECLARED, SETTLED, MERGED, MARKERS: the evidence rows' source types that are links (store/belief_rows.py)
+# DECLARED, SETTLED, MERGED, MARKERS: the evidence rows' source types that are links (_rows/beliefs.py)
 TIE_CONFIDENCE = 0.05  # confidences this close are a tie for the auto rule
 AUTO_RESOLVE_GAP = 0.5  # the contract's auto_resolve: a bigger confidence gap supersedes the lower
 SHOWN_EVIDENCE = 20  # evidence rows in a belief dict (the newest); the counts cover all

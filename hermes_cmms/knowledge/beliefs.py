@@ -19,7 +19,7 @@ from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, MERGED, SETTLED, Record, auto
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id
-from ..store import belief_rows
+from ._rows import beliefs as belief_rows
 from ..store.models import Memory
 from ..common.plugins import run_redactors
 from ..store.store import event as _event, record as _record

@@ -1,6 +1,7 @@
 """The entity graph: entities and relations built from facts on write, persisted in SQL; its
-reads (named entities, neighbours, paths) and its rebuild. The rows themselves (names, writes,
-the rebuild) are written by hermes_cmms.store.graph_rows. See docs/graph.md."""
+reads (named entities, neighbours, paths) and its rebuild. Its SQL is knowledge/_rows/graph.py;
+the names and the rows a fact's write adds are the store's own (store/graph_rows.py). See
+docs/graph.md."""
 from __future__ import annotations
 
 import re
@@ -13,9 +14,9 @@ from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, UnknownEntity
 from ..common.ids import shown_id
 from ..common.text import STOPWORDS, clean, clean_key, terms
-from ..store import graph_reads, graph_rows
+from ._rows import graph as graph_rows
+from ._rows.graph import PathRows
 from ..store._forget import forgetting
-from ..store.graph_reads import PathRows
 from ..store.graph_rows import CHUNK as _CHUNK
 from ..store.graph_rows import chunks, entity_key
 
@@ -38,13 +39,13 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 # -- reads --------------------------------------------------------------------------------
 
-_names, _degrees, _details = graph_reads.names, graph_reads.degrees, graph_reads.details
+_names, _degrees, _details = graph_rows.names, graph_rows.degrees, graph_rows.details
 
 
 def _neighbours(conn, scope: str, node: str, limit: int) -> list[dict]:
     """The first `limit` relations of `node` whose other end is in `scope`, current facts first,
     then newest first (sorted and cut in SQL, so a hub hands back no more rows than any entity)."""
-    rows = graph_reads.neighbours(conn, scope, node, limit)
+    rows = graph_rows.neighbours(conn, scope, node, limit)
     return [{"entity": {"id": r.other, "name": r.name}, "predicate": r.predicate, "forward": bool(int(r.forward)),
              "memory_id": r.memory_id, "current": r.superseded_by is None} for r in rows]
 
@@ -133,7 +134,7 @@ def _grams(query: str) -> dict[str, int]:
 def _named(conn, scope: str, query: str) -> dict[str, int]:
     """Entity ids whose key is one of the query's word runs, with the run's length."""
     grams = _grams(query)
-    return {row.id: grams[row.key] for row in graph_reads.with_keys(conn, scope, list(grams))}
+    return {row.id: grams[row.key] for row in graph_rows.with_keys(conn, scope, list(grams))}
 
 
 def _mentioned(conn, scope: str, query: str) -> dict[str, int]:
@@ -148,7 +149,7 @@ def _mentioned(conn, scope: str, query: str) -> dict[str, int]:
     found: dict[str, int] = {}
     after = None
     while len(found) < MAX_CANDIDATES:
-        rows = graph_reads.holding(conn, scope, words, after, _CHUNK)
+        rows = graph_rows.holding(conn, scope, words, after, _CHUNK)
         for row in rows:
             hits = sum(1 for pattern in whole if pattern.search(row.key))
             if hits and len(found) < MAX_CANDIDATES:
@@ -406,10 +407,10 @@ def _require(conn, scope: str, value: str, argument: str = "entity_id",
     if _names(conn, scope, [value]):
         return value
     keys = {entity_key(value), entity_key(shown_id(value))}  # a name that is a UUID reaches here stored
-    candidates = [row.id for row in graph_reads.with_keys(conn, scope, sorted(keys))]
+    candidates = [row.id for row in graph_rows.with_keys(conn, scope, sorted(keys))]
     key = entity_key(value)
     if not candidates and key:
-        candidates = graph_reads.squeezed(conn, scope, key.replace(" ", ""), MAX_CANDIDATES)
+        candidates = graph_rows.squeezed(conn, scope, key.replace(" ", ""), MAX_CANDIDATES)
     if not candidates:
         raise UnknownEntity(f"Unknown entity id {value!r} in this scope (no entity has that id or name).")
     degrees = _degrees(conn, scope, candidates)

@@ -15,6 +15,7 @@ from ..common.answers import ITEM_KEYS
 from ..recall.shape import memory_dict
 from ..retain import admission
 from ..store.models import Memory
+from . import _rows
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -54,7 +55,7 @@ def pin(engine: "Engine", scope: str, memory_id: str, pinned: bool = True, *, ac
     if not isinstance(pinned, bool):
         raise InvalidInput(f"pinned must be true or false, not {pinned!r}.")
     scope, actor, key = scope_of(scope), _actor(actor), _id(memory_id)
-    if engine.store.set_pinned(scope, key, pinned, actor) is None:
+    if _rows.set_pinned(engine.store, scope, key, pinned, actor) is None:
         raise _missing(memory_id)
     return pinned
 
@@ -68,7 +69,7 @@ def tag(engine: "Engine", scope: str, memory_id: str, add: Sequence[str] = (), r
     if not add and not remove:
         raise InvalidInput("Name a tag to add or to remove; nothing was changed.")
     try:
-        tags = engine.store.retag(scope, key, add, remove, actor, MAX_TAGS)
+        tags = _rows.retag(engine.store, scope, key, add, remove, actor, MAX_TAGS)
     except ValueError as exc:
         raise InvalidInput(f"A memory carries at most {MAX_TAGS} tags, not {exc.args[0]}; nothing was changed.") from None
     if tags is None:
@@ -83,7 +84,7 @@ def forget_preview(engine: "Engine", scope: str, memory_ids: Sequence[str]) -> d
     only they support, vectors (one per memory), messages embedded again without their
     context (`reembedded`), memories current again (`restored`) and audit snapshots kept."""
     scope, keys = scope_of(scope), _ids(memory_ids)
-    found = engine.store.forget_preview(scope, keys)
+    found = _rows.forget_preview(engine.store, scope, keys)
     if isinstance(found, str):
         raise _missing(found)
     return {**found, "memories": [memory_dict(m, SHOWN_KEYS) for m in found["memories"]],
@@ -95,14 +96,14 @@ def forget_many(engine: "Engine", scope: str, memory_ids: Sequence[str], *, acto
     before anything is deleted) with all that goes with them; return how many were asked and
     forgotten (what went with them is not counted)."""
     scope, actor, keys = scope_of(scope), _actor(actor), _ids(memory_ids)
-    missing = next((k for k in keys if engine.store.steerable(scope, k) is None), None)
+    missing = next((k for k in keys if _rows.steerable(engine.store, scope, k) is None), None)
     if missing is not None:
         raise _missing(missing)
     return len(engine.store.delete_where(scope, ids=keys, actor=actor))
 
 
 def _found(engine: "Engine", scope: str, memory_id: str) -> Memory:
-    memory = engine.store.steerable(scope, _id(memory_id))
+    memory = _rows.steerable(engine.store, scope, _id(memory_id))
     if memory is None:
         raise _missing(memory_id)
     return memory

@@ -1,5 +1,5 @@
 """The audit's answer, findings collected by audit type (the pages it reads are in
-store/audit_rows.py)."""
+_rows/audit.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

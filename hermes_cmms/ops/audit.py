@@ -16,8 +16,8 @@ from ..common import lifecycle_rules as lifecycle
 from ._audit_report import BATCH, MAX_FINDINGS, Report, _chain, _finding
 from ._audit_vectors import _repair_vectors, _vector_drift
 from ..common.errors import InvalidInput
-from ..store import audit_rows
-from ..store.audit_rows import GRAPH, ORPHANS, RECEIPTS, Check, lifecycle_checks as _lifecycle_checks
+from ._rows import audit as audit_rows
+from ._rows.audit import GRAPH, ORPHANS, RECEIPTS, Check, lifecycle_checks as _lifecycle_checks
 from ..common.checks import scope_of
 from ..common.vocabulary import AUDIT_CHOICES, AUDIT_TYPES
 

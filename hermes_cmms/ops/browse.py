@@ -1,6 +1,7 @@
 """Browsing what is stored: the scopes with their counts, a filtered and sorted page of a scope's
 memories (by keyword or by meaning), and an overview of the store (counts, index lag, health,
-the latest writes and recalls). Every filter applies in SQL (store/_browse.py)."""
+the latest writes and recalls). Every filter applies in SQL (store/_browse.py; the counts are
+_rows/browse.py)."""
 from __future__ import annotations
 
 import time
@@ -17,6 +18,7 @@ from ..common.answers import ITEM_KEYS, iso
 from ..recall.shape import memory_dict
 from ..store.store import Filters
 from ..vectors.indexer import query_vector
+from ._rows import browse as browse_rows
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -31,7 +33,7 @@ NO_VECTORS = "Search by meaning is unavailable (no embedding model or vector ind
 def scopes(engine: "Engine", scope: Optional[str] = None) -> list[dict]:
     """Every scope (or one) with its memories counted: in all, by tier, by kind, by state
     (active, superseded, expired), by lifecycle state; and its newest memory's time."""
-    found = engine.store.scope_counts(scope_of(scope) if scope is not None else None)
+    found = browse_rows.scope_counts(engine.store, scope_of(scope) if scope is not None else None)
     return [{**entry, "newest_at": iso(entry["newest_at"]) if entry["newest_at"] else None} for entry in found]
 
 
@@ -81,7 +83,7 @@ def item(memory: "Memory", facts=None, **extra) -> dict:
 
 def latest_writes(engine: "Engine", scope: Optional[str], limit: int = LATEST) -> list[dict]:
     """The newest memories written (of one scope, or of all), each with its scope."""
-    rows = engine.store.newest_rows(scope, limit)
+    rows = browse_rows.newest_rows(engine.store, scope, limit)
     facts = engine.store.facts([m.id for m in rows])
     return [item(m, facts, scope=m.scope) for m in rows]
 
@@ -91,7 +93,7 @@ def overview(engine: "Engine", scope: Optional[str] = None, recalls: Sequence[di
     (vector work queued), health (what `doctor` checks, for this running engine, checked again
     after HEALTH_SECONDS), the latest writes and the latest recalls (`recalls`, given by the caller)."""
     scope = scope_of(scope) if scope is not None else None
-    lag = engine.store.outbox_by_scope()
+    lag = browse_rows.outbox_by_scope(engine.store)
     found = [{**entry, "vectors_pending": lag.get(entry["scope"], 0)} for entry in scopes(engine, scope)]
     return {"scopes": found, "index_lag": sum(e["vectors_pending"] for e in found), "health": _health(engine),
             "latest_writes": latest_writes(engine, scope), "latest_recalls": list(recalls)[:LATEST]}

@@ -13,6 +13,7 @@ from ..common.errors import UnknownMemory
 from ..common.ids import stored_id
 from ..common.text import brief, clean_key
 from ..common.answers import iso
+from ._rows import browse as browse_rows
 from .browse import item
 
 if TYPE_CHECKING:
@@ -27,11 +28,11 @@ def memory_page(engine: "Engine", scope: str, memory_id: str) -> dict:
     missing id and for one of another scope) otherwise."""
     scope = scope_of(scope)
     key = clean_key(stored_id(memory_id)) if isinstance(memory_id, str) else None
-    memory = engine.store.memory_in(scope, key) if key else None
+    memory = browse_rows.memory_in(engine.store, scope, key) if key else None
     if memory is None:
         raise UnknownMemory(f"No memory {brief(repr(memory_id), 80)} in this scope.")
-    older, newer = engine.store.supersede_chains(scope, memory)
-    known = engine.store.knowledge_of(scope, memory.id)
+    older, newer = browse_rows.supersede_chains(engine.store, scope, memory)
+    known = browse_rows.knowledge_of(engine.store, scope, memory.id)
     events = engine.store.audit_events(scope, memory_id=memory.id, limit=AUDIT_MOST)
     return {"memory": item(memory, engine.store.facts([memory.id]), turn=memory.turn),
             "provenance": provenance(memory), "confidence": confidence(memory, time.time()),

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Union
 
 from ..common.version import __version__
-from ..store import transfer_rows
+from ._rows import transfer as transfer_rows
 from ..store._batches import Batches
 from ..store.availability import store_file
 from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, check_header, parse, prepared, \

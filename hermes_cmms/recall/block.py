@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 from ..common.checks import scope_of
 from ..common.text import clean_key, terms
 from ..common.units import MAX_CHARS
-from ..store import recall_events
+from . import _rows as recall_events
 from .rank import Hit
 from .render import render
 from .search import search

@@ -11,7 +11,7 @@ from ..common.checks import scope_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id
 from ..common.text import clean, clean_key
-from ..store import recall_events
+from . import _rows as recall_events
 from ..vectors.chroma import UNITS, owner
 from ..vectors.indexer import query_vector
 from .block import CLOSE_COSINE, GATE_COSINE, GATE_WORDS, NOT_ABOUT, SURE_COSINE, candidates, recall_block, settled

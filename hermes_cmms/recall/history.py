@@ -8,7 +8,7 @@ from ..common.checks import scope_of
 from ..common.errors import InvalidInput
 from ..common.text import clean_key
 from ..common.vocabulary import MAX_HISTORY_PAGE
-from ..store import recall_events
+from . import _rows as recall_events
 from ..store.models import Memory
 from .block import settled
 

@@ -14,6 +14,7 @@ from ..common.text import clean
 from ..store.models import Memory
 from ..store.store import Filters
 from ..vectors.chroma import UNITS, owner
+from . import _rows
 from ..vectors.indexer import query_vector
 from . import when
 from .rank import Hit, query_names, rank
@@ -75,7 +76,7 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
     # A speaker's name matches every line they said (short ones best): the speaker boost
     # in rank() covers it, so keyword search looks for the rest of the question.
     vectors = engine.pool.submit(_vector_search, engine, scope, query, searched)
-    words = _without(query, store.speakers(scope, names)) if names else query
+    words = _without(query, _rows.speakers(store, scope, names)) if names else query
     rankings = {
         "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, filters=filters)],
         "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True, filters=filters)]}
@@ -84,8 +85,8 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
     if searched is not None:
         searched["by_meaning"] = bool(found)  # ({} when no vector index answered)
     if filters is not None:
-        kept = store.filtered_ids(scope, filters, list({m for name, ids in rankings.items()
-                                                        if name.startswith("vector") for m in ids}))
+        kept = _rows.filtered_ids(store, scope, filters, list({m for name, ids in rankings.items()
+                                                               if name.startswith("vector") for m in ids}))
         rankings = {name: [m for m in ids if not name.startswith("vector") or m in kept]
                     for name, ids in rankings.items()}
     memories = store.get(list({m for ids in rankings.values() for m in ids}), scope)
@@ -125,8 +126,8 @@ def newest_facts(engine: "Engine", scope: str, limit: int = 50, *, fact: Optiona
     scope = scope_of(scope)
     parts = {k: clean(v) for k, v in (fact or {}).items() if isinstance(v, str) and clean(v).strip()}
     source = clean(source) if isinstance(source, str) and clean(source).strip() else None
-    ids = engine.store.facts_matching(scope, parts.get("subject"), parts.get("predicate"), parts.get("object"),
-                                      limit=FACT_SCAN if source else limit)
+    ids = _rows.facts_matching(engine.store, scope, parts.get("subject"), parts.get("predicate"), parts.get("object"),
+                                limit=FACT_SCAN if source else limit)
     found = engine.store.get(ids, scope)
     return [found[i] for i in ids if i in found and (not source or found[i].source.startswith(source))][:limit]
 

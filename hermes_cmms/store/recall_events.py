@@ -1,21 +1,13 @@
-"""Recall events: which memories each recall put in the block, at which rank (ids and ranks
-only, never text), per scope, session and turn; kept for a bounded time and count, and gone
-with a forgotten memory (drop_memories) or a forgotten scope (drop_scope)."""
+"""Recall events' tables: which memories each recall put in the block, at which rank (ids and
+ranks only, never text), per scope, session and turn; their migration, and their rows gone with
+a forgotten memory (drop_memories) or a forgotten scope (drop_scope). What a recall writes and
+the history reads are recall/_rows.py."""
 from __future__ import annotations
 
-import time
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
-from sqlalchemy import Connection, delete, func, insert, select, text
+from sqlalchemy import Connection, delete, select, text
 from sqlmodel import Field, SQLModel
-
-from ._rows import _memory
-from .models import ConversationSession, Memory
-
-Store = Any  # the Store (store.py imports this module: no import back), for its read() and writing()
-
-KEEP_DAYS = 30  # an event older than this goes at the next pruning
-PRUNE_EVERY = 32  # a scope's old events are pruned when its newest event id is a multiple of this
 
 
 class RecallEvent(SQLModel, table=True):
@@ -61,41 +53,6 @@ def migrate(conn: Connection) -> None:
         conn.execute(text(statement))
 
 
-def record(store: Store, scope: str, session_id: Optional[str], memory_ids: Sequence[str], keep: int,
-           at: Optional[float] = None) -> None:
-    """One recall's event, made `at` (now): `memory_ids` in block order (rank 1 first), those
-    still stored (a memory forgotten meanwhile is never named; none left, no event), with the
-    turn it was recalled for (the one after the session's last turn stored before `at`). Every
-    PRUNE_EVERY events the scope keeps only its newest `keep` of KEEP_DAYS."""
-    now = time.time() if at is None else at
-    turn = (select(func.coalesce(func.max(Memory.turn), 0) + 1)
-            .where(Memory.scope == scope, Memory.session_id == session_id, Memory.created_at < now)
-            .scalar_subquery()) if session_id else None
-    with store.writing([scope]) as conn:
-        # (ids are unique store-wide, and were read from this scope)
-        kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(list(memory_ids)))).scalars())
-        if not kept:
-            return
-        event = conn.execute(insert(RecallEvent).values(scope=scope, session_id=session_id, turn=turn, at=now)
-                             .returning(RecallEvent.id)).scalar_one()
-        conn.execute(insert(RecalledMemory), [{"event_id": event, "rank": rank, "memory_id": m}
-                                              for rank, m in enumerate(memory_ids, 1) if m in kept])
-        if event % PRUNE_EVERY == 0:
-            prune(conn, scope, keep, now - KEEP_DAYS * 86400)
-
-
-def prune(conn: Connection, scope: str, keep: int, before: float) -> None:
-    """Drop the scope's events beyond its newest `keep`, and those older than `before`."""
-    last = conn.execute(select(RecallEvent.id).where(RecallEvent.scope == scope)
-                        .order_by(RecallEvent.id.desc()).offset(keep).limit(1)).scalar()
-    old = RecallEvent.scope == scope
-    old = old & ((RecallEvent.id <= last) | (RecallEvent.at < before)) if last is not None else old & (
-        RecallEvent.at < before)
-    ids = select(RecallEvent.id).where(old)
-    conn.execute(delete(RecalledMemory).where(RecalledMemory.event_id.in_(ids)))
-    conn.execute(delete(RecallEvent).where(old))
-
-
 def naming(ids: Sequence[str]):
     """The recall events' lines that name these memories: what drop_memories deletes and a
     forget's preview counts."""
@@ -112,77 +69,3 @@ def drop_scope(conn: Connection, scope: str) -> None:
     conn.execute(delete(RecalledMemory).where(RecalledMemory.event_id.in_(
         select(RecallEvent.id).where(RecallEvent.scope == scope))))
     conn.execute(delete(RecallEvent).where(RecallEvent.scope == scope))
-
-
-# -- reads -------------------------------------------------------------------------------
-
-
-def _items(conn: Connection, event_ids: Sequence[int]) -> dict[int, list[dict]]:
-    found: dict[int, list[dict]] = {e: [] for e in event_ids}
-    if event_ids:
-        for event_id, rank, memory_id in conn.execute(
-                select(RecalledMemory.event_id, RecalledMemory.rank, RecalledMemory.memory_id)
-                .where(RecalledMemory.event_id.in_(list(event_ids))).order_by(RecalledMemory.rank)):
-            found[event_id].append({"memory_id": memory_id, "rank": rank})
-    return found
-
-
-def _shown(event: RecallEvent, items: list[dict]) -> dict:
-    return {"scope": event.scope, "session_id": event.session_id, "turn": event.turn, "at": event.at,
-            "recalled": items}
-
-
-def recent(store: Store, scope: Optional[str], limit: int) -> list[dict]:
-    """The newest `limit` recall events (of `scope`, or of every scope), newest first."""
-    query = select(RecallEvent).order_by(RecallEvent.id.desc()).limit(limit)
-    with store.read() as conn:
-        events = list(conn.execute(query.where(RecallEvent.scope == scope) if scope is not None else query))
-        items = _items(conn, [e.id for e in events])
-    return [_shown(e, items[e.id]) for e in events]
-
-
-def of_session(store: Store, scope: str, session_id: str) -> list[dict]:
-    """A session's recall events, oldest first."""
-    with store.read() as conn:
-        events = list(conn.execute(select(RecallEvent).where(
-            RecallEvent.scope == scope, RecallEvent.session_id == session_id).order_by(RecallEvent.id)))
-        items = _items(conn, [e.id for e in events])
-    return [_shown(e, items[e.id]) for e in events]
-
-
-def recalled_ids(store: Store, scope: str, session_id: str) -> set[str]:
-    """Every memory the session's recalls put in a block."""
-    with store.read() as conn:
-        return set(conn.execute(select(RecalledMemory.memory_id).join(
-            RecallEvent, RecallEvent.id == RecalledMemory.event_id).where(
-            RecallEvent.scope == scope, RecallEvent.session_id == session_id)).scalars())
-
-
-def sessions(store: Store, scope: str, offset: int, limit: int) -> list[dict]:
-    """The scope's sessions, newest first: when each started, its turns, when flushed, and how
-    many recalls it had."""
-    with store.read() as conn:
-        rows = list(conn.execute(select(ConversationSession).where(ConversationSession.scope == scope)
-                                 .order_by(ConversationSession.started_at.desc(), ConversationSession.session_id)
-                                 .offset(offset).limit(limit)))
-        counts = dict(conn.execute(select(RecallEvent.session_id, func.count()).where(
-            RecallEvent.scope == scope, RecallEvent.session_id.in_([r.session_id for r in rows]))
-            .group_by(RecallEvent.session_id)).all()) if rows else {}
-    return [{"session_id": r.session_id, "started_at": r.started_at, "turns": r.last_turn,
-             "flushed_at": r.flushed_at, "recalls": counts.get(r.session_id, 0)} for r in rows]
-
-
-def session_memories(store: Store, scope: str, session_id: str) -> list[Memory]:
-    """The memories stored in a session, in the order written."""
-    with store.read() as conn:
-        return [_memory(row) for row in conn.execute(select(Memory).where(
-            Memory.scope == scope, Memory.session_id == session_id).order_by(Memory.seq))]
-
-
-def expired_at(store: Store, scope: str, memory_id: str) -> Optional[float]:
-    """When a memory of `scope` that reads as gone expired (working memory past its time),
-    None if it is not such a memory (absent, of another scope, or not expired)."""
-    with store.read() as conn:
-        row = conn.execute(select(Memory.scope, Memory.expires_at).where(Memory.id == memory_id)).first()
-    return row.expires_at if row is not None and row.scope == scope and row.expires_at is not None \
-        and row.expires_at <= time.time() else None

@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, bindparam, create_engine, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Engine, make_url
@@ -21,7 +21,7 @@ from ._browse import BrowseRows, Filters
 from ._forget import ForgetAll, forgetting
 from ._knowledge import _drop_knowledge
 from ._lifecycle import LifecycleRows
-from ._steer import SteerRows
+from ._steer import corrected, forget_plan
 from ._rows import _add_rows, _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
@@ -108,12 +108,12 @@ def _filtered(query, tier: Optional[str], tags: Sequence[str]):
     return query
 
 
-# the row helpers a feature writing inside Store.writing() uses, and the fact keys (the store's own
-# code keeps the private names)
-event, record, filtered, fact_keys = _event, _record, _filtered, _fact_keys
+# the row helpers a feature writing inside Store.writing() or reading beside it uses, and the fact
+# keys (the store's own code keeps the private names)
+event, record, filtered, fact_keys, live, fold = _event, _record, _filtered, _fact_keys, _live, _fold
 
 
-class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
+class Store(LifecycleRows, ForgetAll, BrowseRows):
     """Row-level access to the memories, sessions and outbox tables."""
 
     def __init__(self, url: str):
@@ -299,7 +299,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                     events += self.supersede(conn, row["scope"], list(item.supersedes), row["id"],
                                               now, conflict=row["tier"] != "episodic")
                 if item.corrects:  # in the same transaction: a correction never leaves the wrong one current
-                    events += self._corrected(conn, row["scope"], list(item.supersedes), row, now)
+                    events += corrected(conn, row["scope"], list(item.supersedes), row, now)
                 if row["id"] in renewed:
                     events += self.supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
                                               conflict=False, reason="renewed")
@@ -498,7 +498,7 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
 
     def _delete_rows(self, conn: Connection, scope: str, rows: list[Memory], action: str, actor: str,
                      now: float, snapshots: bool = True, scrub_context: bool = True, **detail) -> None:
-        plan = self._forget_plan(conn, scope, rows, scrub_context)  # what goes with them (the preview's count)
+        plan = forget_plan(conn, scope, rows, scrub_context)  # what goes with them (the preview's count)
         rows, ids, cascaded, after = plan.rows, plan.ids, plan.cascaded, plan.reembed
         if not ids:
             return
@@ -521,19 +521,6 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         conn.execute(update(Memory).where(Memory.superseded_by.in_(ids)).values(superseded_by=None, updated_at=now))
         conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete", "created_at": now}
                                       for i in ids])
-
-    @staticmethod
-    def _next_messages(conn: Connection, scope: str, messages: list[Memory]) -> list[str]:
-        """The message right after each of these in its session (whose context quotes it)."""
-        gone = {m.id for m in messages}
-        found = []
-        for m in messages:
-            following = conn.execute(select(Memory.id).where(
-                Memory.scope == scope, Memory.session_id == m.session_id, Memory.turn >= (m.turn or 0),
-                Memory.seq > m.seq, Memory.kind == "message").order_by(Memory.seq).limit(1)).scalar()
-            if following and following not in gone:
-                found.append(following)
-        return found
 
     @staticmethod
     def _fact_parts(conn: Connection, ids: Sequence[str], scope: Optional[str] = None
@@ -752,21 +739,6 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
         with self.read() as conn:
             return self._fact_parts(conn, ids, scope)
 
-    def facts_matching(self, scope: str, subject: Optional[str] = None, predicate: Optional[str] = None,
-                       obj: Optional[str] = None, limit: int = 500) -> list[str]:
-        """Ids of the scope's facts whose given parts equal these (ignoring case, in any script),
-        newest first."""
-        query = select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
-            Fact.scope == scope, _live(time.time()))
-        for column, value in ((Fact.subject_key, subject), (Fact.predicate_key, predicate),
-                              (Fact.object_key, obj)):
-            if value is not None:
-                query = query.where(column == _fold(value))
-        with self.read() as conn:
-            if forgetting(conn, scope):
-                return []
-            return list(conn.execute(query.order_by(Memory.seq.desc()).limit(limit)).scalars())
-
     def keyword_search(self, scope: str, query: str, limit: int, with_context: bool = False,
                        filters: Optional[Filters] = None) -> list[tuple[str, float]]:
         """(memory id, score) pairs, best first. With `filters`, among every keyword match of
@@ -788,17 +760,6 @@ class Store(LifecycleRows, ForgetAll, SteerRows, BrowseRows):
                 Memory.scope == scope, Memory.source.in_(list(sources)), Memory.superseded_by.is_(None),
                 Memory.content.like(f"%{escaped}%", escape="\\")).order_by(Memory.seq.desc()).limit(limit))
             return [_memory(row) for row in rows]
-
-    def speakers(self, scope: str, names: Iterable[str]) -> set[str]:
-        """The `names` that speak in transcript-style memories of `scope` ("Name: ...")."""
-        names = list(names)
-        if not names:
-            return set()
-        with self.read() as conn:
-            if forgetting(conn, scope):
-                return set()
-            return set(conn.execute(select(Memory.speaker).distinct()
-                                    .where(Memory.scope == scope, Memory.speaker.in_(names))).scalars())
 
     def recent(self, scope: str, limit: int) -> list[Memory]:
         with self.read() as conn:

@@ -11,7 +11,7 @@ from sqlalchemy import event
 from hermes_cmms.knowledge import graph
 from hermes_cmms.mcp_bridge._contract import graph_view
 from hermes_cmms.common.errors import InvalidInput, UnknownEntity
-from hermes_cmms.store import graph_rows
+from hermes_cmms.knowledge._rows import graph as graph_rows
 from hermes_cmms.store.store import NewMemory
 
 from conftest import exported_home
@@ -199,8 +199,8 @@ def test_rebuild_equals_the_incremental_graph_and_repairs_drift(keyword_service,
     assert _graph_rows(keyword_service) == built and _graph_rows(keyword_service, OTHER) == other
 
 
-def test_the_store_rebuilds_a_graph_from_its_facts_alone(keyword_service, facts):
-    """The graph's write half lives in the store (store/graph_rows.py): handed the Store only,
+def test_the_graph_rows_rebuild_a_graph_from_its_facts_alone(keyword_service, facts):
+    """The graph's rebuild lives in its rows (knowledge/_rows/graph.py): handed the Store only,
     it rebuilds what the facts make."""
     built = _graph_rows(keyword_service)
     _sql(keyword_service, "DELETE FROM relations WHERE scope = ?", SCOPE)

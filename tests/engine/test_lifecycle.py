@@ -17,6 +17,7 @@ from hermes_cmms.common import lifecycle_rules as lifecycle
 from hermes_cmms.common.errors import InvalidInput, UnknownMemory
 from hermes_cmms.vectors.chroma import VIEWS, owner
 from hermes_cmms.lifecycle.scheduler import Scheduler
+from hermes_cmms.recall import _rows as recall_rows
 from hermes_cmms.store.store import NewMemory, Store
 from hermes_cmms.store._batches import MOST_ROWS
 
@@ -262,7 +263,7 @@ def test_facts_match_and_supersede_in_any_case_and_script(keyword_service):
     lyon = svc.remember_fact(SCOPE, "Émile", "habite à", "Lyon")
     paris = svc.remember_fact(SCOPE, "ÉMILE", "HABITE À", "Paris")
     assert _row(svc, lyon)["superseded_by"] == paris
-    assert svc.store.facts_matching(SCOPE, subject="émile", predicate="habite  à") == [paris, lyon]
+    assert recall_rows.facts_matching(svc.store, SCOPE, subject="émile", predicate="habite  à") == [paris, lyon]
 
 
 def test_repeats_fold_only_into_the_same_role(keyword_service):

@@ -7,7 +7,7 @@ from sqlalchemy import text
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.provider import CmmsMemoryProvider
 from hermes_cmms.recall.block import settled
-from hermes_cmms.store import recall_events
+from hermes_cmms.recall import _rows as recall_events
 
 pytestmark = pytest.mark.store
 SCOPE, OTHER = "local:default", "user:telegram:42"

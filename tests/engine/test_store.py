@@ -7,6 +7,7 @@ import threading
 import pytest
 from sqlalchemy import inspect, text
 
+from hermes_cmms.recall import _rows as recall_rows
 from hermes_cmms.store import _migrations
 from hermes_cmms.store.keyword import PostgresKeywordIndex, SqliteKeywordIndex
 from hermes_cmms.store.models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState,
@@ -341,7 +342,7 @@ def test_a_database_from_the_first_release_upgrades_in_place(url):
         old = store.get(["old1", "old2"], SCOPE)
         assert old["old1"].context is None and old["old1"].expires_at is None
         assert (old["old1"].speaker, old["old2"].speaker) == (None, "mary ann")  # backfilled
-        assert store.speakers(SCOPE, ["mary ann", "attic"]) == {"mary ann"}
+        assert recall_rows.speakers(store, SCOPE, ["mary ann", "attic"]) == {"mary ann"}
     finally:
         store.close()
 
@@ -351,7 +352,7 @@ def test_a_speakers_name_is_left_to_the_speaker_boost(keyword_service):
                  "Paris is lovely in spring."]:
         keyword_service.remember(SCOPE, line)
     store = keyword_service.store
-    assert store.speakers(SCOPE, {"alice", "bob", "paris", "carol"}) == {"alice", "bob"}
-    assert store.speakers("test:other", {"alice"}) == set()
+    assert recall_rows.speakers(store, SCOPE, {"alice", "bob", "paris", "carol"}) == {"alice", "bob"}
+    assert recall_rows.speakers(store, "test:other", {"alice"}) == set()
     top = keyword_service.search(SCOPE, "What hobby did Alice pick up? pottery")[0].content
     assert top == "Bob: I took up pottery with Alice."  # not Alice's short small talk

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...common.scopes import local_scope
-from ...store import hermes_files
+from . import _hermes_files as hermes_files
 from . import Skipped, memory, timestamp
 
 NAME = "hermes-holographic"

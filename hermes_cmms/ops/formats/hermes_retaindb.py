@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...common.scopes import local_scope, scope_for
-from ...store import hermes_files
+from . import _hermes_files as hermes_files
 from . import Skipped, memory, session, timestamp
 
 NAME = "hermes-retaindb"

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Optional
 
 from ...common.scopes import local_scope, scope_for
 from ...common.text import MEMORY_BLOCK
-from ...store import hermes_files
+from . import _hermes_files as hermes_files
 from . import Skipped, memory, session, timestamp
 
 NAME = "hermes-state"

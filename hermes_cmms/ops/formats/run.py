@@ -23,7 +23,7 @@ from .._transfer_records import FORMAT, KINDS, VERSION, Kind, check_header, row_
 from ...common.checks import scope_of
 from ...common.errors import InvalidInput
 from ...common.scopes import local_scope
-from ...store import transfer_rows
+from .._rows import transfer as transfer_rows
 
 if TYPE_CHECKING:
     from ...engine import Engine

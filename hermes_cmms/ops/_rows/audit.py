@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from sqlalchemy import Connection, case, delete, exists, func, literal, or_, select, update
 
-from ..common import lifecycle_rules as lifecycle
-from ._knowledge import LEARNED_RECEIPTS
-from .models import AuditEvent, Belief, Entity, Evidence, Fact, Link, Memory, Outbox, Relation
+from ...common import lifecycle_rules as lifecycle
+from ...store._knowledge import LEARNED_RECEIPTS
+from ...store.models import AuditEvent, Belief, Entity, Evidence, Fact, Link, Memory, Outbox, Relation
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ...store.store import Store
 
 LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
 

@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 
 from sqlalchemy import Connection, exists, func, insert, or_, select, update
 
-from .models import Belief, Evidence, Forgetting, Link, Memory
-from .store import filtered
+from ...store.models import Belief, Evidence, Forgetting, Link, Memory
+from ...store.store import filtered
 
 DECLARED = "belief"  # source_type of evidence naming another belief that contradicts this one
 SETTLED = "settled"  # marker row: the contest with the belief it names (memory_id) was settled by a merge

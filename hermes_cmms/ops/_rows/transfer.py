@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 from sqlalchemy import Connection, and_, false, func, insert, or_, select, tuple_
 from sqlalchemy.exc import SQLAlchemyError
 
-from . import graph_rows
-from ._forget import forgetting
-from ..common.errors import StoreUnavailable
-from .models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
+from ...common.errors import StoreUnavailable
+from ...store import graph_rows
+from ...store._forget import forgetting
+from ...store.models import AuditEvent, Belief, ConversationSession, Evidence, Fact, Link, Memory
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ...store.store import Store
 
 
 def _export_queries(scope: str, kinds: dict) -> dict:

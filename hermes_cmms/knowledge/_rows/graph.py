@@ -1,17 +1,21 @@
-"""The SQL of the entity graph's reads (knowledge/graph.py): names, neighbours, degrees, the
+"""The SQL of the entity graph (knowledge/graph.py): its reads (names, neighbours, degrees, the
 entities a query names, and the relation rows a path search reads, each read bounded by the
-limit its caller gives. The graph's writes are graph_rows.py."""
+limit its caller gives) and its rebuild from the facts. The rows a fact's write adds are the
+store's own (store/graph_rows.py)."""
 from __future__ import annotations
 
 import time
 from typing import Iterable, Optional, Sequence
 
-from sqlalchemy import Connection, func, literal_column, or_, select, union_all
+from sqlalchemy import Connection, delete, func, literal_column, or_, select, union_all
 from sqlalchemy.orm import aliased
 
-from ..common.text import like_literal
-from .graph_rows import chunks
-from .models import Entity, Memory, Relation
+from ...common.text import like_literal
+from ...store._forget import forgetting
+from ...store.graph_rows import add_facts, chunks
+from ...store.models import Entity, Fact, Memory, Relation
+
+REBUILD_CHUNK = 2000  # facts re-added per transaction by rebuild
 
 
 def _live(now: float, memory=Memory):
@@ -139,3 +143,66 @@ class PathRows:
                  for mine, middle, f1 in ((r1.source_id, r1.target_id, "1"), (r1.target_id, r1.source_id, "0"))
                  for near, far, f2 in ((r2.source_id, r2.target_id, "1"), (r2.target_id, r2.source_id, "0"))]
         return self.conn.execute(union_all(*parts).limit(limit)).all()
+
+
+# -- the rebuild --------------------------------------------------------------------------
+
+def rebuild(store, scope: Optional[str] = None) -> dict:
+    """Rebuild the graph of `scope` (None: every scope) in `store` (a Store) from its facts:
+    its entities and relations are deleted and re-added from the facts whose memory exists,
+    oldest first. Each scope is rebuilt in transactions of REBUILD_CHUNK facts (the first also
+    deletes its old graph), so writers wait at most one chunk; a reader may see a scope's graph
+    partly rebuilt meanwhile. `scope` is taken as stored (the caller checked it). Returns how
+    many scopes, entities and relations there are afterwards."""
+    if scope is not None:
+        scopes = [scope]
+    else:
+        with store.read() as conn:
+            scopes = _graph_scopes(conn)
+    relations = sum(_rebuild_scope(store, name) for name in scopes)
+    with store.read() as conn:
+        entities = sum(conn.execute(select(func.count()).select_from(Entity).where(Entity.scope == name))
+                       .scalar_one() for name in scopes)
+    return {"scopes": len(scopes), "entities": entities, "relations": relations}
+
+
+def _graph_scopes(conn: Connection) -> list[str]:
+    """Every scope with facts or a graph."""
+    found: set[str] = set()
+    for table in (Fact, Entity, Relation):
+        found.update(conn.execute(select(table.scope).distinct()).scalars())
+    return sorted(found)
+
+
+def _rebuild_scope(store, scope: str) -> int:
+    """Replace one scope's graph with the one its facts make, REBUILD_CHUNK facts per
+    transaction; return how many relations. Only facts older than the rebuild are re-added: a
+    fact written meanwhile got its relation when it was written. A scope being forgotten is
+    left to its forget."""
+    after, last, added = 0, None, 0
+    while True:
+        with store.writing() as conn:
+            if last is None and forgetting(conn, scope):  # its forget deletes its graph
+                return 0
+            if last is None:
+                conn.execute(delete(Relation).where(Relation.scope == scope))
+                conn.execute(delete(Entity).where(Entity.scope == scope))
+                last = conn.execute(select(func.coalesce(func.max(Memory.seq), 0))).scalar_one()
+            batch = _readd(conn, scope, after, last)
+        added += len(batch)
+        if len(batch) < REBUILD_CHUNK:
+            return added
+        after = batch[-1]["seq"]
+
+
+def _readd(conn: Connection, scope: str, after: int, last: int) -> list[dict]:
+    """Add the graph of the next REBUILD_CHUNK facts of `scope` whose memory's seq is in
+    (after, last]; return those facts."""
+    query = (select(Memory.seq, Fact.memory_id, Fact.scope, Fact.subject, Fact.predicate, Fact.object)
+             .join(Memory, Memory.id == Fact.memory_id)
+             .where(Fact.scope == scope, Memory.seq > after, Memory.seq <= last)
+             .order_by(Memory.seq).limit(REBUILD_CHUNK))
+    batch = [dict(row) for row in conn.execute(query).mappings()]
+    if batch:
+        add_facts(conn, batch, time.time())
+    return batch
