@@ -53,7 +53,7 @@ def bench_flush(home: str, turns: int) -> dict:
             for n in numbers:
                 service.retain_turn(f"{SCOPE}:{n // len(texts)}", f"s{session}", texts[n % len(texts)], "OK.")
             started = time.perf_counter()
-            learned += sum(service.extract_session(scope, f"s{session}") for scope in scopes)
+            learned += sum(service.upkeep.extract_session(scope, f"s{session}") for scope in scopes)
             flushes.append(time.perf_counter() - started)
     return {"turns": turns, "items_learned": learned, "flush_ms_per_10_turns": _ms(flushes)}
 
@@ -110,7 +110,7 @@ def bench_health(home: str) -> dict:
     with _service(home) as service:
         memories = service.store.counts()["memories"]
         routes = [_timed(lambda q=q: service.route(f"{SCOPE}:0", q)) for q in questions * 20]
-        audit = [_timed(lambda: service.audit("all")) for _ in range(3)]
+        audit = [_timed(lambda: service.upkeep.audit("all")) for _ in range(3)]
         scrape = [_timed(lambda: exposition(service)) for _ in range(20)]
     return {"memories": memories, "route_ms": _ms(routes), "audit_all_ms": _ms(audit),
             "metrics_scrape_ms": _ms(scrape)}

@@ -302,8 +302,8 @@ def run(args) -> dict:
         # What the sessions' flush learns is written at the end; Hermes' shutdown leaves it for the
         # next process to index. Flush and index it here, so the store left behind (--keep, or a
         # later run on it) has a vector for every row whenever the scheduler's own flush ran.
-        provider.service.flush_open_sessions()
-        provider.service.drain(DRAIN_TIMEOUT_S)
+        provider.service.upkeep.flush_open_sessions()
+        provider.service.upkeep.drain(DRAIN_TIMEOUT_S)
     finally:
         provider.shutdown()
         if not (args.keep or args.home):

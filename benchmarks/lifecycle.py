@@ -83,7 +83,7 @@ def bench_decay(home: str, count: int) -> dict:
         for label, at in (("unchanged", now), ("confidence_moves", now + 30 * DAY),
                           ("state_moves", now + 400 * DAY)):
             started = time.perf_counter()
-            result = service.decay(at)
+            result = service.upkeep.decay(at)
             runs[label] = {**result, "seconds": round(time.perf_counter() - started, 2)}
         return {"memories": count, **runs}
 

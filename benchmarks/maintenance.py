@@ -207,7 +207,7 @@ def run(home: Path, env: dict, memories: int, consolidate: int, parts: str) -> d
     if "import" in parts:
         operations.append(measured(service, home, env, "import", lambda: _added(import_file(service, export))))
     if "decay" in parts:
-        operations.append(measured(service, home, env, "decay", lambda: service.decay(time.time() + 400 * 86400)))
+        operations.append(measured(service, home, env, "decay", lambda: service.upkeep.decay(time.time() + 400 * 86400)))
     summary["keyword_index"] = keyword_index_check(service)
     service.close()
     if consolidate:

@@ -1,39 +1,42 @@
-"""MemoryService: the one engine behind every door (Hermes provider, MCP bridge, CLI)."""
+"""The facade: the one engine behind every door (the Hermes provider, the MCP bridge, the CLI,
+the dashboards). A door imports this module and `hermes_cmms.common` only.
+
+`MemoryService` holds the verbs a user's memory is read and written with (at most 40, each
+answering values every door prints: common/answers.py); `service.upkeep`, `service.transfer`
+and `service.copies` (upkeep.py) hold maintenance, exports and imports, and the Hermes mirror's
+reads. The plain functions at the end are what a door needs before a service exists: its
+settings, whether a store can be opened, the doctor's checks.
+"""
 from __future__ import annotations
 
-import importlib
 import json
 import logging
-import time
+from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
 import pluggy
 
-from .common import tokens
-from .common.checks import scope_of as _scope, tags_of as _tags, tier_of as _tier
 from .common.answers import Event, Item, Stored
+from .common.checks import scope_of as _scope, tags_of as _tags, tier_of as _tier
 from .common.config import Settings
 from .common.errors import InvalidInput, UnknownMemory
 from .common.plugins import make_plugin_manager
 from .common.shared import Shared
-from .common.text import Key, clean, clean_key
+from .common.text import clean_key
 from .common.vocabulary import MAX_AUDIT_OFFSET, MAX_AUDIT_PAGE
-from .engine import Engine
-from .lifecycle.consolidate import Report, Summariser, consolidate_audited
+from .engine import open_engine
+from .lifecycle.consolidate import Report, consolidate_audited
 from .lifecycle.scheduler import Scheduler
 from .ops.metrics import Metrics
 from .recall import search as retrieval, shape
-from .recall.search import VECTOR_WORKERS
-from .redact import redact_text
 from .retain import admission
-from .store.store import Store, safe_url
-from .vectors.indexer import Indexer
+from .store.store import safe_url
+from .upkeep import Copies, Transfer, Upkeep
 
 log = logging.getLogger(__name__)
 
 FORGET_WAIT_S = 10.0  # a forget returns once its vectors are scrubbed from the index, or after this
-# (then `vectors_pending` says how many are still queued: the doors tell the caller)
-FORGET_STALLED_S = 60  # a forget --all with no batch for this long was interrupted: the sweep finishes it
+# (then `upkeep.vectors_pending` says how many are still queued: the doors tell the caller)
 
 
 class MemoryService:
@@ -43,43 +46,27 @@ class MemoryService:
                  scheduler: bool = True, start_indexer: bool = True):
         """`start_indexer=False` (the CLI): the embedder and the vector index load only when
         something first needs them (a search, a write, a drain), not for a read of SQL."""
-        pm = pm or make_plugin_manager()  # first: a broken plugin fails before a thread starts
-        store = Store(settings.database_url)
-        owner = store.identity() if settings.chroma_url else None  # (read now: a blip later costs no vectors)
-        indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings, owner),
-                          lock_path=settings.data_dir / "indexer.lock", start=start_indexer,
-                          threads=settings.threads)
-        self.engine = Engine(settings, pm, store, indexer,
-                             settings.threads.pool(VECTOR_WORKERS, "cmms-query"), service=self)
-        if start_indexer:  # a service that will recall: the token counter ready before the first block
-            self.engine.pool.submit(tokens.encoding)
-        self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, store, indexer
+        self.engine = open_engine(settings, pm or make_plugin_manager(), start_indexer, service=self)
+        self.settings, self.pm, self.store, self.indexer = settings, self.engine.pm, self.engine.store, self.engine.indexer
         self.metrics = Metrics(self.engine)  # Prometheus registry and spans of this service
+        self.upkeep, self.transfer, self.copies = Upkeep(self), Transfer(self), Copies(self)
         self.scheduler: Optional[Scheduler] = None
         if scheduler and settings.scheduler == "on":
             self.scheduler = Scheduler(self.store, {
-                "sweep": (settings.sweep_interval_s, self.sweep),
-                "decay": (settings.decay_interval_s, self.decay),
-                "consolidate": (settings.consolidate_interval_s, self.consolidate_all)},
+                "sweep": (settings.sweep_interval_s, self.upkeep.sweep),
+                "decay": (settings.decay_interval_s, self.upkeep.decay),
+                "consolidate": (settings.consolidate_interval_s, self.upkeep.consolidate_all)},
                 threads=settings.threads).start()
 
-    @property
-    def summariser(self) -> Optional[Summariser]:
-        """An LLM summary for consolidation, if set (the Hermes provider sets Hermes' own)."""
-        return self.engine.summariser
+    def hosted_by_hermes(self) -> bool:
+        """Said by the Hermes provider: Hermes' own model can be asked (route's LLM stage), and
+        with `consolidation_llm: hermes` it writes consolidation's summaries; whether it does."""
+        self.engine.in_hermes = True
+        if self.settings.consolidation_llm == "hermes" and self.engine.summariser is None:
+            from .lifecycle.consolidate import hermes_summariser
 
-    @summariser.setter
-    def summariser(self, value: Optional[Summariser]) -> None:
-        self.engine.summariser = value
-
-    @property
-    def in_hermes(self) -> bool:
-        """Set by the Hermes provider: Hermes' own model can be asked."""
-        return self.engine.in_hermes
-
-    @in_hermes.setter
-    def in_hermes(self, value: bool) -> None:
-        self.engine.in_hermes = value
+            self.engine.summariser = hermes_summariser()
+        return self.engine.summariser is not None
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -162,23 +149,6 @@ class MemoryService:
         if self.indexer.wait_deleted(scope, FORGET_WAIT_S):
             self.store.scrub(outbox_only=True)
 
-    def vectors_pending(self, scope: str) -> int:
-        """How many forgotten memories of `scope` still have vectors in the vector index: their
-        removal is queued in SQL (the outbox), so it happens even if this process exits now, as
-        soon as a process that writes the index (this one, the gateway, a bridge, the next
-        command that loads the index) gets to it. 0 in a keyword-only process where there is
-        no vector index was ever written (one written before the embedder was turned off still
-        holds them)."""
-        indexer = self.indexer
-        if indexer.ready.is_set() and indexer.embedder is None and indexer.error is None and not self._has_index():
-            return 0  # keyword-only by choice, and no index to remove them from
-        return self.store.deletes_queued(_scope(scope))
-
-    def _has_index(self) -> bool:
-        """Whether a vector index holds any of this store's vectors: some process has written it
-        (the generation it counts in SQL has moved), embedded or on a Chroma server."""
-        return self.store.index_generation() > 0
-
     # -- steer: what a user changes by hand (lifecycle/steer.py) ----------------------------
 
     def correct(self, scope: str, memory_id: str, text: str, *, actor: str) -> str:
@@ -217,44 +187,12 @@ class MemoryService:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def sweep(self, now: Optional[float] = None) -> int:
-        """Delete working memories past their expiry time; return how many. Also finish any
-        forget --all that stopped (its process died) and drop the content of forget snapshots
-        older than the `snapshot_days` setting."""
-        now = time.time() if now is None else now
-        for scope, actor in self.store.unfinished_forgets(now - FORGET_STALLED_S):
-            self.forget_all(Key(scope), actor or "cmms:sweep")  # a forget --all that was interrupted
-        self.store.blank_snapshots(now - self.settings.snapshot_days * 86400)
-        gone = sum(len(self.store.delete_where(scope, ids=ids, now=now, action="expire", actor="cmms:sweep"))
-                   for scope, ids in self.store.expired(now).items())
-        if gone:
-            self.indexer.notify()
-        return gone
-
-    def decay(self, now: Optional[float] = None) -> dict:
-        """Age every lasting memory to `now`: confidence decays, states move on (stale,
-        archived); every move is a lifecycle event on the audit trail."""
-        changed, moved = self.store.age(time.time() if now is None else now)
-        return {"updated": changed, "transitions": moved}
-
     def consolidate(self, scope: str, session_id: Optional[str] = None, actor: str = "",
                     wait: float = 60.0) -> Report:
         """Cluster the scope's new episodic memories and write a semantic summary per cluster;
         fold near repeats first. Waits up to `wait` seconds for the embedding model."""
         return consolidate_audited(self.engine, _scope(scope), clean_key(session_id) if session_id else None,
                                    actor, wait)
-
-    def consolidate_all(self, now: Optional[float] = None) -> dict:
-        """Consolidate every scope with episodic memories not looked at yet."""
-        self.indexer.drain(30.0)
-        clusters, failed = 0, []
-        for scope in self.store.unconsolidated_scopes():
-            try:
-                clusters += self.consolidate(Key(scope), actor="cmms:scheduler").clusters  # a stored key
-            except Exception as exc:  # noqa: BLE001 - one broken scope does not stop the others
-                log.warning("hermes-cmms: consolidating %s failed: %s", scope, exc)
-                failed.append(scope)
-        return {"clusters": clusters, "failed_scopes": len(failed)}
 
     def audit_log(self, scope: Optional[str] = None, *, memory_id: Optional[str] = None,
                   action: Optional[str] = None, door: Optional[str] = None, since: Optional[float] = None,
@@ -273,15 +211,6 @@ class MemoryService:
                                        limit=limit, offset=offset)
         return [Event(e.at, e.action, e.actor, e.scope, e.memory_id, json.loads(e.detail or "{}"),
                       json.loads(e.snapshot) if e.snapshot else None) for e in rows]
-
-    def record_call(self, door: str, tool: str, scope: Optional[str], ok: bool, error: str = "") -> None:
-        """Put a tool call on the audit trail; never fails the call itself. A tool name that is
-        not text (any caller can send anything to the Hermes door) is recorded as "unknown"."""
-        try:
-            self.store.record("tool", clean(door), clean_key(scope) if isinstance(scope, str) else None,
-                              tool=clean(tool) if isinstance(tool, str) else "unknown", ok=ok, **({"error": _error_text(error)} if error else {}))
-        except Exception as exc:  # noqa: BLE001
-            log.warning("hermes-cmms: could not audit the %s call: %s", tool, exc)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -380,14 +309,6 @@ class MemoryService:
         self.pm.hook.session_flush(service=self, engine=self.engine, scope=_scope(scope),
                                    session_id=clean_key(session_id))
 
-    def flush_open_sessions(self, scope: Optional[str] = None, session_id: Optional[str] = None) -> int:
-        """Flush every unflushed session matching the filters (a scope and a session id as the
-        store keys them); return how many."""
-        sessions = self.store.unflushed_sessions(scope=clean_key(scope), session_id=clean_key(session_id))
-        for session_scope, sid in sessions:
-            self.flush_session(Key(session_scope), Key(sid))  # stored keys: not made again
-        return len(sessions)
-
     # -- why recalled: the recall inspector and the recall events (recall/explain, history) ---
 
     def inspect_recall(self, scope: str, prompt: str, *, budget_tokens: Optional[int] = None,
@@ -417,12 +338,6 @@ class MemoryService:
 
         return history.session_timeline(self.engine, scope, session_id)
 
-    def recent_recalls(self, scope: Optional[str] = None, limit: int = 10) -> list[dict]:
-        """The newest recall events (of `scope`, or of every scope): ids and ranks only."""
-        from .recall import history
-
-        return history.recent_recalls(self.engine, scope, limit)
-
     # -- knowledge --------------------------------------------------------------------------
 
     def learn(self, scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
@@ -434,12 +349,6 @@ class MemoryService:
 
         return learn(self.engine, _scope(scope), text, source=source, extract_beliefs=extract_beliefs,
                      session_id=session_id, min_belief_confidence=min_belief_confidence)
-
-    def extract_session(self, scope: str, session_id: str) -> int:
-        """Learn from a session's user turns not read yet; return how many items were stored."""
-        from .knowledge.learn import extract_session
-
-        return extract_session(self.engine, _scope(scope), clean_key(session_id))
 
     def set_belief(self, scope: str, text: str, **kwargs) -> dict:
         """Create, reinforce or supersede a belief (see beliefs.set_belief)."""
@@ -477,22 +386,6 @@ class MemoryService:
         from .knowledge.route import route
 
         return route(self.engine, _scope(scope), query, limit, score_threshold)
-
-    def audit(self, audit_type: str = "full", scope: Optional[str] = None) -> dict:
-        """Health checks on the stored data (orphans, receipts, lifecycle, confidence, drift)."""
-        from .ops import audit
-
-        return audit.run(self.engine, audit_type, _scope(scope) if scope is not None else None)
-
-    def reindex(self, scope: Optional[str] = None, progress: Optional[Callable[[int], None]] = None,
-                claim: bool = False) -> dict:
-        """Repair drift: vectors re-queued or removed, orphans deleted, the graph rebuilt
-        (`progress(outbox rows left)` while it waits for the indexer). `claim`: make the Chroma
-        server's database this store's first, whatever store it named (this one replaces it)."""
-        from .ops import audit
-
-        return audit.reindex(self.engine, _scope(scope) if scope is not None else None, progress=progress,
-                             claim=claim)
 
     # -- health ---------------------------------------------------------------------------
 
@@ -542,108 +435,6 @@ class MemoryService:
         found = self.store.get([clean_key(i) for i in ids if isinstance(i, str)], scope)
         return {item.id: item for item in shape.items(self.store, scope, list(found.values()))}
 
-    def containing(self, scope: str, fragment: str, sources: Sequence[str]) -> list[Item]:
-        """The scope's current memories from `sources` whose stored text holds `fragment` as it
-        would be stored (cleaned and redacted)."""
-        scope = _scope(scope)
-        found = self.store.containing(scope, self.as_stored(scope, fragment), [clean(s) for s in sources])
-        return shape.items(self.store, scope, found)
-
-    def as_stored(self, scope: str, text: str) -> str:
-        """`text` as a memory of `scope` would hold it: cleaned, then every redactor run."""
-        from .common.plugins import run_redactors
-
-        return run_redactors(self.pm, clean(text), scope)
-
-    def file_copies(self, scope: str, source: str, tool_source: str, tag: str) -> list:
-        """The scope's current copies of one file's entries, oldest first (id, content,
-        content_hash, owned): written with receipt `source`, or by `tool_source` tagged `tag`
-        (`owned`: these a mirror may edit or forget), or reinforced by a write from `source`."""
-        from .store import copies
-
-        return copies.current(self.store, _scope(scope), copies.Owner(source, tool_source, tag))
-
-    def copy_chain(self, scope: str, memory_id: str, source: str, tool_source: str, tag: str) -> list[str]:
-        """`memory_id` and the owned copies it superseded, directly or not (see file_copies)."""
-        from .store import copies
-
-        return copies.chain(self.store, _scope(scope), clean_key(memory_id), copies.Owner(source, tool_source, tag))
-
-    def lease(self, name: str, owner: str, seconds: float) -> bool:
-        """Take or renew the store's lease `name` for `owner`; False while another holds it."""
-        return self.store.lease(owner, seconds, time.time(), name=name)
-
-    def release_lease(self, name: str, owner: str) -> None:
-        self.store.release_lease(owner, name=name)
-
-    def drain(self, timeout: float, progress: Optional[Callable[[int], None]] = None) -> int:
-        """Wait up to `timeout` seconds for the vector index to catch up with the store
-        (`progress(outbox rows left)` about every half second while it waits)."""
-        return self.indexer.drain(timeout, progress)
-
-    def wait_vectors(self, timeout: float) -> bool:
-        """Start the embedder and the vector index if not started; wait up to `timeout` for them."""
-        return self.indexer.ready.wait(timeout)
-
-    @property
-    def index_writer(self) -> bool:
-        """Whether this process writes the vector index (the others read it)."""
-        return self.indexer.writer
-
-    def tool_call(self, door: str, tool: str, scope: Optional[str] = None):
-        """A context manager that counts, times and traces one tool call (ops.metrics)."""
-        return self.metrics.tool_call(door, tool, scope)
-
-    def exposition(self, scope: Optional[str] = None) -> str:
-        """Prometheus metrics in the text format, of the whole store or of `scope` only."""
-        from .ops.metrics import exposition
-
-        return exposition(self, _scope(scope) if scope is not None else None)
-
-    def rebuild_graph(self, scope: Optional[str] = None) -> dict:
-        """Rebuild the entity graph of `scope` (None: every scope) from its facts."""
-        from .knowledge import graph
-
-        return graph.rebuild(self.engine, scope)
-
-    def export(self, scope: str, actor: str = "") -> Iterator[dict]:
-        """The header, then every record of `scope` (see ops.transfer.export_scope)."""
-        from .ops.transfer import export_scope
-
-        return export_scope(self.engine, scope, actor=actor)
-
-    def export_open(self, scope: str, fmt: str, directory=None, actor: str = ""):
-        """`scope` in an open format: memory-json's lines, or markdown notes written into
-        `directory` (see ops.formats._exports)."""
-        from .ops.formats._exports import export_open
-
-        return export_open(self.engine, scope, fmt, directory, actor=actor)
-
-    def import_file(self, path, **kwargs) -> dict:
-        """Import an export file (see ops.transfer.import_file)."""
-        from .ops.transfer import import_file
-
-        return import_file(self.engine, path, **kwargs)
-
-    def import_records(self, records, **kwargs) -> dict:
-        """Import export records from lines or a stream (see ops.transfer.import_records)."""
-        from .ops.transfer import import_records
-
-        return import_records(self.engine, records, **kwargs)
-
-    def import_foreign(self, path, **kwargs) -> dict:
-        """Import another tool's file, or only say what it would add (see
-        ops.formats.run.import_foreign)."""
-        from .ops.formats.run import import_foreign
-
-        return import_foreign(self.engine, path, **kwargs)
-
-    def import_formats(self) -> list[str]:
-        """The names of the formats `import_foreign` reads."""
-        from .ops.formats import READERS
-
-        return sorted(READERS)
-
     def __exit__(self, *exc) -> None:
         self.close()
 
@@ -660,27 +451,6 @@ class MemoryService:
         self.store.close()
 
 
-def _embedder(settings: Settings):
-    """The configured embedder, loaded on the indexer thread (embedders brings numpy and the model)."""
-    from .vectors.embedders import load_embedder
-
-    return load_embedder(settings.embedder, settings.embedder_dtype)
-
-
-def _vector_index(settings: Settings, owner: Optional[str]):
-    """The vector index of the store `owner` (its id), opened on the indexer thread (Chroma's
-    client loads on first use; a server's database must be this store's)."""
-    from .vectors.chroma import VectorIndex
-
-    return VectorIndex(settings, owner=owner)
-
-
-def _error_text(error: str) -> str:
-    """A tool error as audited: redacted before it is cut to 300 characters, so no cut can
-    leave a secret's head that the redactor no longer recognises."""
-    return redact_text(clean(error[:2000]))[:300]
-
-
 _services = Shared()
 
 
@@ -695,21 +465,59 @@ def release(service: MemoryService, drain_timeout: float = 5.0) -> None:
     """Give back a service from `acquire`; the last user closes it."""
     if _services.release(service):
         service.close(drain_timeout)
-# What the doors use besides the verbs, named here so that a door imports the facade only (the
-# "doors-through-the-facade" contract): the one JSON shape of a memory, the arguments' choices,
-# the door settings. Loaded on first use, as the verbs load their features.
-DOOR_NAMES = {
-    "run_checks": ".ops.doctor", "external_paths": ".ops.transfer", "hermes_summariser": ".lifecycle.consolidate",
-    "door_settings": ".store.availability", "store_problem": ".store.availability",
-    "packaged_int8_minilm": ".vectors.embedders", "prepared_minilm": ".vectors.embedders",
-    "hermes_history": ".ops.formats.hermes_sessions:history",
-}
 
 
-def __getattr__(name: str):
-    if name not in DOOR_NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = DOOR_NAMES[name].partition(":")
-    return getattr(importlib.import_module(module, __package__), attribute or name)
+# -- before a service exists: what a door needs to decide whether and how to open one ------------
+# (each loads its module when called: a door that never opens a store pays for none of them)
+
+def door_settings(home, create: Optional[bool], **overrides) -> Settings:
+    """A door's settings for `home`, once it may open the store there (store/availability.py)."""
+    from .store.availability import door_settings as settings_for
+
+    return settings_for(home, create, **overrides)
 
 
+def store_problem(settings: Settings) -> str:
+    """Why this store cannot be written, in one sentence; '' when nothing local stands in the way."""
+    from .store.availability import store_problem as problem
+
+    return problem(settings)
+
+
+def run_checks(home=None) -> Iterator:
+    """The doctor's checks of a Hermes home, one at a time (ops/doctor.py)."""
+    from .ops.doctor import run_checks as checks
+
+    return checks(home)
+
+
+def external_paths(settings: Settings) -> list[Path]:
+    """What hermes-cmms stores outside the Hermes home, which `hermes backup` does not find."""
+    from .ops.transfer import external_paths as paths
+
+    return paths(settings)
+
+
+def hermes_history(home: Path) -> Optional[dict]:
+    """What a Hermes home's state.db holds (sessions, messages, first and last), or None."""
+    from .ops.formats.hermes_sessions import history
+
+    return history(home)
+
+
+def packaged_int8_minilm() -> Optional[Path]:
+    """The int8 all-MiniLM-L6-v2 ONNX file of the installed wheel, if any (vectors/embedders.py)."""
+    from .vectors.embedders import packaged_int8_minilm as packaged
+
+    return packaged()
+
+
+def prepared_minilm(source: Path, int8: bool = False, again: bool = False, cache: Optional[Path] = None) -> Path:
+    """The int8 MiniLM made ready for ONNX Runtime once per machine (vectors/embedders.py)."""
+    from .vectors.embedders import prepared_minilm as prepared
+
+    return prepared(source, int8, again, cache)
+
+
+__all__ = ["MemoryService", "acquire", "release", "door_settings", "store_problem", "run_checks", "external_paths",
+           "hermes_history", "packaged_int8_minilm", "prepared_minilm", "safe_url", "Report"]

@@ -79,6 +79,6 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
               ) -> dict[str, Any]:
         """Health checks on the default scope's stored data: errors, warnings, the confidence
         distribution, and findings and counts per check."""
-        return service.audit(audit_type, default_scope)
+        return service.upkeep.audit(audit_type, default_scope)
 
     return [learn, graph_search, route, audit]

@@ -51,7 +51,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
             gone = [memory_id]
         else:
             gone = service.forget_where(scope, tier=tier, tags=tags or (), actor=receipt("forget_memory", None, actor))
-        return {"forgotten": len(gone), "ids": gone, "scope": scope, "vectors_pending": service.vectors_pending(scope)}
+        return {"forgotten": len(gone), "ids": gone, "scope": scope, "vectors_pending": service.upkeep.vectors_pending(scope)}
 
     def list_memories(scope: Scope,
                       tier: Annotated[Optional[str], Field(description=f"Only this tier: {', '.join(TIERS)}.")] = None,

@@ -46,7 +46,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         status = service.status(default_scope)  # never the store's totals: other scopes stay unseen
         return {"status": "ok", "ok": True, "server": "hermes-cmms", "version": __version__, "scope": default_scope,
                 "memories": status["memories"], "indexed": status["indexed"],
-                "embedder": status["embedder"], "writer": service.index_writer}
+                "embedder": status["embedder"], "writer": service.upkeep.index_writer}
 
     def remember(subject: Annotated[str, Field(description="The subject of the fact: who or what it is about.")],
                  predicate: Annotated[str, Field(description="The predicate/relation, e.g. 'lives in'.")],
@@ -124,7 +124,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
     def metrics() -> dict[str, Any]:
         """Prometheus metrics of this server: its tool calls, errors, latencies; the default scope's
         memories, vectors and index lag."""
-        return {"format": "prometheus-text-0.0.4", "exposition": service.exposition(default_scope)}
+        return {"format": "prometheus-text-0.0.4", "exposition": service.upkeep.exposition(default_scope)}
 
     return [ping, remember, search, get_context, semantic_search, metrics]
 

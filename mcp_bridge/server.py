@@ -44,10 +44,10 @@ def build(service, scope: str, host: str = "127.0.0.1", port: int = 8765, confin
         server._mcp_server.version = __version__
     def audit(tool: str, args: dict, ok: bool, error: str) -> None:
         actor = args.get("actor") if isinstance(args.get("actor"), str) and args["actor"].strip() else "client"
-        service.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)
+        service.upkeep.record_call(f"mcp:{actor}", tool, args.get("scope") or scope, ok, error)
 
     for fn in catalogue(service, scope):
-        tool = guarded(fn, tool_error, audit, service, scope if confined else None)
+        tool = guarded(fn, tool_error, audit, service.upkeep, scope if confined else None)
         server.add_tool(tool, name=fn.__name__, description=summary(fn))
         schema = server._tool_manager.get_tool(fn.__name__).parameters  # same in both SDKs
         schema["required"] = tool.required

@@ -86,7 +86,7 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
     """`fn` as the SDK should see it: the same typed JSON schema, but arguments are checked
     here so a wrong one gets one sentence ("Argument 'limit' must be a whole number, not a
     string.") instead of a validation dump, and engine errors become the SDK's tool error.
-    With `metrics` (anything with `tool_call`, such as the service) each call is counted, timed
+    With `metrics` (anything with `tool_call`, such as the service's upkeep) each call is counted, timed
     and traced. With `confined` (a bridge started with --scope) a `scope` argument naming any
     other scope is refused."""
     hints = typing.get_type_hints(fn, include_extras=True)

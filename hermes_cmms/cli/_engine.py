@@ -45,7 +45,7 @@ def _service(args, vectors: bool = False, **overrides):
 
     service = MemoryService(settings_for(args, **overrides), scheduler=False, start_indexer=False)
     if vectors:
-        service.wait_vectors(VECTORS_WAIT_S)
+        service.upkeep.wait_vectors(VECTORS_WAIT_S)
     return service
 
 
@@ -78,7 +78,7 @@ def may_create(parser) -> None:
 
 class VectorBar:
     """A progress bar on standard error (rate and ETA) of the vector index catching up, fed
-    the outbox rows left (service.drain / reindex's `progress`); none when standard error is
+    the outbox rows left (service.upkeep.drain / reindex's `progress`); none when standard error is
     not a terminal or --quiet is given. Rows queued meanwhile (a second repair pass) add to
     its total."""
 

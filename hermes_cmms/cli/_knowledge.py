@@ -85,7 +85,7 @@ def cmd_beliefs(args) -> int:
 
 def cmd_graph(args) -> int:
     if args.action == "rebuild":
-        result = _run(args, lambda s: s.rebuild_graph(args.scope))
+        result = _run(args, lambda s: s.upkeep.rebuild_graph(args.scope))
     else:
         modes = {"search": {"query": getattr(args, "query", None)},
                  "entity": {"entity_id": stored_id(getattr(args, "entity_id", None))},
@@ -103,7 +103,7 @@ def cmd_route(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    result = _run(args, lambda s: s.audit(args.type, args.scope))
+    result = _run(args, lambda s: s.upkeep.audit(args.type, args.scope))
     if args.json:
         _print(result, args)
     else:
@@ -120,7 +120,7 @@ def cmd_reindex(args) -> int:
     args.drain = True
     bar = VectorBar(args)
     try:
-        result = _run(args, lambda s: s.reindex(args.scope, progress=bar, claim=args.claim), **storing_only(args))
+        result = _run(args, lambda s: s.upkeep.reindex(args.scope, progress=bar, claim=args.claim), **storing_only(args))
     finally:
         bar.close()
     _print(result, args)
@@ -128,7 +128,7 @@ def cmd_reindex(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    sys.stdout.write(_run(args, lambda s: s.exposition()))
+    sys.stdout.write(_run(args, lambda s: s.upkeep.exposition()))
     return 0
 
 

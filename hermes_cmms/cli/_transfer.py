@@ -83,7 +83,7 @@ def _export_notes(args, service) -> int:
     """The scope as a folder of Markdown notes (basic-memory's shape) at --output."""
     if args.output in (None, "-"):
         raise InvalidInput("A markdown export is a folder of notes: name it with --output.")
-    counts = service.export_open(args.scope, "markdown", Path(args.output), actor="cli:export")
+    counts = service.transfer.export_open(args.scope, "markdown", Path(args.output), actor="cli:export")
     print(json.dumps({"scope": args.scope, "output": args.output, "format": "markdown", "counts": counts},
                      indent=2, ensure_ascii=False))
     return 0
@@ -93,7 +93,7 @@ def _export_lines(args, service, out) -> dict:
     """The scope in the MCP memory server's JSON Lines; how many entity and relation lines."""
     counts = {"entities": 0, "relations": 0}
     bar = _bar(args, "exporting", None)
-    for line in service.export_open(args.scope, args.format, actor="cli:export"):
+    for line in service.transfer.export_open(args.scope, args.format, actor="cli:export"):
         out.write(_line(line))
         counts["entities" if line["type"] == "entity" else "relations"] += 1
         if bar is not None:
@@ -107,7 +107,7 @@ def _export(args, service, out) -> dict:
     """Write the scope's records to `out`, one JSON object a line; return the header's counts."""
     if args.format == "memory-json":
         return _export_lines(args, service, out)
-    records = service.export(args.scope, actor="cli:export")
+    records = service.transfer.export(args.scope, actor="cli:export")
     header = next(records)
     out.write(_line(header))
     bar = _bar(args, "exporting", sum(header["counts"].values()))
@@ -142,13 +142,13 @@ def cmd_import(args) -> int:
             if args.source not in (None, "cmms") or args.dry_run:
                 raise InvalidInput("Only a hermes-cmms export is read from standard input, and not for a dry run; "
                                    "name the file.")
-            summary = service.import_records(sys.stdin.buffer, **kwargs)
+            summary = service.transfer.import_records(sys.stdin.buffer, **kwargs)
         else:
-            summary = service.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)
+            summary = service.transfer.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)
         if args.wait:
             bar = _engine.VectorBar(args)
             try:
-                summary["indexed"] = service.drain(3600.0, progress=bar)
+                summary["indexed"] = service.upkeep.drain(3600.0, progress=bar)
             finally:
                 bar.close()
     finally:

@@ -56,7 +56,7 @@ def _offer_history(args, home) -> None:
     args.create = True  # (installing may start the store)
     service = _service(args, embedder="none")
     try:
-        summary = service.import_foreign(history["path"], fmt="hermes-state", actor="cli:install-hermes-plugin")
+        summary = service.transfer.import_foreign(history["path"], fmt="hermes-state", actor="cli:install-hermes-plugin")
     finally:
         service.close(drain_timeout=0.0)
     added = sum(scope["memories"]["added"] for scope in summary["scopes"].values())
@@ -137,8 +137,8 @@ def cmd_forget(args) -> int:
             count = len(args.id)
         else:
             count = len(service.forget_where(args.scope, tier=args.tier, tags=args.tag or (), actor=actor))
-        service.drain(FORGET_DRAIN_S)
-        pending = service.vectors_pending(args.scope)
+        service.upkeep.drain(FORGET_DRAIN_S)
+        pending = service.upkeep.vectors_pending(args.scope)
     finally:
         service.close(drain_timeout=0)  # (drained above)
     print(f"Forgot {count} memor{'y' if count == 1 else 'ies'} of scope {args.scope!r}.")
@@ -195,7 +195,7 @@ def _audit_pages(service, args) -> list:
 def cmd_consolidate(args) -> int:
     service = _service(args)
     try:
-        service.drain(120)
+        service.upkeep.drain(120)
         report = public_ids(service.consolidate(args.scope, args.session, actor="cli").as_dict())
     finally:
         service.close()
@@ -210,11 +210,11 @@ def cmd_maintain(args) -> int:
     try:
         results = {}
         if args.job in ("sweep", "all"):
-            results["sweep"] = {"expired": service.sweep()}
+            results["sweep"] = {"expired": service.upkeep.sweep()}
         if args.job in ("decay", "all"):
-            results["decay"] = service.decay()
+            results["decay"] = service.upkeep.decay()
         if args.job in ("consolidate", "all"):
-            results["consolidate"] = service.consolidate_all()
+            results["consolidate"] = service.upkeep.consolidate_all()
     finally:
         service.close()
     print(json.dumps(public_ids(results), indent=2))

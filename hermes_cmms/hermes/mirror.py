@@ -48,8 +48,8 @@ def hermes_entries(service, scope: str, fragment: str, keep: str = "") -> list[s
     if not isinstance(fragment, str) or not fragment.strip():
         return []
     sources = [MEMORY_TOOL_SOURCE, *(SOURCE_PREFIX + name for name in MEMORY_FILES)]
-    kept = service.as_stored(scope, keep).strip() if keep else None
-    found = service.containing(scope, fragment, sources)
+    kept = service.copies.as_stored(scope, keep).strip() if keep else None
+    found = service.copies.containing(scope, fragment, sources)
     return [m.id for m in found if m.content.strip() != kept]
 
 
@@ -115,7 +115,7 @@ class Mirror:
         """Take or renew the store's mirror lease; on taking it, catch up with one full sync
         (another process held it until now, or nobody did)."""
         try:
-            held = self.service.lease(LEASE + self.scope, self.owner, self.lease_s)
+            held = self.service.upkeep.lease(LEASE + self.scope, self.owner, self.lease_s)
         except Exception as exc:  # noqa: BLE001 - e.g. the database is busy: try at the next tick
             log.warning("hermes-cmms mirror: lease not renewed: %s", exc)
             held = False
@@ -141,7 +141,7 @@ class Mirror:
         self._observer = self._worker = None
         if self.holding and not alive:
             try:
-                self.service.release_lease(LEASE + self.scope, self.owner)
+                self.service.upkeep.release_lease(LEASE + self.scope, self.owner)
             except Exception as exc:  # noqa: BLE001 - it expires on its own
                 log.warning("hermes-cmms mirror: lease not released: %s", exc)
             self.holding = False
@@ -244,7 +244,7 @@ class Mirror:
         for part in raw.replace("\r\n", "\n").split(ENTRY_DELIMITER):
             text = part.strip()
             if text:
-                stored = self.service.as_stored(self.scope, text)
+                stored = self.service.copies.as_stored(self.scope, text)
                 entries.setdefault(content_hash(stored), text)
         return entries
 
@@ -256,7 +256,7 @@ class Mirror:
     def _mirrored(self, name: str) -> list:
         """The scope's current memories of file `name`, including any the mirror found already
         stored (and so reinforced, leaving its receipt) instead of inserting."""
-        return self.service.file_copies(self.scope, *self._owner(name))
+        return self.service.copies.file_copies(self.scope, *self._owner(name))
 
     def _store(self, name: str, text: str, old=None) -> int:
         """Store an added entry (superseding `old`, an edit); 1 if stored."""
@@ -274,7 +274,7 @@ class Mirror:
     def _forget(self, name: str, memory_id: str) -> int:
         """Forget a removed entry and the older versions it superseded (else they would be
         current again); 1 if it was forgotten."""
-        chain = self.service.copy_chain(self.scope, memory_id, *self._owner(name))
+        chain = self.service.copies.copy_chain(self.scope, memory_id, *self._owner(name))
         gone = 0
         for old in reversed(chain):  # oldest first: nothing is current again in between
             try:

@@ -131,13 +131,9 @@ class CmmsMemoryProvider(MemoryProvider):
             self._tell(f"cmms memory is off, so nothing of this session will be remembered: {self._failure}")
             raise
         self._failure = ""
-        self.service.in_hermes = True
+        self.service.hosted_by_hermes()  # Hermes' model for route, and for consolidation when set so
         if self.primary and self.settings.mirror == "on" and self._mirror is None:
             self._start_mirror()
-        if self.settings.consolidation_llm == "hermes" and self.service.summariser is None:
-            from ..service import hermes_summariser
-
-            self.service.summariser = hermes_summariser()
 
     def initialize_for_inspection(self, session_id: str, **kwargs: Any) -> None:
         """Who this agent is, for `system_prompt_block()` / `get_tool_schemas()` (Hermes 0.20+
@@ -230,7 +226,7 @@ class CmmsMemoryProvider(MemoryProvider):
 
         def run() -> None:
             try:
-                self.service.wait_vectors(min(FIRST_TURN_WAIT_S, prefetch_timeout() / 4))
+                self.service.upkeep.wait_vectors(min(FIRST_TURN_WAIT_S, prefetch_timeout() / 4))
                 future.set_result(self._recall(message))
             except BaseException as exc:  # noqa: BLE001 - handed to prefetch, which searches again
                 future.set_exception(exc)
@@ -421,7 +417,7 @@ class CmmsMemoryProvider(MemoryProvider):
                     if self._refused:  # a store that refused writes: the flush says so too
                         service.flush_session(self.scope, self.session_id)
                     else:
-                        service.flush_open_sessions(self.scope, self.session_id)
+                        service.upkeep.flush_open_sessions(self.scope, self.session_id)
         finally:  # no wait for vectors: what is not indexed yet stays in the outbox for the next process
             engine.release(service, drain_timeout=0.0)
 
@@ -433,14 +429,14 @@ class CmmsMemoryProvider(MemoryProvider):
             return json.dumps({"error": f"cmms memory is not open{why}."})
         if not self.primary and tool_name != "cmms_recall":
             return json.dumps({"error": "Memory is read-only in this agent; only the primary agent writes."})
-        with self.service.tool_call("hermes", tool_name, self.scope) as call:
+        with self.service.upkeep.tool_call("hermes", tool_name, self.scope) as call:
             try:
                 result = call_tool(self.service, self.scope, tool_name, args, self.session_id)
             except CmmsError as exc:
                 call.fail(str(exc))
-                self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, False, str(exc))
+                self.service.upkeep.record_call(f"hermes:{self.platform}", tool_name, self.scope, False, str(exc))
                 return json.dumps({"error": str(exc)})
-            self.service.record_call(f"hermes:{self.platform}", tool_name, self.scope, True)
+            self.service.upkeep.record_call(f"hermes:{self.platform}", tool_name, self.scope, True)
         return json.dumps(result, ensure_ascii=False)
 
     # -- configuration --------------------------------------------------------------------
@@ -514,6 +510,6 @@ def _flush(**filters: Any) -> None:
     filters = {name: clean_key(value) for name, value in filters.items()}  # as the store keeps them
     service = engine.acquire(Settings.load())
     try:
-        service.flush_open_sessions(**filters)
+        service.upkeep.flush_open_sessions(**filters)
     finally:
         engine.release(service, drain_timeout=0.0)

@@ -106,7 +106,7 @@ def _call(service, scope: str, name: str, args: Any, session_id: Optional[str]) 
     if name == "cmms_forget":
         memory_id = stored_id(_arg(args, "memory_id", str, required=True))
         service.forget(scope, memory_id, actor="hermes:cmms_forget")
-        return {"forgotten": True, "id": memory_id, "vectors_pending": service.vectors_pending(scope)}
+        return {"forgotten": True, "id": memory_id, "vectors_pending": service.upkeep.vectors_pending(scope)}
     if name == "cmms_belief":
         text = _arg(args, "text", str, required=True)
         confidence = _arg(args, "confidence", (int, float))

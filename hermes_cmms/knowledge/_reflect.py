@@ -20,7 +20,7 @@ from ..common.ids import shown_id
 from ..common.vocabulary import LIFECYCLE_STATES
 from ..common.answers import iso, verification_status
 from ._rows import beliefs as belief_rows
-from ._rows.beliefs import DECLARED, MARKERS, MERGED, SETTLED
+from ._rows.beliefs import DECLARED, MARKERS, SETTLED
 
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")
 # DECLARED, SETTLED, MERGED, MARKERS: the evidence rows' source types that are links (_rows/beliefs.py)

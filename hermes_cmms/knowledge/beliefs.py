@@ -15,7 +15,8 @@ from ..common import lifecycle_rules as lifecycle
 from ._proposition import read_proposition, worded
 from ..common.vocabulary import (BELIEF_STATES, LIFECYCLE_STATES, MAX_BELIEF_CHARS, REFLECT_MODES, SOURCE_TYPES,
                                  STRATEGIES)
-from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, MERGED, SETTLED, Record, auto_winner, confidence_gap, negation)
+from ._reflect import AUTO_RESOLVE_GAP, DECLARED, SETTLED, Record, auto_winner, confidence_gap, negation
+from ._rows.beliefs import MERGED
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id

@@ -9,7 +9,6 @@ import weakref
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from ..common import lifecycle_rules as lifecycle
 from ..common.checks import scope_of, tags_of, tier_of
 from ..common.errors import InvalidInput
 from ..common.text import brief, clean

@@ -28,11 +28,7 @@ CANDIDATES = 50  # per retriever, before fusion
 SENTENCE_CANDIDATES = 2 * CANDIDATES  # sentence vectors asked for: a memory may have several
 VECTOR_FLOOR = 0.2  # cosine below which a vector match is not a match at all (a later message
 # that relates to an earlier one without naming it is often only 0.2-0.3 from it in MiniLM)
-# The question is embedded and the vector views queried on a worker thread while the keyword
-# rankings run: ONNX Runtime, Chroma and SQLite all release the GIL, so on two cores the
-# vector half costs little wall time beside the keyword half. A few workers, for a gateway
-# whose users ask at the same time.
-VECTOR_WORKERS = 4
+# The question is embedded and the vector views queried on the engine's query pool (VECTOR_WORKERS).
 FACT_SCAN = 5_000  # newest facts a listing by source looks through (the source is not in SQL)
 
 

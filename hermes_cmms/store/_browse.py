@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from sqlalchemy import Connection, case, func, or_, select
+from sqlalchemy import Connection, func, or_, select
 
 from ..common.text import bounded_key, like_literal
 from ._forget import forgetting

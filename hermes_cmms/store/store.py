@@ -27,8 +27,8 @@ from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
 from .keyword import KeywordIndex, keyword_index_for
 from .new_memory import NewMemory
-from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, IndexState, Link,
-                     Memory, Outbox, Relation, StoreIdentity)
+from .models import (AuditEvent, Belief, ConversationSession, Evidence, Fact, Forgetting, IndexState, Link,
+                     Memory, Outbox, StoreIdentity)
 from ..common.text import UNDECODABLE, bounded_key, content_hash, like_literal, speaker_of
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ def run(home, *args):
 def stored(home, scope="local:default"):
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     try:
-        lines = list(svc.export(scope))
+        lines = list(svc.transfer.export(scope))
     finally:
         svc.close()
     return ({r["content"] for r in lines if r["type"] == "memory"},

@@ -88,7 +88,7 @@ def test_a_forget_says_when_its_vectors_are_still_queued_and_the_next_index_writ
             hermes_side.close(drain_timeout=0)
     with MemoryService(settings, scheduler=False) as service:  # the index writer is free again
         assert service.indexer.drain(60)
-        assert service.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == {ids[3]}
+        assert service.upkeep.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == {ids[3]}
     ran = cli(home, "forget", "--scope", SCOPE, "--id", ids[3])  # (the waits a user has: not 0.5 s on a busy machine)
     assert (ran.returncode, ran.stderr) == (0, ""), ran
 
@@ -99,7 +99,7 @@ def test_vector_deletions_go_before_the_upserts_queued_earlier(keyword_service):
     keyword_service.forget(SCOPE, ids[0])
     assert [(row.op, row.memory_id) for row in keyword_service.store.pending(2)] == [
         ("delete", ids[0]), ("upsert", ids[0])]
-    assert keyword_service.vectors_pending(SCOPE) == 0  # no vector index was ever written: nothing to remove
+    assert keyword_service.upkeep.vectors_pending(SCOPE) == 0  # no vector index was ever written: nothing to remove
 
 
 def test_a_keyword_only_forget_of_memories_that_have_vectors_says_the_vectors_remain(home, monkeypatch):
@@ -113,7 +113,7 @@ def test_a_keyword_only_forget_of_memories_that_have_vectors_says_the_vectors_re
     assert ran.returncode == 4 and "1 forgotten memory" in ran.stderr, ran
     with MemoryService(settings, scheduler=False) as service:  # a process with its embedder on
         assert service.indexer.drain(60)
-        assert service.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == set(ids[1:])
+        assert service.upkeep.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == set(ids[1:])
 
 
 def test_a_keyword_only_store_without_an_index_has_no_vectors_pending(home):

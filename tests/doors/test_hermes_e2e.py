@@ -360,7 +360,7 @@ p.initialize("walks", platform="cli", agent_context="primary", hermes_home=spec[
 for text in spec["turns"]:
     p.sync_turn(text, "Lovely.", session_id="walks")
 p.on_session_end([])
-summariser = p.service.summariser is not None
+summariser = p.service.engine.summariser is not None
 p.shutdown()
 print("RESULT " + json.dumps({"summariser": summariser}))
 '''

@@ -138,7 +138,7 @@ def rows(where) -> dict[str, tuple]:
 def healthy(service) -> None:
     """The store's own check and the audit of every scope are clean."""
     assert service.store.integrity() == "ok"
-    report = service.audit("all")
+    report = service.upkeep.audit("all")
     assert report["ok"], {k: v[:3] for k, v in report["findings"].items() if v}
     assert service.store.counts()["memories"] == len(rows(service))
 

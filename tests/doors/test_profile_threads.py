@@ -113,7 +113,7 @@ def test_each_profiles_threads_see_and_touch_only_its_own_home(host, tmp_path, m
             _in_profile(home, provider.sync_turn, _say(name), "Noted.", session_id=f"{name}-session")
         _wait(lambda: all({"cmms-indexer", "cmms-query", "cmms-scheduler", "cmms-mirror"} <= seen.threads(name)
                           for name in PROFILES))
-        _wait(lambda: all(providers[name].service.drain(0.1) for name in PROFILES))
+        _wait(lambda: all(providers[name].service.upkeep.drain(0.1) for name in PROFILES))
     finally:
         for name, provider in providers.items():
             _in_profile(homes[name], provider.shutdown)

@@ -182,7 +182,7 @@ def test_no_door_stores_or_returns_a_secret(home, tmp_path, monkeypatch):
 
 def test_a_tool_error_is_redacted_before_it_is_cut(keyword_service):
     token = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98"
-    keyword_service.record_call("mcp:test", "forget_memory", "test:audit", False,
+    keyword_service.upkeep.record_call("mcp:test", "forget_memory", "test:audit", False,
                                 "x" * 273 + f" id {token} was not found")  # a cut at 300 keeps 23 of its characters
     [event] = keyword_service.audit_log("test:audit")
     error = event.detail["error"]

@@ -191,7 +191,7 @@ def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
     assert done.returncode == 0, done.stderr
     with MemoryService(Settings.load(home), scheduler=False) as svc:
         assert svc.indexer.ready.wait(120) and svc.indexer.vectors.count() == 3
-        assert svc.audit("vector_drift")["counts"]["vector_drift"] == 0
+        assert svc.upkeep.audit("vector_drift")["counts"]["vector_drift"] == 0
         found = svc.semantic_search("test:rebuild", "music practice for the child", top_k=1)
         assert [item.id for item in found] == [ids[1]]
 

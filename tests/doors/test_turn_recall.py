@@ -49,7 +49,7 @@ def test_prefetch_collects_the_recall_on_turn_start_began(kw_home, monkeypatch):
 def test_a_fresh_providers_first_turn_recalls_by_meaning(home):
     seeded = MemoryService(Settings.load(home), scheduler=False)
     seeded.retain_turn("local:default", "old", FACT, "Noted.")
-    assert seeded.drain(60)
+    assert seeded.upkeep.drain(60)
     seeded.close()
     p = _provider(home)  # a new service: its model and vector index load now
     question = "Which feline lives with me?"  # no word in common with the fact

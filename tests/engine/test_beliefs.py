@@ -216,7 +216,7 @@ def test_secrets_never_reach_belief_rows_evidence_the_audit_log_or_errors(keywor
         with pytest.raises(InvalidInput) as error:
             set_belief(svc.engine, SCOPE, *args, **kwargs)
         assert not any(secret in str(error.value) for secret in SECRETS), error.value
-        svc.record_call("test", "set_belief", SCOPE, False, str(error.value))  # what a door writes
+        svc.upkeep.record_call("test", "set_belief", SCOPE, False, str(error.value))  # what a door writes
     dump = _dump(svc)
     assert "[REDACTED:password]" in dump and not any(secret in dump for secret in SECRETS)
 
@@ -224,7 +224,7 @@ def test_secrets_never_reach_belief_rows_evidence_the_audit_log_or_errors(keywor
 def test_a_stale_belief_restated_is_renewed_with_its_evidence(keyword_service):
     svc = keyword_service
     old = _set(svc, "Postgres is old", confidence=0.8, evidence="Released 1996")
-    svc.decay(now=time.time() + 400 * DAY)
+    svc.upkeep.decay(now=time.time() + 400 * DAY)
     assert _memory(svc, old)["state"] == "stale"
     answer = set_belief(svc.engine, SCOPE, "Postgres is old", evidence="Still true")
     assert answer["action"] == "reinforced" and answer["superseded_ids"] == [old] and answer["id"] != old
@@ -287,7 +287,7 @@ def test_get_belief_filters_by_text_state_confidence_tags_source_and_id(keyword_
 def test_get_belief_state_filters_stale_and_archived(keyword_service):
     svc = keyword_service
     old = _set(svc, "Postgres is old")
-    svc.decay(now=time.time() + 400 * DAY)
+    svc.upkeep.decay(now=time.time() + 400 * DAY)
     a, b = _set(svc, "Carol works at Acme"), _set(svc, "Carol no longer works at Acme")
     resolve_conflict(svc.engine, SCOPE, a, b, "discard_both")
     assert _ids(get_belief(svc.engine, SCOPE, state="stale")) == [old]
@@ -450,7 +450,7 @@ def world(keyword_service):
     forgotten memory; and a contradiction in OTHER that must never show."""
     svc, ids = keyword_service, {}
     ids["old"] = _set(svc, "Postgres is old", confidence=0.8, source="mcp:test")
-    svc.decay(now=time.time() + 400 * DAY)  # only "old" exists yet: stale, 0.8 -> 0.4
+    svc.upkeep.decay(now=time.time() + 400 * DAY)  # only "old" exists yet: stale, 0.8 -> 0.4
     n1, n2, n3, n4 = (svc.remember(SCOPE, t) for t in (
         "Alice ordered green tea at lunch", "The load test ran 40% faster on Postgres",
         "A blog post says Postgres is fast", "Deploy logs show a deploy every day"))

@@ -23,7 +23,7 @@ def test_a_door_verb_refuses_a_bad_scope(keyword_service):
     with pytest.raises(InvalidInput):
         keyword_service.get("", ["x"])
     with pytest.raises(InvalidInput):
-        keyword_service.file_copies(None, "hermes:file:MEMORY.md", "hermes:memory-tool", "hermes-memory")
+        keyword_service.copies.file_copies(None, "hermes:file:MEMORY.md", "hermes:memory-tool", "hermes-memory")
 
 
 def test_containing_matches_the_text_as_stored_and_literally(keyword_service):
@@ -31,10 +31,10 @@ def test_containing_matches_the_text_as_stored_and_literally(keyword_service):
     kept = keyword_service.store_note(MINE, f"deploy key {secret} for staging", source="hermes:memory-tool").id
     keyword_service.store_note(MINE, "100% sure_thing", source="hermes:memory-tool")
     keyword_service.store_note(THEIRS, f"deploy key {secret} for staging", source="hermes:memory-tool")
-    assert keyword_service.as_stored(MINE, f"key {secret}") == "key [REDACTED:openai-key]"
-    assert [m.id for m in keyword_service.containing(MINE, f"key {secret}", ["hermes:memory-tool"])] == [kept]
-    assert keyword_service.containing(MINE, "100_ sure", ["hermes:memory-tool"]) == []  # _ and % are literal
-    assert keyword_service.containing(MINE, "deploy", ["hermes:file:MEMORY.md"]) == []
+    assert keyword_service.copies.as_stored(MINE, f"key {secret}") == "key [REDACTED:openai-key]"
+    assert [m.id for m in keyword_service.copies.containing(MINE, f"key {secret}", ["hermes:memory-tool"])] == [kept]
+    assert keyword_service.copies.containing(MINE, "100_ sure", ["hermes:memory-tool"]) == []  # _ and % are literal
+    assert keyword_service.copies.containing(MINE, "deploy", ["hermes:file:MEMORY.md"]) == []
 
 
 def test_file_copies_and_their_chain_are_the_owners_rows_of_the_scope(keyword_service):
@@ -44,18 +44,18 @@ def test_file_copies_and_their_chain_are_the_owners_rows_of_the_scope(keyword_se
     tool = keyword_service.store_note(MINE, "Has a cat", source=owner[1], tags=[owner[2]], judge=False).id
     keyword_service.store_note(MINE, "Has a dog", source=owner[1], tags=["hermes-user"], judge=False)
     keyword_service.store_note(THEIRS, "Prefers coffee", source=owner[0], judge=False)
-    copies = keyword_service.file_copies(MINE, *owner)
+    copies = keyword_service.copies.file_copies(MINE, *owner)
     assert [(c.id, c.content, bool(c.owned)) for c in copies] == [(new, "Prefers green tea", True),
                                                                    (tool, "Has a cat", True)]
-    assert keyword_service.copy_chain(MINE, new, *owner) == [new, old]
-    assert keyword_service.copy_chain(THEIRS, new, *owner) == [new]  # nothing of MINE is reached from THEIRS
+    assert keyword_service.copies.copy_chain(MINE, new, *owner) == [new, old]
+    assert keyword_service.copies.copy_chain(THEIRS, new, *owner) == [new]  # nothing of MINE is reached from THEIRS
 
 
 def test_a_lease_is_held_by_one_owner_at_a_time(keyword_service):
-    assert keyword_service.lease("mirror:test", "a", 60.0)
-    assert not keyword_service.lease("mirror:test", "b", 60.0)
-    keyword_service.release_lease("mirror:test", "a")
-    assert keyword_service.lease("mirror:test", "b", 60.0)
+    assert keyword_service.upkeep.lease("mirror:test", "a", 60.0)
+    assert not keyword_service.upkeep.lease("mirror:test", "b", 60.0)
+    keyword_service.upkeep.release_lease("mirror:test", "a")
+    assert keyword_service.upkeep.lease("mirror:test", "b", 60.0)
 
 
 def test_the_names_a_door_needs_come_from_the_facade():

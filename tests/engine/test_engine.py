@@ -22,8 +22,8 @@ def test_the_engine_holds_the_services_own_parts(keyword_service):
     assert isinstance(engine, Engine) and engine.service is svc
     assert (engine.settings, engine.pm, engine.store, engine.indexer) == (svc.settings, svc.pm, svc.store, svc.indexer)
     assert engine.store is svc.store and engine.indexer is svc.indexer and engine.pm is svc.pm
-    svc.in_hermes = True  # what the Hermes provider sets; route reads it from the engine
-    assert engine.in_hermes is True and svc.in_hermes is True
+    assert svc.hosted_by_hermes() is False  # what the Hermes provider says; no summariser without consolidation_llm
+    assert engine.in_hermes is True and engine.summariser is None  # route reads it from the engine
 
 
 def test_features_work_from_the_engine_alone_and_hooks_get_the_facade(keyword_service):

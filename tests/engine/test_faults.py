@@ -191,7 +191,7 @@ KILL_AFTER = 25
 
 
 def _drift(service) -> int:
-    return service.audit("vector_drift")["counts"]["vector_drift"]
+    return service.upkeep.audit("vector_drift")["counts"]["vector_drift"]
 
 
 @server_only
@@ -249,7 +249,7 @@ def test_chroma_server_killed_mid_ingest_writes_go_on_recall_falls_back_then_cat
         deadline = restarted + 120
         while service.store.counts()["outbox"] or _drift(service):
             assert time.monotonic() < deadline, ("the index did not catch up within 120 s",
-                                                 service.store.counts(), service.audit("vector_drift"))
+                                                 service.store.counts(), service.upkeep.audit("vector_drift"))
             time.sleep(0.5)
         catch_up_s = time.monotonic() - restarted
         stored = _stored(service, scope)

@@ -137,7 +137,7 @@ def test_a_single_forget_leaves_no_trace_in_any_file(remembered):
     # the audit snapshot is the one copy left, on purpose; once the sweep drops it, only the
     # forget event's id is left, on the audit trail's pages
     assert any("word" in kind for kind in _all_kinds(traces(root, GONE, gone, gone_vector)))
-    service.sweep(now=time.time() + (service.settings.snapshot_days + 1) * 86400)
+    service.upkeep.sweep(now=time.time() + (service.settings.snapshot_days + 1) * 86400)
     assert traces(root, GONE, gone, gone_vector, audit_allowed=True) == {}
     assert _all_kinds(traces(root, GONE, gone, gone_vector)) == {"id"}
 

@@ -129,7 +129,7 @@ def test_a_forget_all_killed_at_any_write_hides_the_scope_and_the_scheduler_fini
     assert all(seen[door] != nothing for door, nothing in NOTHING.items()), seen
 
     # The scheduler of a process that shares the store (a gateway, a bridge) finishes them all.
-    scheduler = Scheduler(service.store, {"sweep": (service.settings.sweep_interval_s, service.sweep)})
+    scheduler = Scheduler(service.store, {"sweep": (service.settings.sweep_interval_s, service.upkeep.sweep)})
     now = time.time()
     scheduler.step(now)  # a first lease starts the job clocks
     assert scheduler.step(now + FORGET_STALLED_S + service.settings.sweep_interval_s) == ["sweep"]

@@ -101,7 +101,7 @@ def test_reading_a_file_reports_its_bytes_so_the_bar_has_an_end(keyword_service,
         archive.write(export, "conversations.json")
     for path in (export, packed):
         seen = []
-        keyword_service.import_foreign(path, dry_run=True, progress=lambda phase, done, total: seen.append((phase, done, total)))
+        keyword_service.transfer.import_foreign(path, dry_run=True, progress=lambda phase, done, total: seen.append((phase, done, total)))
         reading = [(done, total) for phase, done, total in seen if phase == "reading"]
         assert reading and all(total == path.stat().st_size for _, total in reading), (path.name, reading)
         assert all(0 < done <= total for done, total in reading) and reading == sorted(reading)

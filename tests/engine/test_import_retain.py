@@ -53,14 +53,14 @@ def _stored(service, scope=SCOPE):
 def test_every_imported_memory_passes_the_registered_redactors_and_the_retain_hook(keyword_service, tmp_path):
     watch = Watch()
     keyword_service.pm.register(watch, name="watch")
-    summary = keyword_service.import_foreign(_memory_json(tmp_path / "memory.jsonl"), fmt="memory-json")
+    summary = keyword_service.transfer.import_foreign(_memory_json(tmp_path / "memory.jsonl"), fmt="memory-json")
     stored = _stored(keyword_service)
     assert summary["scopes"][SCOPE]["memories"]["added"] == len(stored) == 10  # 3 entities, 6 observations, 1 relation
     assert not any("ACME-482913" in text for text in stored.values())
     assert sum("[REDACTED:acme-ticket]" in text for text in stored.values()) == 3
     assert sorted(watch.retained) == sorted((i, text, None) for i, text in stored.items())  # already redacted
     watch.retained.clear()
-    again = keyword_service.import_foreign(tmp_path / "memory.jsonl", fmt="memory-json")
+    again = keyword_service.transfer.import_foreign(tmp_path / "memory.jsonl", fmt="memory-json")
     assert again["scopes"][SCOPE]["memories"] == {"added": 0, "skipped": 10}
     assert len(watch.retained) == 10 and _stored(keyword_service) == stored  # handed to the hook, nothing written
 
@@ -85,10 +85,10 @@ def test_a_foreign_import_hands_its_records_over_in_process_and_past_a_bound_thr
         return real(*args, **kwargs)
 
     monkeypatch.setattr(tempfile, "TemporaryFile", counted)
-    held = keyword_service.import_foreign(path, fmt="memory-json")
+    held = keyword_service.transfer.import_foreign(path, fmt="memory-json")
     assert files == [] and held["scopes"][SCOPE]["memories"]["added"] == 1201
     monkeypatch.setattr(run, "HELD_BYTES", 0)
     with other_store(tmp_path) as target:
-        spilled = target.import_foreign(path, fmt="memory-json")
+        spilled = target.transfer.import_foreign(path, fmt="memory-json")
         assert len(files) == 1
         assert spilled["scopes"] == held["scopes"] and _stored(target) == _stored(keyword_service)

@@ -152,12 +152,12 @@ def test_bad_arguments_are_refused_in_one_sentence(kw):
 
 def test_inspecting_records_no_recall_and_leaves_out_what_the_session_was_given(kw):
     kw.recall(SCOPE, PROMPT, session_id="s2")
-    before = kw.recent_recalls(SCOPE)
+    before = kw.upkeep.recent_recalls(SCOPE)
     given = {r["memory_id"] for r in before[0]["recalled"]}
     assert given
     again = kw.inspect_recall(SCOPE, PROMPT, session_id="s2")  # as the next prefetch of s2 would
     assert not given & {line["memory_id"] for line in again["lines"]}
-    assert kw.recent_recalls(SCOPE) == before
+    assert kw.upkeep.recent_recalls(SCOPE) == before
 
 
 def test_hostile_text_stays_inert_in_the_inspector(kw):

@@ -69,9 +69,9 @@ def test_ids_that_used_to_collide_see_none_of_each_others_memories(keyword_servi
 def test_an_odd_scope_is_flushed_and_consolidated_by_the_key_it_was_stored_under(service):
     scope, session = "user:odd:\x00\ud800", "s\x00" + "9" * 300
     service.retain_turn(scope, session, "I keep bees on the roof.", "Nice.")
-    assert service.flush_open_sessions() == 1
+    assert service.upkeep.flush_open_sessions() == 1
     assert service.store.unflushed_sessions() == []
     service.retain_turn(scope, "later\x00", "The bees swarmed in May.", "Oh no.")
     service.indexer.drain(30.0)
-    service.consolidate_all()
+    service.upkeep.consolidate_all()
     assert service.store.unconsolidated_scopes() == []

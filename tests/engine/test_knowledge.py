@@ -316,8 +316,8 @@ def test_learn_refuses_an_oversized_source(keyword_service):
 def test_each_turn_is_claimed_by_one_flush(keyword_service, home):
     svc = keyword_service
     svc.retain_turn(SCOPE, "s2", "I live in Evora.", "Noted.")
-    assert svc.extract_session(SCOPE, "s2") == 1
-    assert svc.extract_session(SCOPE, "s2") == 0  # a second (or concurrent) flush gets nothing
+    assert svc.upkeep.extract_session(SCOPE, "s2") == 1
+    assert svc.upkeep.extract_session(SCOPE, "s2") == 0  # a second (or concurrent) flush gets nothing
     assert _sql(home, "SELECT access_count FROM memories WHERE kind = 'fact'") == [(0,)]
 
 

@@ -395,15 +395,15 @@ def test_decay_ages_memories_forward_only_with_a_controllable_clock(keyword_serv
 
     assert states() == ["active", "active", "candidate"]
     fresh = _row(svc, note)["confidence"]
-    svc.decay(now=start + 5 * DAY)
+    svc.upkeep.decay(now=start + 5 * DAY)
     assert states() == ["active", "stale", "candidate"]
     aged = _row(svc, note)["confidence"]
-    assert svc.decay(now=start + 400 * DAY)["transitions"] == 3
+    assert svc.upkeep.decay(now=start + 400 * DAY)["transitions"] == 3
     assert states() == ["stale", "archived", "archived"]
     assert fresh == 0.8 > aged > _row(svc, note)["confidence"] == pytest.approx(0.4)  # floor: half
-    svc.decay(now=start + 1100 * DAY)
+    svc.upkeep.decay(now=start + 1100 * DAY)
     assert states() == ["archived", "archived", "archived"]
-    assert svc.decay(now=start + DAY)["transitions"] == 0  # an earlier clock moves nothing back
+    assert svc.upkeep.decay(now=start + DAY)["transitions"] == 0  # an earlier clock moves nothing back
     assert states() == ["archived", "archived", "archived"]
 
     moves = {i: [(e["detail"]["state_from"], e["detail"]["state_to"], e["detail"]["reason"])
@@ -434,7 +434,7 @@ def test_working_memory_expires_and_the_sweep_deletes_it_everywhere(service):
     assert [m.id for m in page] == [keep.id] and total == 1
     assert _row(service, temp.id) is not None  # expired, not yet swept
 
-    assert service.sweep(now=time.time() + 5) == 1
+    assert service.upkeep.sweep(now=time.time() + 5) == 1
     assert _row(service, temp.id) is None and _row(service, keep.id) is not None
     [event] = _events(service, "expire", temp.id)
     assert event["actor"] == "cmms:sweep"
@@ -483,10 +483,10 @@ def test_forget_snapshots_last_snapshot_days_then_the_sweep_drops_their_content(
     svc = keyword_service
     svc.forget(SCOPE, svc.remember(SCOPE, "The locker code is 8812"))
     assert svc.settings.snapshot_days == 30
-    svc.sweep(now=time.time() + 29 * DAY)
+    svc.upkeep.sweep(now=time.time() + 29 * DAY)
     [kept] = _events(svc, "forget")
     assert "8812" in json.loads(kept["snapshot"])["content"]
-    svc.sweep(now=time.time() + 31 * DAY)
+    svc.upkeep.sweep(now=time.time() + 31 * DAY)
     [event] = _events(svc, "forget")
     assert event["snapshot"] is None and "8812" not in json.dumps(_sql(svc, "SELECT * FROM audit_log"))
     used = plan(svc, "UPDATE audit_log SET snapshot = NULL WHERE snapshot IS NOT NULL AND at < 1")

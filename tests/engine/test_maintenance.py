@@ -93,7 +93,7 @@ def test_forget_by_tag_and_decay_write_in_several_short_transactions(keyword_ser
     fill(service, SCOPE, 1000)
     sql(service, "UPDATE memories SET tags = '[\"bulk\"]' WHERE scope = ?", SCOPE)
     service.store.holds.reset()
-    service.decay(time.time() + 400 * 86400)  # every memory's confidence and state move
+    service.upkeep.decay(time.time() + 400 * 86400)  # every memory's confidence and state move
     decay = service.store.holds.reset()
     assert len(service.forget_where(SCOPE, tags=["bulk"])) == 1000
     forget = service.store.holds.reset()
@@ -181,10 +181,10 @@ print("finished")
     try:
         assert 0 < sql(service, "SELECT count(*) FROM memories WHERE scope = ?", SCOPE)[0][0] < 1200
         assert service.page(SCOPE) == ([], 0)
-        service.sweep()  # too recent: a forget that may still be running is left alone
+        service.upkeep.sweep()  # too recent: a forget that may still be running is left alone
         assert _left(service, SCOPE).get("forgetting") == 1
         sql(service, "UPDATE forgetting SET updated_at = updated_at - 3600")
-        service.sweep()
+        service.upkeep.sweep()
         assert _left(service, SCOPE) == {}
         [event] = sql(service, "SELECT actor, detail FROM audit_log WHERE action = 'forget_all' "
                                "AND memory_id IS NULL AND scope = ?", SCOPE)

@@ -34,7 +34,7 @@ def test_a_hermes_turn_records_its_block_s_ids_in_order_with_session_and_turn(kw
         block = p.prefetch(PROMPT)
         p.sync_turn(PROMPT, "You know a few things.")
         p.prefetch("And the bakery in Lisbon?")
-        first, second = reversed(p.service.recent_recalls(p.scope))
+        first, second = reversed(p.service.upkeep.recent_recalls(p.scope))
     finally:
         p.shutdown()
     assert block and (first["scope"], first["session_id"], first["turn"]) == (p.scope, "chat-1", 1)
@@ -59,11 +59,11 @@ def test_events_hold_ids_and_ranks_only(keyword_service):
 def test_forgetting_a_memory_leaves_no_recall_event_naming_it(keyword_service):
     office = _fill(keyword_service)
     keyword_service.recall(SCOPE, PROMPT, session_id="s2")
-    recalled = [r["memory_id"] for r in keyword_service.recent_recalls(SCOPE)[0]["recalled"]]
+    recalled = [r["memory_id"] for r in keyword_service.upkeep.recent_recalls(SCOPE)[0]["recalled"]]
     assert office in recalled
     keyword_service.forget(SCOPE, office)
     assert _rows(keyword_service, "SELECT event_id FROM recalled_memories WHERE memory_id = :m", m=office) == []
-    left = keyword_service.recent_recalls(SCOPE)[0]["recalled"]
+    left = keyword_service.upkeep.recent_recalls(SCOPE)[0]["recalled"]
     assert [r["memory_id"] for r in left] == [m for m in recalled if m != office]  # the others keep their ranks
     assert all(r["rank"] == recalled.index(r["memory_id"]) + 1 for r in left)
     assert office not in str(keyword_service.session_timeline(SCOPE, "s2"))
@@ -73,12 +73,12 @@ def test_forgetting_by_tag_or_expiry_also_drops_them(keyword_service):
     tagged = keyword_service.remember(SCOPE, "Lisbon trams are yellow", tags=["city"])
     brief = keyword_service.store_note(SCOPE, "Lisbon meeting at noon", ttl_seconds=0.3).id
     keyword_service.recall(SCOPE, "Lisbon trams meeting", session_id="s2")
-    named = {r["memory_id"] for r in keyword_service.recent_recalls(SCOPE)[0]["recalled"]}
+    named = {r["memory_id"] for r in keyword_service.upkeep.recent_recalls(SCOPE)[0]["recalled"]}
     assert {tagged, brief} <= named
     keyword_service.forget_where(SCOPE, tags=["city"])
     import time
 
-    keyword_service.sweep(now=time.time() + 1)
+    keyword_service.upkeep.sweep(now=time.time() + 1)
     assert _rows(keyword_service, "SELECT memory_id FROM recalled_memories WHERE memory_id IN (:a, :b)",
                  a=tagged, b=brief) == []
 
@@ -88,14 +88,14 @@ def test_forget_all_leaves_no_recall_event_of_the_scope_and_keeps_the_others(key
     _fill(keyword_service, OTHER)
     for scope in (SCOPE, OTHER):
         keyword_service.recall(scope, PROMPT, session_id="s2")
-    theirs = keyword_service.recent_recalls(OTHER)
+    theirs = keyword_service.upkeep.recent_recalls(OTHER)
     keyword_service.forget_all(SCOPE)
     assert _rows(keyword_service, "SELECT id FROM recall_events WHERE scope = :s", s=SCOPE) == []
     assert _rows(keyword_service, "SELECT count(*) FROM recalled_memories r JOIN recall_events e ON e.id = r.event_id "
                                   "WHERE e.scope = :s", s=OTHER) == [(len(theirs[0]["recalled"]),)]
     assert _rows(keyword_service, "SELECT count(*) FROM recalled_memories WHERE event_id NOT IN "
                                   "(SELECT id FROM recall_events)") == [(0,)]
-    assert keyword_service.recent_recalls(SCOPE) == [] and keyword_service.recent_recalls(OTHER) == theirs
+    assert keyword_service.upkeep.recent_recalls(SCOPE) == [] and keyword_service.upkeep.recent_recalls(OTHER) == theirs
     assert keyword_service.sessions(SCOPE) == []
 
 
@@ -108,7 +108,7 @@ def test_retention_keeps_a_scope_s_newest_events(keyword_service):
     ids = [row[0] for row in _rows(keyword_service, "SELECT id FROM recall_events WHERE scope = :s ORDER BY id", s=SCOPE)]
     assert ids == list(range(recall_events.PRUNE_EVERY - keep + 1, recall_events.PRUNE_EVERY + 1))
     assert _rows(keyword_service, "SELECT count(*) FROM recalled_memories") == [(keep + 1,)]
-    assert len(keyword_service.recent_recalls(OTHER)) == 1
+    assert len(keyword_service.upkeep.recent_recalls(OTHER)) == 1
 
 
 def test_the_recall_events_setting_bounds_what_a_scope_keeps(home, monkeypatch):
@@ -119,7 +119,7 @@ def test_the_recall_events_setting_bounds_what_a_scope_keeps(home, monkeypatch):
         _fill(service)
         for _ in range(recall_events.PRUNE_EVERY):
             service.recall(SCOPE, PROMPT)
-        assert len(service.recent_recalls(SCOPE, limit=50)) == 2
+        assert len(service.upkeep.recent_recalls(SCOPE, limit=50)) == 2
     monkeypatch.setenv("CMMS_RECALL_EVENTS", "0")
     with pytest.raises(InvalidInput, match="recall_events must be positive"):
         Settings.load(home)
@@ -129,11 +129,11 @@ def test_an_old_event_goes_at_the_next_pruning(keyword_service):
     with keyword_service.store.writing() as conn:
         recall_events.prune(conn, SCOPE, 1000, before=0)  # (nothing to prune: no error)
     recall_events.record(keyword_service.store, SCOPE, "s2", [_fill(keyword_service)], 1000)
-    assert len(keyword_service.recent_recalls(SCOPE)) == 1
+    assert len(keyword_service.upkeep.recent_recalls(SCOPE)) == 1
     with keyword_service.store.writing() as conn:
         conn.execute(text("UPDATE recall_events SET at = 0"))
         recall_events.prune(conn, SCOPE, 1000, before=1)
-    assert keyword_service.recent_recalls(SCOPE) == []
+    assert keyword_service.upkeep.recent_recalls(SCOPE) == []
 
 
 def test_sessions_timeline_and_recent_recalls(keyword_service):
@@ -149,9 +149,9 @@ def test_sessions_timeline_and_recent_recalls(keyword_service):
     first, _, third = timeline["turns"]
     assert [m["text"] for m in first["stored"]] == ["Alice lives in Lisbon near the river", "Lisbon is lovely"]
     assert third["recalled"] and [r["rank"] for r in third["recalled"]] == list(range(1, len(third["recalled"]) + 1))
-    assert {r["scope"] for r in keyword_service.recent_recalls()} == {SCOPE, OTHER}
-    assert {r["scope"] for r in keyword_service.recent_recalls(OTHER)} == {OTHER}
-    assert len(keyword_service.recent_recalls(limit=1)) == 1
+    assert {r["scope"] for r in keyword_service.upkeep.recent_recalls()} == {SCOPE, OTHER}
+    assert {r["scope"] for r in keyword_service.upkeep.recent_recalls(OTHER)} == {OTHER}
+    assert len(keyword_service.upkeep.recent_recalls(limit=1)) == 1
 
 
 def test_nothing_crosses_scopes_and_bad_pages_are_refused(keyword_service):
@@ -160,7 +160,7 @@ def test_nothing_crosses_scopes_and_bad_pages_are_refused(keyword_service):
     for scope, session in ((OTHER, "s1"), (SCOPE, "nope")):
         with pytest.raises(InvalidInput, match="No session .* in this scope"):
             keyword_service.session_timeline(scope, session)
-    assert keyword_service.sessions(OTHER) == [] and keyword_service.recent_recalls(OTHER) == []
+    assert keyword_service.sessions(OTHER) == [] and keyword_service.upkeep.recent_recalls(OTHER) == []
     for kwargs in ({"limit": 0}, {"limit": 501}, {"offset": -1}, {"limit": "5"}):
         with pytest.raises(InvalidInput, match="A page is 1 to 500"):
             keyword_service.sessions(SCOPE, **kwargs)
@@ -179,4 +179,4 @@ def test_a_recall_that_gives_nothing_records_nothing(keyword_service):
     _fill(keyword_service)
     assert keyword_service.recall(SCOPE, "zebra quantum xylophone", session_id="s1") == ""
     assert keyword_service.recall(OTHER, PROMPT, session_id="s1") == ""  # (an empty scope)
-    assert keyword_service.recent_recalls() == []
+    assert keyword_service.upkeep.recent_recalls() == []

@@ -172,7 +172,7 @@ def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embeddin
     try:
         health = {line["name"]: line for line in service.overview()["health"]}  # the dashboard's health
         assert health["vectors"]["level"] == "warn" and "hermes-cmms reindex" in health["vectors"]["detail"]
-        done = service.reindex()
+        done = service.upkeep.reindex()
         assert done["vectors_moved"] == 2 * len(VIEWS) and done["vectors_queued"] == 0, done  # none embedded again
         assert done["old_buckets_dropped"] == old_buckets
         names = {c.name for c in raw.list_collections()}
@@ -181,7 +181,7 @@ def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embeddin
         assert _close(vectors.get("local:default", [boat])[boat], stored[boat])
         assert _close(vectors.get("telegram:ana", [tea])[tea], stored[tea])
         assert [h.id for h in service.search("local:default", "where is the boat moored")][:1] == [boat]
-        assert service.audit()["checked"].get("unmapped_collections") == 0
+        assert service.upkeep.audit()["checked"].get("unmapped_collections") == 0
     finally:
         service.close()
     assert _doctor(home) == ("ok", f"{settings.chroma_url} (5 buckets a view)")

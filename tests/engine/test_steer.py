@@ -108,11 +108,11 @@ def test_a_pinned_memory_never_decays_and_unpinned_it_does(keyword_service):
     pinned, plain = svc.remember(SCOPE, "Remember the blue door."), svc.remember(SCOPE, "Remember the red door.")
     assert svc.pin(SCOPE, pinned, actor="cli") is True
     before = _row(svc, pinned)["confidence"]
-    svc.decay(now=time.time() + 5 * 365 * 86400)
+    svc.upkeep.decay(now=time.time() + 5 * 365 * 86400)
     assert (_row(svc, pinned)["confidence"], _row(svc, pinned)["state"]) == (before, "active")
     assert _row(svc, plain)["state"] == "archived"
     assert svc.pin(SCOPE, pinned, False, actor="cli") is False
-    svc.decay(now=time.time() + 5 * 365 * 86400)
+    svc.upkeep.decay(now=time.time() + 5 * 365 * 86400)
     assert _row(svc, pinned)["state"] == "archived"
     assert [e["memory_id"] for e in _events(svc, "pin")] == [e["memory_id"] for e in _events(svc, "unpin")] == [pinned]
 
@@ -122,7 +122,7 @@ def test_a_pinned_working_memory_never_expires_and_the_sweep_leaves_it(keyword_s
     kept = svc.remember(SCOPE, "Parked on level 3.", ttl_seconds=60)
     gone = svc.remember(SCOPE, "Parked on level 4.", ttl_seconds=60)
     svc.pin(SCOPE, kept, actor="cli")
-    assert svc.sweep(now=time.time() + 3600) == 1
+    assert svc.upkeep.sweep(now=time.time() + 3600) == 1
     assert _row(svc, gone) is None
     assert _row(svc, kept)["expires_at"] is None
     assert [h.id for h in svc.search(SCOPE, "parked level")] == [kept]  # still recalled
@@ -180,7 +180,7 @@ def _rich_scope(svc) -> dict:
     svc.remember(SCOPE, "Their kettle is fine.", tags=["theirs"])
     svc.remember(OTHER, "Alice lives in Paris.")
     assert "Lisbon" in svc.recall(SCOPE, "Did Bob move to Lisbon? Is the kettle broken? Where does Alice live?")
-    assert svc.recent_recalls(SCOPE)  # (written on a thread of its own: this waits for it)
+    assert svc.upkeep.recent_recalls(SCOPE)  # (written on a thread of its own: this waits for it)
     return {"learned": learned["id"], "user": user, "reply": reply, "note": notes[0], "summary": summary,
             "belief": belief, "first": first}
 
@@ -245,8 +245,8 @@ def test_an_export_keeps_what_was_pinned_and_corrected(keyword_service):
     pinned, wrong = svc.remember(SCOPE, "Remember the blue door."), svc.remember(SCOPE, "The gate is green.")
     svc.pin(SCOPE, pinned, actor="cli")
     right = svc.correct(SCOPE, wrong, "The gate is blue.", actor="cli")
-    records, corrected_at = list(svc.export(SCOPE)), _row(svc, wrong)["corrected_at"]
+    records, corrected_at = list(svc.transfer.export(SCOPE)), _row(svc, wrong)["corrected_at"]
     svc.forget_all(SCOPE, actor="cli")
-    svc.import_records(records)
+    svc.transfer.import_records(records)
     assert (_row(svc, pinned)["pinned"], _row(svc, wrong)["corrected_at"]) == (1, corrected_at)
     assert [h.id for h in svc.search(SCOPE, "gate")] == [right]

@@ -146,7 +146,7 @@ def test_round_trip_keeps_every_row_chain_and_graph(keyword_service, tmp_path):
             no_ids(keyword_service.graph_search(SCOPE, query="Where does Ana work?"))
         assert target.get_belief(SCOPE)["total"] == keyword_service.get_belief(SCOPE)["total"] == 2
         assert target.reflect(SCOPE, "contradictions") == keyword_service.reflect(SCOPE, "contradictions")
-        assert target.audit("orphans", SCOPE)["ok"]
+        assert target.upkeep.audit("orphans", SCOPE)["ok"]
         # every new memory waits for the indexer; the import is on the audit trail
         assert sql(target, "SELECT count(*) FROM outbox WHERE op = 'upsert'") == [(header["counts"]["memories"],)]
         event = target.audit_log(SCOPE, action="import")[0]
