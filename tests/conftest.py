@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from servers import drop_templates, free_port, server_databases  # noqa: F401 - tests import server_databases from here
+from servers import drop_templates, free_port, server_databases  # tests import server_databases from here
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

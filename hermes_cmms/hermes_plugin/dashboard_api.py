@@ -126,7 +126,7 @@ def memories(scope: Optional[str] = None, q: Optional[str] = None, mode: str = "
 
 
 @router.get("/memory")
-def memory(id: str = "", scope: Optional[str] = None) -> Any:  # noqa: A002 - the query's name
+def memory(id: str = "", scope: Optional[str] = None) -> Any:  # the query's name
     return _answer("memory_page", _scope(scope), _id(id))
 
 
@@ -139,7 +139,7 @@ def inspect(prompt: str = "", scope: Optional[str] = None, budget: Optional[int]
 
 
 @router.get("/why_not")
-def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,  # noqa: A002
+def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,
             budget: Optional[int] = None) -> Any:
     if not prompt.strip():
         return _no_prompt()

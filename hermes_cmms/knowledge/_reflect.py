@@ -19,7 +19,7 @@ from ..common.errors import UnknownMemory
 from ..common.ids import shown_id
 from ..recall.shape import iso, verification_status
 from ..store import belief_rows
-from ..store.belief_rows import DECLARED, MARKERS, MERGED, SETTLED
+from ..store.belief_rows import DECLARED, MARKERS, SETTLED
 
 REFLECT_MODES = ("overview", "contradictions", "relations", "decay", "topics", "evidence_audit", "confidence")
 SHOWN_STATES = ("candidate", "validated", "active", "stale", "archived", "superseded")

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from . import _reflect
 from ..common import lifecycle_rules as lifecycle
 from ._proposition import read_proposition, worded
-from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, MERGED, REFLECT_MODES, SETTLED,
+from ._reflect import (AUTO_RESOLVE_GAP, DECLARED, LIFECYCLE_STATES, REFLECT_MODES, SETTLED,
                        SOURCE_TYPES, Record, auto_winner, confidence_gap, negation)
 from ..common.checks import MAX_TAGS, scope_of, tags_of
 from ..common.errors import InvalidInput, UnknownMemory
 from ..common.ids import shown_id, stored_id
 from ..store import belief_rows
+from ..store.belief_rows import MERGED
 from ..store.models import Memory
 from ..common.plugins import run_redactors
 from ..store.store import event as _event, record as _record

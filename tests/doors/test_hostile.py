@@ -443,7 +443,7 @@ def test_mcp_over_streamable_http_answers_hostile_calls_without_a_500(home, tmp_
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    log = open(tmp_path / "bridge.log", "w")
+    log = open(tmp_path / "bridge.log", "w")  # noqa: SIM115 - the child writes it; closed below
     process = subprocess.Popen(bridge_command(home, "--transport", "http", "--port", str(port),
                                               "--scope", HOSTILE_SCOPE),
                                env={**os.environ, "CMMS_EMBEDDER": "none", "CMMS_MCP_TOKEN": ""},

@@ -10,7 +10,6 @@ import os
 import pytest
 import yaml
 
-from conftest import SERVER
 from hermes_cmms import MemoryService, Settings
 from inprocess import cli
 

@@ -102,7 +102,7 @@ def test_settings_saved_into_a_bind_mounted_config_yaml_are_written_in_place(hom
     (home / "config.yaml").write_text("")
     save = ("from hermes_cmms.provider import CmmsMemoryProvider; "
             f"CmmsMemoryProvider().save_config({{'recall_tokens': '900'}}, {str(home)!r})")
-    result = subprocess.run(["unshare", "-m", "sh", "-c", f'mount --bind "$0" "$1" && exec "$2" -c "$3"',
+    result = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$1" && exec "$2" -c "$3"',
                              str(outside), str(home / "config.yaml"), sys.executable, save],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -62,4 +62,4 @@ def test_the_names_a_door_needs_come_from_the_facade():
     for name in facade.DOOR_NAMES:
         assert getattr(facade, name) is not None
     with pytest.raises(AttributeError):
-        facade.delete_orphans  # noqa: B018 - only the names listed are lent to the doors
+        facade.delete_orphans  # only the names listed are lent to the doors

@@ -7,7 +7,7 @@ import pytest
 
 from hermes_cmms.common.text import content_hash
 from hermes_cmms.common.units import units
-from hermes_cmms.recall import block, search
+from hermes_cmms.recall import search
 from hermes_cmms.recall.block import CLOSE_COSINE, GATE_COSINE, GATE_WORDS, SURE_COSINE, about_the_prompt
 from hermes_cmms.recall.rank import Hit
 from hermes_cmms.recall.render import render

@@ -24,7 +24,7 @@ from conftest import SERVER, server_databases
 from db import dump, keyword_hits, keyword_rows, on_postgres, plan, row, sql, url_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from lifecycle import synthetic_observations  # noqa: E402  (the benchmark's data, shared)
+from lifecycle import synthetic_observations  # (the benchmark's data, shared)
 
 pytestmark = pytest.mark.store
 

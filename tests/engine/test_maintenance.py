@@ -4,13 +4,11 @@ interrupted forget --all leaves nothing of the scope readable and is finished by
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +18,7 @@ from conftest import REPO, python, subprocess_env
 from db import sql
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from maintenance import fill  # noqa: E402  (the benchmark's bulk fill, shared)
+from maintenance import fill  # (the benchmark's bulk fill, shared)
 
 pytestmark = pytest.mark.store
 

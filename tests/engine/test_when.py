@@ -5,7 +5,7 @@ import pytest
 
 from hermes_cmms.recall import when
 from hermes_cmms.store.models import Memory
-from hermes_cmms.recall.rank import Hit, rank
+from hermes_cmms.recall.rank import rank
 from hermes_cmms.common.text import content_hash
 
 NOW = datetime(2023, 10, 23, 15, 0, tzinfo=timezone.utc).timestamp()

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -193,7 +194,7 @@ def _listening(port: int) -> set[str]:
     """The local addresses (hex, as /proc/net/tcp* has them) listening on `port`."""
     found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in open(table).read().splitlines()[1:]:
+        for row in Path(table).read_text().splitlines()[1:]:
             local, state = row.split()[1], row.split()[3]
             if state == "0A" and int(local.split(":")[1], 16) == port:
                 found.add(local.split(":")[0])

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterable, Iterator, Optional
+from typing import IO, TYPE_CHECKING, Iterable, Iterator
 
 from ...common.errors import InvalidInput
 

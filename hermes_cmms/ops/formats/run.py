@@ -102,7 +102,7 @@ class _Spool:
 
     def __init__(self, scope: str) -> None:
         self.scope, self.counts = scope, Counter()
-        self.handle = tempfile.TemporaryFile()
+        self.handle = tempfile.TemporaryFile()  # noqa: SIM115 - the spool, closed with the run
         self.handle.write(b" " * (HEADER_BYTES - 1) + b"\n")
         self.seen: dict[str, set] = {kind: set() for kind in KEYS}
         self.plan = transfer._Plan()
