@@ -78,14 +78,10 @@ def _migrated_template(store_class) -> Path:
     return _template["path"]
 
 
-def _watch_stores() -> None:
-    """Wrap Store.__init__: record each store opened, and start a new SQLite file as a copy of
+def _watched(opening, store_class):
+    """Store.__init__ wrapped: record each store opened, and start a new SQLite file as a copy of
     the migrated template (its migrations then found all applied), unless the test is `migrates`."""
     from sqlalchemy.engine import make_url
-
-    from hermes_cmms.store.store import Store
-
-    opening = Store.__init__
 
     def watched(self, url: str, *args, **kwargs):
         _opened.append(url)
@@ -94,16 +90,29 @@ def _watch_stores() -> None:
             if path and path != ":memory:" and not path.startswith("file:") and not Path(path).exists():
                 try:
                     Path(path).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(_migrated_template(Store), path)
+                    shutil.copyfile(_migrated_template(store_class), path)
                 except OSError:  # an unwritable place (a full disk): the store says so, its own way
                     with contextlib.suppress(OSError):
                         Path(path).unlink(missing_ok=True)  # (no half copy left for it to open)
         opening(self, url, *args, **kwargs)
 
-    Store.__init__ = watched
+    return watched
 
 
-_watch_stores()
+@pytest.fixture(scope="session", autouse=True)
+def _stores_watched():
+    """Every Store this test process opens goes through `_watched`, for the whole session.
+
+    A wrap of Store.__init__, not a fixture a test takes: stores are opened deep inside the doors
+    (`cli()`, the in-memory bridge, Hermes' provider, a `MemoryService` a test builds), which know
+    nothing of tests, and only the store knows when it is about to create a new SQLite file (a
+    `home` with the file already in it would not be an empty home). Put in place before any
+    other fixture opens a store (session scope, autouse) and taken away after the last test."""
+    from hermes_cmms.store.store import Store
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Store, "__init__", _watched(Store.__init__, Store))
+        yield
 
 
 @pytest.fixture(autouse=True)
