@@ -33,7 +33,7 @@ SHARED = REPO.parent / "shared"
 SERVER = os.environ.get("CMMS_TEST_BACKEND") == "server"
 server_only = pytest.mark.server_only  # skipped in the embedded pass; a `store` test
 embedded_only = pytest.mark.embedded_only  # checks the embedded default's own files: not in the server pass
-STORE_FIXTURES = {"service", "keyword_service"}  # a test taking one of these opens a store
+STORE_FIXTURES = {"service", "keyword_service", "shared_keyword_service"}  # a test taking one opens a store
 
 
 def pytest_collection_modifyitems(config, items):
@@ -218,6 +218,20 @@ def keyword_service(home):
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     yield svc
     svc.close()
+
+
+@pytest.fixture(scope="module")
+def shared_keyword_service(tmp_path_factory):
+    """One keyword-only MemoryService for a whole module, in a home of its own: for tests that
+    only read what a module fixture stored there, or write in a scope no other test reads
+    (`keyword_service` is the one for a test that counts every row of the store)."""
+    from hermes_cmms import MemoryService, Settings
+
+    home = tmp_path_factory.mktemp("shared_home")
+    with pytest.MonkeyPatch.context() as env, exported_home(home, env):
+        svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+        yield svc
+        svc.close()
 
 
 def python() -> str:
