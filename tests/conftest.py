@@ -36,26 +36,49 @@ embedded_only = pytest.mark.embedded_only  # checks the embedded default's own f
 STORE_FIXTURES = {"service", "keyword_service", "shared_keyword_service"}  # a test taking one opens a store
 
 
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help="the quick loop: only the tests marked `quick`, about two minutes on two cores "
+                          "(docs/testing.md)")
+
+
+def pytest_configure(config):
+    """Under --quick, keep the compiled test modules and package even where PYTHONDONTWRITEBYTECODE
+    is set (as on this project's machines and in .ci/run): rewriting the asserts of every test
+    module and compiling the package again was most of a collection (12 s of 15 s). They are
+    kept under .pytest_cache/pycache, not beside the sources."""
+    if config.getoption("quick") and sys.dont_write_bytecode:
+        sys.dont_write_bytecode = False
+        sys.pycache_prefix = str(config.rootpath / ".pytest_cache" / "pycache")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark what opens a store through the shared fixtures; on the server backend keep only the
-    `store` tests (and not the embedded-only ones); in the embedded pass skip the server-only."""
+    """Under --quick keep only the tests marked `quick`. Mark what opens a store through the
+    shared fixtures; on the server backend keep only the `store` tests (and not the embedded-only
+    ones); in the embedded pass skip the server-only."""
+    if config.getoption("quick"):
+        _deselect(config, items, [i for i in items if i.get_closest_marker("quick")])
     for item in items:
         if item.get_closest_marker("one_backend"):
             continue
         if STORE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("server_only"):
             item.add_marker(pytest.mark.store)
     if SERVER:
-        kept = [i for i in items if i.get_closest_marker("store")
-                and not (i.get_closest_marker("embedded_only") or i.get_closest_marker("one_backend"))]
-        dropped = [i for i in items if i not in kept]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = kept
+        _deselect(config, items, [i for i in items if i.get_closest_marker("store") and not (
+            i.get_closest_marker("embedded_only") or i.get_closest_marker("one_backend"))])
         return
     skip = pytest.mark.skip(reason="needs CMMS_TEST_BACKEND=server (PostgreSQL + Chroma server)")
     for item in items:
         if item.get_closest_marker("server_only"):
             item.add_marker(skip)
+
+
+def _deselect(config, items: list, kept: list) -> None:
+    kept_ids = {id(i) for i in kept}
+    dropped = [i for i in items if id(i) not in kept_ids]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 # -- stores opened by this test process: the migrated template, and the check of the mark ------

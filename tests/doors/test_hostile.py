@@ -566,6 +566,7 @@ def test_threads_in_hostile_scopes_never_see_each_others_memories(keyword_servic
     healthy(service)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("part", ["subject", "predicate", "object"])
 def test_a_fact_part_that_is_only_nul_bytes_is_refused(keyword_service, part):
     parts = {"subject": "Ana", "predicate": "likes", "obj": "tea", **{("obj" if part == "object" else part): "\x00 \x00"}}

@@ -31,6 +31,7 @@ def _stored(home, text="The boiler was serviced in March."):
         service.remember("local:default", text)
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo(home, tmp_path):
     """`--output /dev/stdout` or a named pipe: the export was written beside it and renamed

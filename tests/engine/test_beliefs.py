@@ -68,6 +68,7 @@ def _dump(svc) -> str:
 # -- set_belief -------------------------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(keyword_service):
     svc = keyword_service
     note = svc.remember(SCOPE, "Alice ordered green tea at lunch")
@@ -494,6 +495,7 @@ def test_reflect_overview(world):
     assert view["topics"] == 4 and view["newest"]["id"] == ids["no_carol"]
 
 
+@pytest.mark.quick
 def test_reflect_contradictions_with_the_rule_auto_would_apply(world):
     svc, ids = world
     view = reflect(svc.engine, SCOPE, "contradictions")

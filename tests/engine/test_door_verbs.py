@@ -10,6 +10,7 @@ from hermes_cmms.common.errors import InvalidInput
 MINE, THEIRS = "test:mine", "test:theirs"
 
 
+@pytest.mark.quick
 def test_get_and_facts_never_read_another_scope(keyword_service):
     mine = keyword_service.remember_fact(MINE, "user", "lives in", "Lisbon")
     theirs = keyword_service.remember_fact(THEIRS, "user", "lives in", "Oslo")

@@ -85,6 +85,7 @@ def read_graph(shared_keyword_service) -> tuple:
                                     for label, parts in FACTS.items()}
 
 
+@pytest.mark.quick
 def test_every_fact_becomes_one_edge_between_deduplicated_entities(read_graph):
     keyword_service, facts = read_graph
     keys, edges = _graph_rows(keyword_service)
@@ -224,6 +225,7 @@ def test_the_store_rebuilds_a_graph_from_its_facts_alone(keyword_service, facts)
     assert _graph_rows(keyword_service) == built
 
 
+@pytest.mark.quick
 def test_scopes_never_leak_into_each_other(keyword_service, facts):
     keyword_service.remember_fact(OTHER, "Alice", "works at", "Globex")
     globex = keyword_service.remember_fact(OTHER, "Globex", "is in", "Portugal")

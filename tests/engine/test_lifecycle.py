@@ -93,6 +93,7 @@ def _vector_ids(service, scope: str, text: str, view: str = "content") -> list[s
 # -- duplicates reinforce -----------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_a_repeated_note_reinforces_the_first_instead_of_adding_a_row(keyword_service):
     svc = keyword_service
     first = svc.store_note(SCOPE, "The garage door code is 4417", source="mcp:store_memory", session_id="s1")
@@ -275,6 +276,7 @@ def test_repeats_fold_only_into_the_same_role(keyword_service):
         ("user", 1), ("assistant", 0)]
 
 
+@pytest.mark.quick
 def test_forgetting_a_consolidated_memory_takes_its_summary_along(service):
     episode = ["I walked the dog along the beach this morning.",
                "This morning I took the dog for a walk on the beach.",

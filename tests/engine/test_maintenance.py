@@ -133,6 +133,7 @@ def test_an_interrupted_forget_all_hides_the_scope_and_running_it_again_finishes
     assert service.page(OTHER)[1] == 2
 
 
+@pytest.mark.quick
 def test_a_forget_all_interrupted_before_it_blanked_the_trail_shows_none_of_it(keyword_service, home, monkeypatch):
     """Killed right after its mark: the trail still holds the snapshot of a memory forgotten
     before, which audit-log --snapshots (and MCP audit_log) showed until the sweep ran."""

@@ -29,6 +29,7 @@ def days(question: str) -> list[tuple[str, str]]:
     ("the film from three weeks ago", [("2023-09-27", "2023-10-09")]),
     ("What did we decide last month?", [("2023-08-23", "2023-09-25")]),
 ])
+@pytest.mark.quick
 def test_time_words_become_spans(question, expected):
     assert days(question) == expected
 

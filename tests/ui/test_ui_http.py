@@ -40,6 +40,7 @@ def seeded(service):
 
 # -- the gate -------------------------------------------------------------------------------
 
+@pytest.mark.quick
 def test_nothing_is_answered_without_the_token_or_its_cookie(service):
     with running(service) as door, httpx.Client(base_url=base(door)) as client:
         for path in ("/", "/memories", "/audit", "/static/app.css", "/static/htmx.min.js", "/nowhere"):
@@ -358,6 +359,7 @@ def test_a_memory_page_shows_its_provenance_and_its_chain(service):
         assert "mcp:store_memory" in old_page and "s-1" in old_page and "superseded by" in old_page
 
 
+@pytest.mark.quick
 def test_the_inspector_shows_the_block_why_each_line_and_why_not(service, seeded):
     for n in range(30):
         service.remember(SCOPE, f"Gardening log {n}: watered the tomatoes and basil", judge=False)
