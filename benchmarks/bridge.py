@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat import Chat  # noqa: E402
-from latency import machine, summary_ms, versions  # noqa: E402
+from chat import Chat
+from latency import machine, summary_ms, versions
 
 SCOPE = "local:default"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from chat import Chat  # noqa: E402
+from chat import Chat
 
 SCOPE = "local:default"
 

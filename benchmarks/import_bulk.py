@@ -30,7 +30,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).parent))
-from chat import Chat  # noqa: E402
+from chat import Chat
 
 YEAR = 365 * 86400.0
 START = 1_735_689_600.0  # 2025-01-01

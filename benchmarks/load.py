@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from servers import free_port, server_databases  # noqa: E402 - shared with the tests
+from servers import free_port, server_databases  # shared with the tests
 
-from hermes_cmms.common.ids import stored_id  # noqa: E402 - the doors show ids dashed, SQL keeps hex
+from hermes_cmms.common.ids import stored_id  # the doors show ids dashed, SQL keeps hex
 
 SCOPES = 4
 WRITERS_PER_DOOR = 4
@@ -287,7 +287,7 @@ async def mcp_workers(url: str, seconds: float, seed: int, go) -> Log:
 def start_bridge(home: Path, env: dict, port: int) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-m", "hermes_cmms.cli", "mcp", "--hermes-home", str(home),
                                 "--create", "--transport", "http", "--port", str(port)],  # (a fresh home)
-                               env=env, stdout=subprocess.DEVNULL, stderr=open(home / "bridge.log", "w"))
+                               env=env, stdout=subprocess.DEVNULL, stderr=open(home / "bridge.log", "w"))  # noqa: SIM115 - the child keeps it
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:

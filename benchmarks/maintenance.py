@@ -37,8 +37,8 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from chat import Chat  # noqa: E402
-from servers import server_databases  # noqa: E402
+from chat import Chat
+from servers import server_databases
 
 SCOPE = "user:bench:maintenance"
 WRITER_SCOPE_USER = "bystander"

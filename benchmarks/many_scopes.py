@@ -93,7 +93,7 @@ class Server:
         began = time.perf_counter()
         self.process = subprocess.Popen([str(chroma), "run", "--host", "127.0.0.1", "--port", str(self.port),
                                          "--path", str(self.path)], stdout=subprocess.DEVNULL,
-                                        stderr=open(self.path.parent / f"chroma-{self.port}.log", "ab"))
+                                        stderr=open(self.path.parent / f"chroma-{self.port}.log", "ab"))  # noqa: SIM115 - the child keeps it
         while True:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", timeout=2)
@@ -234,7 +234,6 @@ def forget(port: int, layout: str, scope: str, s: int, memories: int) -> float:
         for view in VIEWS:
             c.delete_collection(collection_of(layout, scope, view))
         return time.perf_counter() - began
-    ids = [memory_id(s, m) for m in range(memories)]
     blank = [1.0] + [0.0] * (DIM - 1)
     for view in VIEWS:
         col = c.get_collection(collection_of(layout, scope, view), embedding_function=None)

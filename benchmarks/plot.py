@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def recall_vs_budget(paths: list[str], out: str) -> None:
-    runs = sorted((json.load(open(p)) for p in paths), key=lambda r: r["budget"])
+    runs = sorted((json.loads(Path(p).read_text()) for p in paths), key=lambda r: r["budget"])
     budgets = [r["budget"] for r in runs]
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, style, label in (("ev_key", "o-", "ev_key: answer-bearing sentence (primary)"),
@@ -34,7 +35,7 @@ def recall_vs_budget(paths: list[str], out: str) -> None:
 
 
 def latency_vs_size(paths: list[str], out: str) -> None:
-    sizes = sorted((s for p in paths for s in json.load(open(p))["sizes"]), key=lambda s: s["memories"])
+    sizes = sorted((s for p in paths for s in json.loads(Path(p).read_text())["sizes"]), key=lambda s: s["memories"])
     n = [s["memories"] for s in sizes]
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, label in (("p50", "prefetch p50"), ("p95", "prefetch p95")):

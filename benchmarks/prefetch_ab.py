@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat import Chat  # noqa: E402
+from chat import Chat
 
 WARM_UP = 20
 

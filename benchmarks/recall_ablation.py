@@ -80,7 +80,7 @@ def sessions(sample: dict) -> list[tuple]:
 def plus_samples(items: list[dict]) -> list[dict]:
     """The LoCoMo conversations the LoCoMo-Plus items name, each with its cues as sessions of
     their own (locomo_plus.run_conv's stitching) and its items as questions."""
-    locomo = {s["sample_id"]: s for s in json.load(open(SHARED / FAMILIES["locomo"]))}
+    locomo = {s["sample_id"]: s for s in json.loads((SHARED / FAMILIES["locomo"]).read_text())}
     by_conv = defaultdict(list)
     for item in items:
         by_conv[item["conv"]].append(item)
@@ -99,7 +99,7 @@ def plus_samples(items: list[dict]) -> list[dict]:
 
 
 def samples(family: str, data: str | None) -> list[dict]:
-    loaded = json.load(open(data or SHARED / FAMILIES[family]))
+    loaded = json.loads(Path(data or SHARED / FAMILIES[family]).read_text())
     return plus_samples(loaded) if family == "plus" else loaded
 
 
@@ -309,7 +309,8 @@ def main(argv=None) -> None:
         if family in results:
             print(family, json.dumps(summary([q for rows in results[family].values() for q in rows])), flush=True)
     if results and args.json:
-        json.dump(results, open(args.json, "w"), indent=1)
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=1)
 
 
 if __name__ == "__main__":

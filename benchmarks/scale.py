@@ -43,7 +43,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from servers import server_databases  # noqa: E402 - shared with the tests
+from servers import server_databases  # shared with the tests
 
 WRITERS = 4  # sync_turn threads per worker (--writers)
 QUESTIONS = ("Where did I leave the bike?", "What is the locker code?", "When is the dentist?",

@@ -7,7 +7,7 @@ Importing it turns off the telemetry of the runtimes it loads (TELEMETRY_OFF, do
 """
 import os
 
-from .common.version import __version__
+from .common.version import __version__  # noqa: F401 - hermes_cmms.__version__
 
 # Set over any value the environment held (there is no opt-in), in every process that imports
 # this package (Hermes, the bridge, the CLI) and the processes it starts: each runtime reads its

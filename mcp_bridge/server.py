@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 from hermes_cmms.common.config import Settings, hermes_home
 from hermes_cmms.common.checks import admitted
 from hermes_cmms.common.errors import InvalidInput
-from hermes_cmms.common.scopes import local_scope  # noqa: F401 - re-exported (mcp_bridge.local_scope)
+from hermes_cmms.common.scopes import local_scope  # re-exported (mcp_bridge.local_scope)
 from hermes_cmms.common.version import __version__
 
 from .limits import BoundedLines, BoundedRequests, Wire

@@ -138,7 +138,7 @@ def guarded(fn: Callable[..., dict], tool_error: type[Exception],
             return _json_safe(public_ids(fn(**kwargs)))
         except CmmsError as exc:
             raise tool_error(brief(given_back(str(exc), given))) from None
-        except Exception as exc:  # noqa: BLE001 - a bug or a broken index: say so, keep serving
+        except Exception as exc:  # a bug or a broken index: say so, keep serving
             log.exception("hermes-cmms: MCP tool %s failed", fn.__name__)
             raise tool_error(f"The {fn.__name__} tool failed inside hermes-cmms "
                              f"({type(exc).__name__}: {exc}).") from None

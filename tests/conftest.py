@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from servers import drop_templates, free_port, server_databases  # noqa: F401 - tests import server_databases from here
+from servers import drop_templates, free_port, server_databases  # tests import server_databases from here
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -33,29 +33,52 @@ SHARED = REPO.parent / "shared"
 SERVER = os.environ.get("CMMS_TEST_BACKEND") == "server"
 server_only = pytest.mark.server_only  # skipped in the embedded pass; a `store` test
 embedded_only = pytest.mark.embedded_only  # checks the embedded default's own files: not in the server pass
-STORE_FIXTURES = {"service", "keyword_service"}  # a test taking one of these opens a store
+STORE_FIXTURES = {"service", "keyword_service", "shared_keyword_service"}  # a test taking one opens a store
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help="the quick loop: only the tests marked `quick`, about two minutes on two cores "
+                          "(docs/testing.md)")
+
+
+def pytest_configure(config):
+    """Under --quick, keep the compiled test modules and package even where PYTHONDONTWRITEBYTECODE
+    is set (as on this project's machines and in .ci/run): rewriting the asserts of every test
+    module and compiling the package again was most of a collection (12 s of 15 s). They are
+    kept under .pytest_cache/pycache, not beside the sources."""
+    if config.getoption("quick") and sys.dont_write_bytecode:
+        sys.dont_write_bytecode = False
+        sys.pycache_prefix = str(config.rootpath / ".pytest_cache" / "pycache")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark what opens a store through the shared fixtures; on the server backend keep only the
-    `store` tests (and not the embedded-only ones); in the embedded pass skip the server-only."""
+    """Under --quick keep only the tests marked `quick`. Mark what opens a store through the
+    shared fixtures; on the server backend keep only the `store` tests (and not the embedded-only
+    ones); in the embedded pass skip the server-only."""
+    if config.getoption("quick"):
+        _deselect(config, items, [i for i in items if i.get_closest_marker("quick")])
     for item in items:
         if item.get_closest_marker("one_backend"):
             continue
         if STORE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("server_only"):
             item.add_marker(pytest.mark.store)
     if SERVER:
-        kept = [i for i in items if i.get_closest_marker("store")
-                and not (i.get_closest_marker("embedded_only") or i.get_closest_marker("one_backend"))]
-        dropped = [i for i in items if i not in kept]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = kept
+        _deselect(config, items, [i for i in items if i.get_closest_marker("store") and not (
+            i.get_closest_marker("embedded_only") or i.get_closest_marker("one_backend"))])
         return
     skip = pytest.mark.skip(reason="needs CMMS_TEST_BACKEND=server (PostgreSQL + Chroma server)")
     for item in items:
         if item.get_closest_marker("server_only"):
             item.add_marker(skip)
+
+
+def _deselect(config, items: list, kept: list) -> None:
+    kept_ids = {id(i) for i in kept}
+    dropped = [i for i in items if id(i) not in kept_ids]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 # -- stores opened by this test process: the migrated template, and the check of the mark ------
@@ -78,14 +101,10 @@ def _migrated_template(store_class) -> Path:
     return _template["path"]
 
 
-def _watch_stores() -> None:
-    """Wrap Store.__init__: record each store opened, and start a new SQLite file as a copy of
+def _watched(opening, store_class):
+    """Store.__init__ wrapped: record each store opened, and start a new SQLite file as a copy of
     the migrated template (its migrations then found all applied), unless the test is `migrates`."""
     from sqlalchemy.engine import make_url
-
-    from hermes_cmms.store.store import Store
-
-    opening = Store.__init__
 
     def watched(self, url: str, *args, **kwargs):
         _opened.append(url)
@@ -94,16 +113,29 @@ def _watch_stores() -> None:
             if path and path != ":memory:" and not path.startswith("file:") and not Path(path).exists():
                 try:
                     Path(path).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(_migrated_template(Store), path)
+                    shutil.copyfile(_migrated_template(store_class), path)
                 except OSError:  # an unwritable place (a full disk): the store says so, its own way
                     with contextlib.suppress(OSError):
                         Path(path).unlink(missing_ok=True)  # (no half copy left for it to open)
         opening(self, url, *args, **kwargs)
 
-    Store.__init__ = watched
+    return watched
 
 
-_watch_stores()
+@pytest.fixture(scope="session", autouse=True)
+def _stores_watched():
+    """Every Store this test process opens goes through `_watched`, for the whole session.
+
+    A wrap of Store.__init__, not a fixture a test takes: stores are opened deep inside the doors
+    (`cli()`, the in-memory bridge, Hermes' provider, a `MemoryService` a test builds), which know
+    nothing of tests, and only the store knows when it is about to create a new SQLite file (a
+    `home` with the file already in it would not be an empty home). Put in place before any
+    other fixture opens a store (session scope, autouse) and taken away after the last test."""
+    from hermes_cmms.store.store import Store
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Store, "__init__", _watched(Store.__init__, Store))
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -209,6 +241,20 @@ def keyword_service(home):
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     yield svc
     svc.close()
+
+
+@pytest.fixture(scope="module")
+def shared_keyword_service(tmp_path_factory):
+    """One keyword-only MemoryService for a whole module, in a home of its own: for tests that
+    only read what a module fixture stored there, or write in a scope no other test reads
+    (`keyword_service` is the one for a test that counts every row of the store)."""
+    from hermes_cmms import MemoryService, Settings
+
+    home = tmp_path_factory.mktemp("shared_home")
+    with pytest.MonkeyPatch.context() as env, exported_home(home, env):
+        svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+        yield svc
+        svc.close()
 
 
 def python() -> str:

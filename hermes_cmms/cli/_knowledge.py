@@ -39,7 +39,8 @@ def cmd_learn(args) -> int:
         raise InvalidInput("Give the text to learn from, '-' for standard input, or --file PATH.")
     if args.file:
         try:
-            text = open(args.file, encoding="utf-8", errors="replace").read()
+            with open(args.file, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
         except OSError as exc:
             raise InvalidInput(f"Cannot read {args.file!r}: {exc.strerror}.") from None
     else:

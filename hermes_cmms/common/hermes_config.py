@@ -26,7 +26,7 @@ def read(home: Path) -> CommentedMap:
         return CommentedMap()
     try:
         data = _yaml().load(path.read_text(encoding="utf-8"))
-    except Exception as exc:  # noqa: BLE001 - ruamel raises many parser error types
+    except Exception as exc:  # ruamel raises many parser error types
         mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
         where = f" ({problem} at line {mark.line + 1})" if mark is not None and problem else ""
         raise InvalidInput(f"{path} is not valid YAML{where}.") from exc

@@ -46,7 +46,7 @@ def hermes_complete(messages: list[dict], max_tokens: int, timeout: float, purpo
     try:
         result = PluginLlm(plugin_id="cmms").complete(messages, max_tokens=max_tokens, timeout=timeout,
                                                       purpose=purpose or "cmms")
-    except Exception as exc:  # noqa: BLE001 - outside a Hermes process, or the model failed
+    except Exception as exc:  # outside a Hermes process, or the model failed
         raise LlmUnavailable(f"Hermes' plugin LLM did not answer ({_brief(exc)}).") from exc
     return (result.text or "").strip()
 

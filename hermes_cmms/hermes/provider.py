@@ -165,7 +165,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self._told.add(message)
         try:
             self._warn(message)
-        except Exception:  # noqa: BLE001 - a warning line never breaks a turn
+        except Exception:  # a warning line never breaks a turn
             log.debug("cmms: warning_callback failed", exc_info=True)
 
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
@@ -214,7 +214,7 @@ class CmmsMemoryProvider(MemoryProvider):
         if count and self._say is not None:
             try:
                 self._say(f"🧠 cmms recalled {count} memor{'y' if count == 1 else 'ies'}")
-            except Exception:  # noqa: BLE001 - a status line never breaks a turn
+            except Exception:  # a status line never breaks a turn
                 log.debug("cmms: status_callback failed", exc_info=True)
 
     def _begin(self, message: str) -> None:

@@ -127,7 +127,7 @@ def memories(scope: Optional[str] = None, q: Optional[str] = None, mode: str = "
 
 @router.get("/memory")
 @answered
-def memory(id: str = "", scope: Optional[str] = None) -> Any:  # noqa: A002 - the query's name
+def memory(id: str = "", scope: Optional[str] = None) -> Any:  # the query's name
     return _service().memory_page(_scope(scope), memory_id(id))
 
 
@@ -141,7 +141,7 @@ def inspect(prompt: str = "", scope: Optional[str] = None, budget: Optional[int]
 
 @router.get("/why_not")
 @answered
-def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,  # noqa: A002
+def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,
             budget: Optional[int] = None) -> Any:
     prompt = _prompt(prompt)
     return _service().why_not(_scope(scope), prompt, memory_id(id), budget_tokens=budget)

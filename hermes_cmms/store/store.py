@@ -125,7 +125,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
             self.keyword: KeywordIndex = keyword_index_for(self.engine.dialect.name)
             with self.write() as conn:
                 _migrations.apply(conn, _migrations.CORE_MIGRATIONS + self.keyword.migrations)
-        except Exception as exc:  # noqa: BLE001 - one clear message for any driver failure
+        except Exception as exc:  # one clear message for any driver failure
             cause = (exc.__cause__ or exc) if isinstance(exc, StoreUnavailable) else exc  # (said once)
             raise StoreUnavailable(f"Cannot open the memory store at {safe_url(url)}: {driver_said(cause)}.") from exc
         self._write_lock = threading.Lock()  # one writer per process; others wait on busy_timeout

@@ -187,12 +187,12 @@ class VectorIndex:
         """Make the server's database this store's (OWNER), or fail if another store's."""
         try:
             marker = client.get_collection(OWNER)
-        except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+        except Exception as exc:  # chroma raises several types for "missing"
             if _unreachable(exc):
                 raise
             try:
                 marker = client.create_collection(OWNER, metadata={"store": self.owner})
-            except Exception as again:  # noqa: BLE001 - another process of the store made it first
+            except Exception as again:  # another process of the store made it first
                 if _unreachable(again):
                     raise
                 marker = client.get_collection(OWNER)
@@ -265,7 +265,7 @@ class VectorIndex:
                 else:
                     try:
                         self._collections[name] = self.client.get_collection(name, embedding_function=None)
-                    except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+                    except Exception as exc:  # chroma raises several types for "missing"
                         if _unreachable(exc) or _no_database(exc):  # (the database gone: made again)
                             raise
                         return None
@@ -301,7 +301,7 @@ class VectorIndex:
                     if self.client is None or self._reclaim:  # (not made this store's meanwhile: take)
                         self._refused, self._down_until = exc, time.monotonic() + DOWN_MAX_S
                 raise
-            except Exception as exc:  # noqa: BLE001 - any failure: back off, then say so clearly
+            except Exception as exc:  # any failure: back off, then say so clearly
                 gone = _unreachable(exc)
                 # another process dropped the collection (forget --all), or the server restarted
                 # empty: the handles kept here name collections that are gone
@@ -397,7 +397,7 @@ class VectorIndex:
                 segments = _segment_dirs(self._settings.chroma_path, name) if self.embedded else []
                 try:
                     self.client.delete_collection(name)
-                except Exception as exc:  # noqa: BLE001 - chroma raises several types for "missing"
+                except Exception as exc:  # chroma raises several types for "missing"
                     if _unreachable(exc):
                         raise
                 for path in segments:  # Chroma leaves a deleted collection's HNSW files behind

@@ -120,6 +120,7 @@ def test_api_conversations_and_the_owner_see_none_of_each_others_memories(home, 
 # -- the rule, and the gateway hook, in process --------------------------------------------------
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("platform", [None, "cli", "tui", "desktop", "acp", "local"])
 def test_only_the_local_platforms_get_the_owners_scope(platform):
     assert scope_for(platform, None, "work") == "local:work"

@@ -49,6 +49,7 @@ def _error(provider, name, args) -> str:
 # -- sync_turn ------------------------------------------------------------------------------
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("user,assistant", [("", ""), (None, None), ("   ", "\n\t"), ("\x00\x00", "\x00")])
 def test_empty_turns_store_nothing_and_do_not_raise(provider, home, user, assistant):
     before = _rows(home)

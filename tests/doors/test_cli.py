@@ -54,6 +54,7 @@ def test_doctor_says_when_the_chroma_server_does_not_answer(home):
     assert "FAIL database" in down.stdout and "vectors:" not in down.stdout  # the store is what is down
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_status_and_search_read_the_store(home):
     svc = MemoryService(Settings.load(home, embedder="none"))
@@ -71,6 +72,7 @@ def test_status_and_search_read_the_store(home):
     (("search", "boat", "--limit", "0"), "'limit' must be between 1 and 50"),
     (("install-hermes-plugin", "--purge"), "--purge only makes sense with --uninstall."),
 ])
+@pytest.mark.quick
 def test_bad_input_is_one_clean_sentence(home, args, message):
     result = run(home, *args)
     assert result.returncode == 1

@@ -30,6 +30,7 @@ def stored(home):
     return ids
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_list_filters_and_pages(home, stored):
     out = run(home, "list", "--tag", "house").stdout.splitlines()

@@ -73,6 +73,7 @@ def test_import_wait_shows_a_bar_and_a_pipe_or_quiet_gets_none(home):
 
 @pytest.mark.parametrize("chosen, used", [(None, "onnx:int8"), ("onnx", "onnx:int8"), ("onnx:int8", None),
                                           ("sentence-transformers", None), ("none", None)])
+@pytest.mark.quick
 def test_a_command_that_only_stores_vectors_loads_only_the_int8_model(home, monkeypatch, chosen, used):
     """`import --wait` and `reindex` embed texts to store only: with the default ONNX embedder they
     load the int8 MiniLM those go through, not the float32 one too; any other choice is kept."""

@@ -40,6 +40,7 @@ def _dashed(memory_id: str) -> str:
     return f"{memory_id[:8]}-{memory_id[8:12]}-{memory_id[12:16]}-{memory_id[16:20]}-{memory_id[20:]}"
 
 
+@pytest.mark.quick
 def test_edit_stores_the_correction_and_search_finds_it_instead_of_the_old_text(home):
     [old] = _stored(home, "The storage unit code is 4412.")
     done = run(home, "edit", _dashed(old), "The storage unit code is 9931; password is Tr0ub4dor&3xyz.", "--json")

@@ -150,6 +150,7 @@ def _data(session, case: str) -> dict:
     return result.data
 
 
+@pytest.mark.quick
 def test_set_belief_advertises_the_contracts_source_types(session):
     tools = session[1]["tools"]
     items = input_schema(tools["set_belief"])["properties"]["sources"]["items"]
@@ -237,6 +238,7 @@ def test_get_belief_filters_by_creator_source_id_tags_and_lifecycle_state(sessio
 
 # -- resolve_conflict -------------------------------------------------------------------------
 
+@pytest.mark.quick
 def test_keep_a_leaves_b_discarded_and_keep_b_the_reverse(session):
     ids = session[1]["ids"]
     kept = _data(session, "resolve-keep_a")

@@ -77,6 +77,7 @@ def catalogue(tmp_path_factory):
         return run(_session(home))
 
 
+@pytest.mark.quick
 @catalogue_test
 def test_the_bridge_advertises_the_twenty_tools(catalogue):
     assert list(catalogue["schemas"]) == list(ORDER) and len(ORDER) == 20

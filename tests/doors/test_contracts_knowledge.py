@@ -131,6 +131,7 @@ def _data(session, case: str) -> dict:
     return result.data
 
 
+@pytest.mark.quick
 def test_learn_answers_each_bucket_with_receipts_and_no_beliefs_by_default(session):
     mixed = _data(session, "learn-mixed")
     [fact] = mixed["facts"]

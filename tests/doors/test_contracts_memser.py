@@ -44,6 +44,7 @@ def schema_errors(tool: str, value, part: str = "output") -> list[str]:
             for e in validator.iter_errors(value)]
 
 
+@pytest.mark.quick
 def test_the_local_schemas_are_valid_2020_12_and_cover_the_memser_tools():
     assert set(DOCS) == {*TOOLS, "common"}
     for doc in DOCS.values():

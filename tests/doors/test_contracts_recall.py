@@ -132,6 +132,7 @@ def test_ping_says_ok(session):
     assert _data(session, "ping")["status"] == "ok"
 
 
+@pytest.mark.quick
 def test_remember_answers_the_receipt_and_the_fact_as_stored(session):
     minimal = _data(session, "remember-minimal")
     receipt, fact = minimal["receipt"], minimal["fact"]
@@ -160,6 +161,7 @@ def test_search_without_a_query_lists_the_newest_facts(session):
     assert _ids(everything["results"]) == _ids(found["results"]) and everything["total"] == len(seeded["facts"])
 
 
+@pytest.mark.quick
 def test_search_finds_a_remembered_fact_by_its_id_and_answers_only_facts_as_results(session):
     _, seeded = session
     found = _data(session, "search-query")

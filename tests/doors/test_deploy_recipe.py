@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 DEPLOY = Path(__file__).parents[2] / "docs" / "deploy.md"
@@ -14,6 +15,7 @@ def _block(text: str, language: str) -> str:
     return re.search(rf"```{language}\n(.*?)```", text, re.S).group(1)
 
 
+@pytest.mark.quick
 def test_the_compose_recipes_embedder_is_installed_in_its_image():
     """The image installs no torch (no local-model extra): pinning sentence-transformers there
     left every worker and the bridge keyword-only."""

@@ -41,6 +41,7 @@ DOC_SECTIONS = sections(DOC_TEXT)
 SPECS = hook_specs()
 
 
+@pytest.mark.quick
 def test_the_specs_are_found():
     assert {"redact", "retain", "recall", "session_flush"} <= set(SPECS)
 

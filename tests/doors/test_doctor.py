@@ -1,7 +1,10 @@
 """`hermes-cmms doctor` on the Hermes versions people run."""
+import pytest
+
 from hermes_cmms.ops import doctor
 
 
+@pytest.mark.quick
 def test_doctor_needs_no_plugin_files_where_hermes_reads_entry_points(home):
     """Hermes 0.20+ loads cmms through the entry point: `pip install` alone is a full install
     there, while 0.19 (installed here) still needs the shim."""

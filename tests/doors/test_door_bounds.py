@@ -16,6 +16,7 @@ def _cli(home, *args, stdin=None):
     return cli(home, *args, stdin=stdin, env={"CMMS_EMBEDDER": "none"})
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("limit, offset", [(10**20, 0), (0, 0), (501, 0), (50, -1), (50, 10**20)])
 def test_an_audit_page_out_of_bounds_is_refused_at_the_service(keyword_service, limit, offset):
     with pytest.raises(InvalidInput, match=r"^An audit page is 1 to 500 events from an offset of 0 to "):

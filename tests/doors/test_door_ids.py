@@ -15,6 +15,7 @@ KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
 HASH = "0123456789abcdef0123456789abcdef"  # 32 hex digits that are no id
 
 
+@pytest.mark.quick
 def test_an_error_quotes_the_id_dashed_as_the_caller_gave_it(home):
     missing = str(uuid.uuid4())
 

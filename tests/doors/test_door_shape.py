@@ -30,6 +30,7 @@ def _mcp(home) -> dict:
     return run(main())
 
 
+@pytest.mark.quick
 def test_every_door_shows_a_memory_with_one_meaning_per_field(home):
     scope = local_scope(home)  # the MCP tools' default scope
     first, again, hermes = _hermes(home, scope)

@@ -33,6 +33,7 @@ def stored(home, scope="local:default"):
             {(r["subject"], r["predicate"], r["object"]) for r in lines if r["type"] == "fact"})
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_memory_json_round_trips_through_its_importer(home, tmp_path):
     run(home, "import", "--create", str(FIXTURE))

@@ -93,6 +93,7 @@ def test_a_forget_says_when_its_vectors_are_still_queued_and_the_next_index_writ
     assert (ran.returncode, ran.stderr) == (0, ""), ran
 
 
+@pytest.mark.quick
 def test_vector_deletions_go_before_the_upserts_queued_earlier(keyword_service):
     """A forget waits for its deletions only, not for a backlog of memories still to embed."""
     ids = [keyword_service.remember(SCOPE, note) for note in NOTES]  # keyword-only: their upserts stay queued

@@ -19,6 +19,7 @@ def hermes(home, *argv, code=0):
     return result
 
 
+@pytest.mark.quick
 def test_install_puts_the_cli_beside_the_shim(home):
     install(home)
     assert "def register_cli(subparser)" in (home / "plugins" / "cmms" / "cli.py").read_text()

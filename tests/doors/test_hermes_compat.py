@@ -56,6 +56,7 @@ def kw_home(home, monkeypatch):
 # -- the entry point ------------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_the_entry_point_gives_hermes_a_working_cmms_provider(kw_home):
     found = {ep.name: ep for ep in entry_points(group="hermes_agent.memory_providers")}
     assert "cmms" in found, "pip metadata has no hermes_agent.memory_providers entry point"

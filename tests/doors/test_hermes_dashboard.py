@@ -114,6 +114,7 @@ def _get(client, path: str, status: int = 200, **params):
 # -- what Hermes' web server checks --------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_install_writes_the_tab_where_hermes_looks(home):
     tab = home / "plugins" / "cmms" / "dashboard"
     assert (tab / "manifest.json").read_bytes() == (TEMPLATES / "manifest.json").read_bytes()

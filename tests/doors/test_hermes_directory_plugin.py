@@ -63,6 +63,7 @@ print(json.dumps({{"bare": bare, "constructed": heavy(), "class": type(provider)
 """
 
 
+@pytest.mark.quick
 def test_bare_import_and_constructing_the_provider_load_no_engine(home):
     """`hermes plugins validate` imports the plugin bare, and Hermes' start-up registers (constructs)
     the provider: neither loads SQLAlchemy, SQLModel, Chroma, numpy, ONNX Runtime or tiktoken."""

@@ -39,6 +39,7 @@ def profile(home):
     ["inspect", "What is the asset tag?"],
     ["export"],
 ])
+@pytest.mark.quick
 def test_every_command_defaults_to_the_profile_owners_scope(profile, argv):
     ran = cli(profile, *argv, env=KEYWORD_ONLY)
     assert ran.returncode == 0, ran.stderr

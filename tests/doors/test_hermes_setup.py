@@ -101,6 +101,7 @@ def test_the_picker_path_of_hermes_memory_setup_reaches_the_same_wizard(home, mo
     assert "Settings unchanged" in out
 
 
+@pytest.mark.quick
 def test_save_config_types_a_forms_strings_and_refuses_bad_values(home):
     (home / "config.yaml").write_text("# mine\nmemory:\n  provider: cmms\n")
     provider = CmmsMemoryProvider()

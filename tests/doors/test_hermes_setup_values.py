@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import yaml
 
 from hermes_cmms import Settings
@@ -17,6 +18,7 @@ def own_section(home) -> dict:
     return yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))["memory"]["cmms"]
 
 
+@pytest.mark.quick
 def test_setup_with_a_broken_saved_setting_says_so_in_one_sentence(home, monkeypatch, capsys):
     """A value already in config.yaml that no longer passes the checks (kept with Enter) made
     `hermes memory setup` end in a traceback; it says why nothing was saved instead (through

@@ -443,7 +443,7 @@ def test_mcp_over_streamable_http_answers_hostile_calls_without_a_500(home, tmp_
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    log = open(tmp_path / "bridge.log", "w")
+    log = open(tmp_path / "bridge.log", "w")  # noqa: SIM115 - the child writes it; closed below
     process = subprocess.Popen(bridge_command(home, "--transport", "http", "--port", str(port),
                                               "--scope", HOSTILE_SCOPE),
                                env={**os.environ, "CMMS_EMBEDDER": "none", "CMMS_MCP_TOKEN": ""},
@@ -566,6 +566,7 @@ def test_threads_in_hostile_scopes_never_see_each_others_memories(keyword_servic
     healthy(service)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("part", ["subject", "predicate", "object"])
 def test_a_fact_part_that_is_only_nul_bytes_is_refused(keyword_service, part):
     parts = {"subject": "Ana", "predicate": "likes", "obj": "tea", **{("obj" if part == "object" else part): "\x00 \x00"}}

@@ -16,6 +16,7 @@ FILE = FIXTURES / "conversations.json"
 STARTER = "0d4c6a52-1111-4a7e-9e1e-000000000001"
 
 
+@pytest.mark.quick
 def test_the_branch_the_user_ended_on_is_read_and_the_rest_skipped_with_reasons():
     records = list(chatgpt.records(FILE, scope="local:default"))
     memories = [r for r in records if not isinstance(r, Skipped) and r["type"] == "memory"]

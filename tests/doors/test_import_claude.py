@@ -21,6 +21,7 @@ TOMATOES = "7c2e9d44-bbbb-4ccc-8ddd-000000000002"
 ROOT = "00000000-0000-4000-8000-000000000000"
 
 
+@pytest.mark.quick
 def test_the_reader_keeps_the_branch_the_person_ended_on_and_only_what_was_said():
     records, skipped = read(claude, FOLDER)
     messages = [(r["role"], r["turn"], r["content"]) for r in records if r["type"] == "memory" and r["kind"] == "message"]

@@ -26,6 +26,7 @@ def said(records):
     return [(r["role"], r["turn"], r["content"]) for r in records if r["type"] == "memory"]
 
 
+@pytest.mark.quick
 def test_the_notes_example_gives_the_expected_turns():
     records, skipped = read(claude_code, EXAMPLE)
     assert said(records) == [

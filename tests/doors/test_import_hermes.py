@@ -53,6 +53,7 @@ def test_sessions_go_to_each_users_scope_and_only_what_was_said(home, tmp_path):
     assert found[0]["source"] == "import:hermes-state"
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_the_live_files_wal_is_read_and_the_file_left_as_it_was(home, tmp_path):
     state = built(tmp_path / "hermes", "state.db", "state.sql")

@@ -20,6 +20,7 @@ def contents(home, query, scope="local:default"):
     return [r["content"] for r in json.loads(found.stdout)["results"]] if found.stdout.startswith("{") else []
 
 
+@pytest.mark.quick
 def test_the_reader_keeps_offsets_and_skips_what_mem0_dropped():
     records = list(mem0.records(GET_ALL, scope="local:default"))
     memories = {r["content"]: r for r in records if not isinstance(r, Skipped) and r["type"] == "memory"}

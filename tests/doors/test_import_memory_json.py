@@ -13,6 +13,7 @@ from imports import imported, killed_mid_import, memories_and_peak, run, stored
 FIXTURE = Path(__file__).parents[1] / "data" / "imports" / "memory-json" / "memory.json"
 
 
+@pytest.mark.quick
 def test_the_reader_merges_repeats_and_reports_the_cut_line():
     records = list(memory_json.records(FIXTURE, scope="local:default"))
     skipped = [r for r in records if isinstance(r, Skipped)]

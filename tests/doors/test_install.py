@@ -82,6 +82,7 @@ def test_manifest_satisfies_hermes():
     assert "MemoryProvider" in (PLUGIN / "__init__.py").read_text(encoding="utf-8")[:8192]
 
 
+@pytest.mark.quick
 def test_install_writes_the_directory_plugin_as_it_is(home):
     install(home)
     ours = {str(p.relative_to(PLUGIN)): p.read_bytes() for p in PLUGIN.rglob("*")
@@ -158,6 +159,7 @@ def test_gateway_hook_loads_and_session_end_flushes_that_user(home, monkeypatch,
 # -- config.yaml, idempotence, dry run, uninstall ---------------------------------------------
 
 
+@pytest.mark.quick
 def test_install_keeps_comments_and_uninstall_restores_the_previous_provider(home):
     config = home / "config.yaml"
     config.write_text(COMMENTED_CONFIG, encoding="utf-8")

@@ -27,6 +27,7 @@ def _cli(home, *args, stdin=None, own_store=False):
     return cli(home, *args, stdin=stdin, env=env)
 
 
+@pytest.mark.quick
 def test_mcp_knowledge_tools_good_and_bad(home):
     async def main():
         async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:

@@ -28,6 +28,7 @@ def _cli(home, *args, **env):
     return cli(home, *args, env={**KEYWORD_ONLY, **env})
 
 
+@pytest.mark.quick
 def test_mcp_store_reinforces_forget_snapshots_and_every_call_is_audited(home):
     async def main():
         async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:

@@ -65,6 +65,7 @@ def test_the_server_names_itself_with_the_package_version(home):
     assert (info.name, info.version) == ("hermes-cmms", __version__)
 
 
+@pytest.mark.quick
 def test_cmms_tools_work_in_the_default_scope(home):
     async def main():
         async with memory_bridge(home, env=KEYWORD_ONLY) as bridge:

@@ -26,6 +26,7 @@ def _one_line(text: str) -> None:
     assert text.count("\n") <= 1 and "Traceback" not in text and "sqlalche.me" not in text, text
 
 
+@pytest.mark.quick
 @pytest.mark.skipif(HOST_SAYS_UNAVAILABLE, reason="Hermes 0.20+ shows unavailable_reason() itself")
 def test_a_store_that_cannot_be_written_is_said_at_session_start_and_to_the_model(kw_home, monkeypatch):
     """Hermes 0.19 builds an agent as agent_init does: the provider only if is_available(), then

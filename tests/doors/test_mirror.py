@@ -71,6 +71,7 @@ def mirror(keyword_service, home):
     assert time.monotonic() - started < 2.0
 
 
+@pytest.mark.quick
 def test_entries_are_stored_within_two_seconds(keyword_service, mirror, home):
     assert hermes().add("memory", "The deploy server is called atlas.")["success"]
     assert hermes().add("memory", "Backups run nightly at 02:00 UTC.")["success"]

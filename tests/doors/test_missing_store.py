@@ -10,7 +10,6 @@ import os
 import pytest
 import yaml
 
-from conftest import SERVER
 from hermes_cmms import MemoryService, Settings
 from inprocess import cli
 
@@ -56,6 +55,7 @@ def test_a_command_that_reads_a_typod_home_says_there_is_no_store_and_creates_no
         assert not typo.exists()
 
 
+@pytest.mark.quick
 def test_the_home_that_names_the_store_still_reads_it(hermes_home):
     found = cli(hermes_home, "search", "spare key", "--json")
     assert found.returncode == 0 and [r["content"] for r in json.loads(found.stdout)["results"]] == [FACT]

@@ -35,6 +35,7 @@ def _live_facts(home) -> list[str]:
         home, "SELECT content FROM memories WHERE kind = 'fact' AND superseded_by IS NULL"))
 
 
+@pytest.mark.quick
 def test_an_undecodable_place_told_to_hermes_neither_cuts_nor_replaces_a_fact(kw_home):
     provider = _provider(kw_home, "s1")
     provider.sync_turn("I live in Lisbon.", "Nice.")

@@ -38,6 +38,7 @@ def _stored(home) -> list[tuple]:
                                         "WHERE kind = 'message' ORDER BY seq")]
 
 
+@pytest.mark.quick
 def test_the_checkpoint_saves_the_turns_once(kw_home):
     p = _provider(kw_home)
     p.sync_turn("My locker code at the gym is 4471.", "I will remember locker 4471.", session_id="s1")

@@ -112,6 +112,7 @@ def test_tool_schemas_do_not_depend_on_initialize_and_avoid_core_names():
     assert not set(names) & set(_HERMES_CORE_TOOLS)
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_remember_then_recall_then_forget_through_tools(kw_home):
     p = _provider(kw_home)
@@ -134,6 +135,7 @@ def test_save_config_writes_memory_cmms_and_settings_read_it(home):
     assert settings.sources["recall_tokens"] == "config.yaml memory.cmms"
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_a_memory_is_injected_once_per_session(kw_home):
     writer = _provider(kw_home, session="old")

@@ -2,6 +2,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from hermes_cmms.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -13,6 +15,7 @@ def command(name: str) -> str:
     return re.search(rf"\*\*{name}\*\*.*?```bash\n(.*?)\n```", README, re.S).group(1)
 
 
+@pytest.mark.quick
 def test_every_cli_command_in_the_readme_exists():
     shown = set(re.findall(r"^hermes-cmms ([a-z-]+)", README, re.M))
     blocks = "\n".join(re.findall(r"```bash\n(.*?)```", README, re.S))  # also bin/hermes-cmms X, && hermes-cmms X

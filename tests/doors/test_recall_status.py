@@ -36,6 +36,7 @@ def _slow_recall_plugin(tmp_path, monkeypatch):
     monkeypatch.setenv("CMMS_PLUGINS", "slow")
 
 
+@pytest.mark.quick
 def test_a_prefetch_hermes_gave_up_on_is_not_counted_as_injected(home, tmp_path, monkeypatch):
     """Hermes waits _EXTERNAL_PREFETCH_TIMEOUT_S for a prefetch, then goes on with nothing; the
     late one announced "🧠 recalled 1 memory", told recall_status so, and marked the memory as

@@ -10,6 +10,7 @@ from inprocess import memory_bridge
 SCOPE = "user:telegram:42"
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_recall_memory_finds_a_tagged_match_ranked_past_the_first_hits(home):
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)

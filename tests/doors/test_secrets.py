@@ -31,6 +31,7 @@ def test_the_corpus_is_big_and_well_formed():
     assert len({entry["label"] for entry in SECRETS + NEAR_MISSES}) == len(SECRETS) + len(NEAR_MISSES)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("entry", SECRETS, ids=[e["label"] for e in SECRETS])
 def test_every_secret_of_the_corpus_is_masked(entry):
     out = redact_text(entry["text"])
@@ -189,6 +190,7 @@ def test_a_tool_error_is_redacted_before_it_is_cut(keyword_service):
     assert len(error) <= 300 and token[:12] not in error and error.startswith("x" * 273)
 
 
+@pytest.mark.quick
 def test_the_store_redacts_what_a_plugin_writes_past_admission(keyword_service, home):
     from hermes_cmms import NewMemory
 

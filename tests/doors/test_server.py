@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import chromadb
 import pytest
 
 from conftest import SERVER, server_databases, server_only
@@ -55,6 +54,7 @@ def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
 
 @pytest.mark.parametrize("query", ["config.yaml", "config yaml", "api.example.com", "example", "ops@acme.io",
                                    "acme", "/etc/hermes/env", "hermes env", "Python 3.11"])
+@pytest.mark.quick
 def test_file_names_hosts_addresses_and_paths_are_found_by_their_words(keyword_service, query):
     wanted = keyword_service.remember("test:words", "Deploy uses config.yaml on api.example.com with "
                                                     "Python 3.11, mail ops@acme.io, see /etc/hermes/env")
@@ -161,6 +161,8 @@ def test_a_wiped_chroma_database_is_claimed_again_by_the_store_writing_to_it(hom
         admin_client(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(name)
         tea = svc.remember("local:default", "Ana drinks green tea every morning")
         assert svc.indexer.drain(180) and svc.indexer.vectors.present("local:default", [tea]) == {tea}
+        import chromadb
+
         raw = chromadb.HttpClient(**_server_address(settings.chroma_url), database=name)
         assert raw.get_collection(OWNER).metadata["store"] == svc.store.identity()
 

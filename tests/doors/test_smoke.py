@@ -7,6 +7,7 @@ from hermes_cmms.provider import CmmsMemoryProvider
 pytestmark = pytest.mark.store
 
 
+@pytest.mark.quick
 def test_turn_is_recalled_in_a_later_session(home):
     writer = CmmsMemoryProvider()
     writer.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary")

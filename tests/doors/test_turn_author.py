@@ -29,6 +29,7 @@ def _messages(home) -> list[dict]:
     return [{**row, "detail": json.loads(row["detail"]) if row["detail"] else None} for row in rows]
 
 
+@pytest.mark.quick
 def test_turn_author_is_the_speaker_and_kept_with_the_client(kw_home):
     p = _provider(kw_home)
     said = "I planted the tomatoes by the fence."

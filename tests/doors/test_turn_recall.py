@@ -31,6 +31,7 @@ def _recalls(home) -> int:
         svc.close()
 
 
+@pytest.mark.quick
 def test_prefetch_collects_the_recall_on_turn_start_began(kw_home, monkeypatch):
     spawner = Spawner().install(monkeypatch)
     writer = _provider(kw_home, session="old")

@@ -31,6 +31,7 @@ def _stored(home, text="The boiler was serviced in March."):
         service.remember("local:default", text)
 
 
+@pytest.mark.quick
 @pytest.mark.store
 def test_export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo(home, tmp_path):
     """`--output /dev/stdout` or a named pipe: the export was written beside it and renamed
@@ -102,7 +103,7 @@ def test_settings_saved_into_a_bind_mounted_config_yaml_are_written_in_place(hom
     (home / "config.yaml").write_text("")
     save = ("from hermes_cmms.provider import CmmsMemoryProvider; "
             f"CmmsMemoryProvider().save_config({{'recall_tokens': '900'}}, {str(home)!r})")
-    result = subprocess.run(["unshare", "-m", "sh", "-c", f'mount --bind "$0" "$1" && exec "$2" -c "$3"',
+    result = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$1" && exec "$2" -c "$3"',
                              str(outside), str(home / "config.yaml"), sys.executable, save],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

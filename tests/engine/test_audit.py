@@ -126,6 +126,7 @@ def seeded(service):
     return service, _seed(service)
 
 
+@pytest.mark.quick
 def test_a_healthy_store_has_no_findings(seeded):
     svc, ids = seeded
     answer = audit.run(svc)

@@ -8,6 +8,7 @@ import pytest
 from hermes_cmms.common.errors import InvalidInput
 
 
+@pytest.mark.quick
 def test_door_and_dates_filter_the_audit_trail(keyword_service):
     svc, scope = keyword_service, "local:audit"
     kept = svc.remember(scope, "a note from the command line", source="cli")

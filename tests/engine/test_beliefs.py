@@ -68,6 +68,7 @@ def _dump(svc) -> str:
 # -- set_belief -------------------------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_a_new_belief_is_a_semantic_memory_with_its_proposition_and_evidence(keyword_service):
     svc = keyword_service
     note = svc.remember(SCOPE, "Alice ordered green tea at lunch")
@@ -443,12 +444,14 @@ def test_auto_applies_confidence_then_evidence_then_recency(keyword_service, con
 # -- reflect -----------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def world(keyword_service):
+@pytest.fixture(scope="module")
+def world(shared_keyword_service):
     """12 beliefs of SCOPE on 5 topics: 3 contradictory pairs (alice, postgres, build server),
     one decayed (stale), one superseded, one discarded pair (archived, carol), one belief citing a
-    forgotten memory; and a contradiction in OTHER that must never show."""
-    svc, ids = keyword_service, {}
+    forgotten memory; and a contradiction in OTHER that must never show. Made once for the module:
+    the tests that take it read SCOPE only (a reflection writes nothing), but for the one that
+    restates OTHER's belief, which no other test reads."""
+    svc, ids = shared_keyword_service, {}
     ids["old"] = _set(svc, "Postgres is old", confidence=0.8, source="mcp:test")
     svc.upkeep.decay(now=time.time() + 400 * DAY)  # only "old" exists yet: stale, 0.8 -> 0.4
     n1, n2, n3, n4 = (svc.remember(SCOPE, t) for t in (
@@ -492,6 +495,7 @@ def test_reflect_overview(world):
     assert view["topics"] == 4 and view["newest"]["id"] == ids["no_carol"]
 
 
+@pytest.mark.quick
 def test_reflect_contradictions_with_the_rule_auto_would_apply(world):
     svc, ids = world
     view = reflect(svc.engine, SCOPE, "contradictions")
@@ -605,11 +609,12 @@ def test_forgetting_a_belief_removes_its_rows_and_a_cited_memory_its_evidence(ke
     ({"tags": "x"}, "Tags must be a list"),
     ({"source": 3}, "source must be a string"),
 ])
-def test_set_belief_refuses_bad_input_and_stores_nothing(keyword_service, kwargs, message):
-    args = {"text": "Alice likes tea", **kwargs}
+def test_set_belief_refuses_bad_input_and_stores_nothing(shared_keyword_service, kwargs, message):
+    svc, args = shared_keyword_service, {"text": "Alice likes tea", **kwargs}
+    before = _dump(svc)
     with pytest.raises(InvalidInput if message else UnknownMemory, match=message or "Unknown memory id 'ghost'"):
-        set_belief(keyword_service.engine, SCOPE, args.pop("text"), **args)
-    assert _sql(keyword_service, "SELECT count(*) FROM memories") == [(0,)]
+        set_belief(svc.engine, SCOPE, args.pop("text"), **args)
+    assert _dump(svc) == before
 
 
 def test_set_belief_refuses_unknown_ids_and_bad_scopes(keyword_service):
@@ -634,9 +639,9 @@ def test_set_belief_refuses_unknown_ids_and_bad_scopes(keyword_service):
     ({"limit": "5"}, "limit must be a whole number"),
     ({"offset": -1}, "offset must be a whole number from 0"),
 ])
-def test_get_belief_refuses_bad_filters(keyword_service, kwargs, message):
+def test_get_belief_refuses_bad_filters(shared_keyword_service, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
-        get_belief(keyword_service.engine, SCOPE, **kwargs)
+        get_belief(shared_keyword_service.engine, SCOPE, **kwargs)
 
 
 def test_resolve_conflict_refuses_bad_input(keyword_service):
@@ -657,7 +662,8 @@ def test_resolve_conflict_refuses_bad_input(keyword_service):
     assert _sql(svc, "SELECT count(*) FROM memories WHERE superseded_by IS NOT NULL") == [(0,)]
 
 
-def test_reflect_refuses_an_unknown_mode_naming_the_seven(keyword_service):
+def test_reflect_refuses_an_unknown_mode_naming_the_seven(shared_keyword_service):
+    keyword_service = shared_keyword_service  # (refusals only: nothing read or written)
     with pytest.raises(InvalidInput) as error:
         reflect(keyword_service.engine, SCOPE, "dream")
     assert str(error.value) == ("Unknown reflect mode 'dream'; choose one of overview, contradictions, relations, "

@@ -30,6 +30,7 @@ def test_a_tag_or_source_filter_finds_a_match_past_the_first_ranked_hits(keyword
     assert (page["total"], [m["id"] for m in page["items"]]) == (1, [wanted])
 
 
+@pytest.mark.quick
 def test_browse_filters_sorts_and_pages_in_sql(keyword_service):
     svc = keyword_service
     first = svc.remember(S, "The red kettle is in the attic.", tags=["house"], confidence=0.7)

@@ -50,6 +50,7 @@ def full_disk(home, monkeypatch):
         event.remove(Engine, "connect", _no_room)
 
 
+@pytest.mark.quick
 def test_hermes_tool_says_the_disk_is_full(full_disk):
     provider = CmmsMemoryProvider()
     provider.initialize("s1", hermes_home=str(full_disk), platform="cli", agent_context="primary")

@@ -10,6 +10,7 @@ from hermes_cmms.common.errors import InvalidInput
 MINE, THEIRS = "test:mine", "test:theirs"
 
 
+@pytest.mark.quick
 def test_get_never_reads_another_scope_and_answers_a_fact_with_its_parts(keyword_service):
     mine = keyword_service.remember_fact(MINE, "user", "lives in", "Lisbon")
     theirs = keyword_service.remember_fact(THEIRS, "user", "lives in", "Oslo")
@@ -62,4 +63,4 @@ def test_the_names_a_door_needs_come_from_the_facade():
     for name in facade.DOOR_NAMES:
         assert getattr(facade, name) is not None
     with pytest.raises(AttributeError):
-        facade.delete_orphans  # noqa: B018 - only the names listed are lent to the doors
+        facade.delete_orphans  # only the names listed are lent to the doors

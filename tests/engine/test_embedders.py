@@ -34,6 +34,7 @@ def test_auto_is_the_minilm_under_onnx_runtime():
     assert embedders._build("auto", "bfloat16").name.startswith("sentence-transformers:")
 
 
+@pytest.mark.quick
 def test_the_default_embedder_runs_without_torch(tmp_path):
     """The default install has no torch: loading and using the default embedder imports none."""
     code = ("import sys; from hermes_cmms.vectors.embedders import load_embedder; "

@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCOPE = "local:engine"
 
 
+@pytest.mark.quick
 def test_the_engine_holds_the_services_own_parts(keyword_service):
     svc, engine = keyword_service, keyword_service.engine
     assert isinstance(engine, Engine) and engine.service is svc

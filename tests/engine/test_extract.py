@@ -47,6 +47,7 @@ def found(text: str, role: str = "user") -> list[tuple[str, str]]:
     ("I have a dog named Biscuit.", [("fact", "user has dog Biscuit")]),
     ("I moved to Berlin in 2019.", [("fact", "user lives in Berlin")]),
 ])
+@pytest.mark.quick
 def test_facts(text, expected):
     assert found(text) == expected
 
@@ -255,6 +256,7 @@ def test_no_belief(text):
     assert found(text) == []
 
 
+@pytest.mark.quick
 def test_a_hedged_clause_gives_a_belief_and_no_fact():
     assert found("I think Ana works at Google.") == [("belief", "Ana works at Google")]
 

@@ -74,6 +74,7 @@ def assert_inert(block: str) -> None:
     assert "memorycontext>" not in normalised(block) and "[systemnote" not in normalised(block)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("tag", TAGS)
 def test_every_look_alike_of_a_fence_tag_is_removed(tag):
     assert fence.inert(f"before {tag} after") == f"before {fence.TAG_REMOVED} after"

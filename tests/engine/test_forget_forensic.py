@@ -296,6 +296,7 @@ print(again == first, secret[64:128] in ctypes.string_at(again, len(secret)))
 '''
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("mode, stale", [("plain", True), ("scrub", False)])
 def test_a_block_the_heap_hands_out_again_holds_nothing_of_what_was_freed(mode, stale):
     """Chroma's embedded index writes a buffer malloc gave it whole, unused slots included: with

@@ -140,6 +140,7 @@ def test_a_scrub_ends_while_another_process_writes_turns(store, tmp_path):
     _fts_sound(store)
 
 
+@pytest.mark.quick
 def test_an_index_of_many_levels_is_rebuilt_to_few(store, turns, tmp_path):
     _counted(store)
     for n in range(4):  # each scrub with writes between its steps adds two levels

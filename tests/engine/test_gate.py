@@ -7,7 +7,7 @@ import pytest
 
 from hermes_cmms.common.text import content_hash
 from hermes_cmms.common.units import units
-from hermes_cmms.recall import block, search
+from hermes_cmms.recall import search
 from hermes_cmms.recall.block import CLOSE_COSINE, GATE_COSINE, GATE_WORDS, SURE_COSINE, about_the_prompt
 from hermes_cmms.recall.rank import Hit
 from hermes_cmms.recall.render import render
@@ -36,6 +36,7 @@ def _hit(content: str, similarity=None, keyword_rank=None) -> Hit:
 
 # -- the gate itself ----------------------------------------------------------------------------
 
+@pytest.mark.quick
 def test_keyword_only_is_never_gated():
     hits = [_hit("Alice loves strong coffee", None, 7)]
     assert about_the_prompt(hits, "write a haiku about strong winds", by_meaning=False) == hits
@@ -46,6 +47,7 @@ def test_one_memory_surely_about_the_prompt_lets_every_hit_in():
     assert about_the_prompt(hits, "anything at all") == hits
 
 
+@pytest.mark.quick
 def test_between_the_two_cosines_only_the_close_ones_go_in():
     best, close, far, unseen = (_hit("a", GATE_COSINE), _hit("b", CLOSE_COSINE), _hit("c", CLOSE_COSINE - 0.01),
                                 _hit("d", None, 5))

@@ -77,7 +77,18 @@ def facts(keyword_service) -> dict[str, str]:
     return {label: keyword_service.remember_fact(SCOPE, *parts) for label, parts in FACTS.items()}
 
 
-def test_every_fact_becomes_one_edge_between_deduplicated_entities(keyword_service, facts):
+@pytest.fixture(scope="module")
+def read_graph(shared_keyword_service) -> tuple:
+    """The fixture graph made once, in a store of the module's own, for the tests that only search
+    it (a search writes nothing): the service and the memory ids by label. A test that adds to the
+    graph or changes it takes `facts`, on a store of its own."""
+    return shared_keyword_service, {label: shared_keyword_service.remember_fact(SCOPE, *parts)
+                                    for label, parts in FACTS.items()}
+
+
+@pytest.mark.quick
+def test_every_fact_becomes_one_edge_between_deduplicated_entities(read_graph):
+    keyword_service, facts = read_graph
     keys, edges = _graph_rows(keyword_service)
     assert keys == {"alice", "acme", "lisbon", "portugal", "bob", "porto", "carol", "dave", "erin", "jazz",
                     "frank", "hana sato", "user"}
@@ -95,7 +106,8 @@ def test_entity_key_folds_case_spaces_punctuation_possessive_and_article(spellin
     assert graph.entity_key("Alice Smith") != graph.entity_key("Alice")
 
 
-def test_query_mode_finds_the_entities_a_question_names(keyword_service, facts):
+def test_query_mode_finds_the_entities_a_question_names(read_graph):
+    keyword_service, facts = read_graph
     found = graph.search(keyword_service.engine, SCOPE, query="Where does alice work?")
     assert found["mode"] == "query" and [e["name"] for e in found["entities"]] == ["Alice"]
     [alice] = found["entities"]
@@ -109,20 +121,23 @@ def test_query_mode_finds_the_entities_a_question_names(keyword_service, facts):
     assert [(e["name"], e["degree"]) for e in both] == [("Lisbon", 3), ("Portugal", 2)]  # better connected first
 
 
-def test_query_mode_reads_the_first_person_as_the_user_entity(keyword_service, facts):
+def test_query_mode_reads_the_first_person_as_the_user_entity(read_graph):
+    keyword_service, facts = read_graph
     for question in ("Where do I live?", "Where does the user live?"):
         [user] = graph.search(keyword_service.engine, SCOPE, query=question)["entities"]
         assert user["name"] == "user" and _neighbours(user) == {("Lisbon", "lives in", True, True)}
 
 
-def test_query_mode_falls_back_to_whole_words_of_longer_names(keyword_service, facts):
+def test_query_mode_falls_back_to_whole_words_of_longer_names(read_graph):
+    keyword_service, facts = read_graph
     [hana] = graph.search(keyword_service.engine, SCOPE, query="What does Sato do?")["entities"]
     assert hana["name"] == "Hana Sato" and _neighbours(hana) == {("Acme", "CEO is", False, True)}
     assert graph.search(keyword_service.engine, SCOPE, query="Who is Sat?")["entities"] == []
     assert graph.search(keyword_service.engine, SCOPE, query="the weather in Oslo")["entities"] == []
 
 
-def test_entity_mode_lists_neighbours_with_direction_and_provenance(keyword_service, facts):
+def test_entity_mode_lists_neighbours_with_direction_and_provenance(read_graph):
+    keyword_service, facts = read_graph
     ids = _ids(keyword_service)
     found = graph.search(keyword_service.engine, SCOPE, entity_id=ids["bob"])
     assert found["mode"] == "entity" and found["entity"]["name"] == "Bob" and found["entity"]["degree"] == 3
@@ -134,7 +149,8 @@ def test_entity_mode_lists_neighbours_with_direction_and_provenance(keyword_serv
     assert acme["degree"] == 4 and len(acme["neighbours"]) == 2
 
 
-def test_paths_of_one_to_four_hops_shortest_first(keyword_service, facts):
+def test_paths_of_one_to_four_hops_shortest_first(read_graph):
+    keyword_service, facts = read_graph
     assert _paths(keyword_service, "alice", "acme") == [[("Alice", "works at", "Acme", True)]]
     assert _paths(keyword_service, "carol", "erin") == [[("Carol", "is married to", "Dave", False),
                                                          ("Dave", "mentors", "Erin", False)]]
@@ -149,7 +165,8 @@ def test_paths_of_one_to_four_hops_shortest_first(keyword_service, facts):
                                                         ("Bob", "works at", "Acme", True)]]
 
 
-def test_max_depth_and_limit_cut_the_paths(keyword_service, facts):
+def test_max_depth_and_limit_cut_the_paths(read_graph):
+    keyword_service, facts = read_graph
     assert [len(p) for p in _paths(keyword_service, "alice", "portugal", max_depth=3)] == [3]
     assert _paths(keyword_service, "alice", "portugal", max_depth=2) == []
     assert _paths(keyword_service, "erin", "acme", max_depth=3) == []
@@ -209,6 +226,7 @@ def test_the_graph_rows_rebuild_a_graph_from_its_facts_alone(keyword_service, fa
     assert _graph_rows(keyword_service) == built
 
 
+@pytest.mark.quick
 def test_scopes_never_leak_into_each_other(keyword_service, facts):
     keyword_service.remember_fact(OTHER, "Alice", "works at", "Globex")
     globex = keyword_service.remember_fact(OTHER, "Globex", "is in", "Portugal")
@@ -396,12 +414,14 @@ def test_a_whole_word_is_found_behind_many_names_that_merely_contain_it(keyword_
     ({"query": "x" * 300_000}, "300,000 characters; the limit is 10,000"),
     ({"entity_id": 7}, "entity_id must be a non-empty string, not 7"),
 ])
-def test_bad_input_gets_one_clear_sentence(keyword_service, facts, kwargs, message):
+def test_bad_input_gets_one_clear_sentence(read_graph, kwargs, message):
+    keyword_service, facts = read_graph
     with pytest.raises(InvalidInput, match=message):
         graph.search(keyword_service.engine, SCOPE, **kwargs)
 
 
-def test_the_mode_goes_by_precedence_and_empty_strings_are_not_given(keyword_service, facts):
+def test_the_mode_goes_by_precedence_and_empty_strings_are_not_given(read_graph):
+    keyword_service, facts = read_graph
     ids = _ids(keyword_service)
     both = graph.search(keyword_service.engine, SCOPE, query="Where does Bob live?", entity_id=ids["alice"])
     assert both["mode"] == "entity" and both["entity"]["name"] == "Alice" and both["ignored"] == ["query"]
@@ -451,7 +471,8 @@ def test_a_name_that_several_entities_share_without_spaces_resolves_to_the_best_
     assert squeezed["resolved"][0]["matches"] == 2
 
 
-def test_the_contract_view_has_each_entity_and_relation_once_and_paths_as_entities(keyword_service, facts):
+def test_the_contract_view_has_each_entity_and_relation_once_and_paths_as_entities(read_graph):
+    keyword_service, facts = read_graph
     ids = _ids(keyword_service)
     query = graph_view(graph.search(keyword_service.engine, SCOPE, query="Alice and Acme"))
     names = [n["name"] for n in query["nodes"]]
@@ -471,7 +492,8 @@ def test_the_contract_view_has_each_entity_and_relation_once_and_paths_as_entiti
     assert graph_view({"mode": "none", "note": graph.NOTHING}) == {"nodes": [], "edges": [], "paths": []}
 
 
-def test_unknown_entities_same_ends_and_bad_scopes_are_refused(keyword_service, facts):
+def test_unknown_entities_same_ends_and_bad_scopes_are_refused(read_graph):
+    keyword_service, facts = read_graph
     alice = _ids(keyword_service)["alice"]
     with pytest.raises(UnknownEntity, match="Unknown entity id 'nope'"):
         graph.search(keyword_service.engine, SCOPE, entity_id="nope")

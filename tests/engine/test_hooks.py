@@ -36,6 +36,7 @@ class DeferringRecall:
         return None
 
 
+@pytest.mark.quick
 def test_registered_redactor_masks_its_pattern_and_the_builtin_still_runs(keyword_service):
     keyword_service.pm.register(AcmeRedactor(), name="acme")
     memory_id = keyword_service.remember(

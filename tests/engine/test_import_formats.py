@@ -9,6 +9,7 @@ from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.ops.formats import READERS, detect, stable_id, streamed_json_array, timestamp
 
 
+@pytest.mark.quick
 def test_stable_ids_are_32_hex_digits_the_same_each_time_and_apart_per_format_and_part():
     first = stable_id("chatgpt", "conv-1", "msg-1")
     assert first == stable_id("chatgpt", "conv-1", "msg-1") and len(first) == 32 and int(first, 16) >= 0

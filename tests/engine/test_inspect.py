@@ -67,6 +67,7 @@ def kw(keyword_service):
     return keyword_service
 
 
+@pytest.mark.quick
 def test_each_line_carries_the_rankings_ranks_fused_score_and_nudges(kw):
     store = kw.store
     inspected = kw.inspect_recall(SCOPE, PROMPT)

@@ -34,6 +34,7 @@ def _tool(provider, name, **args):
     return json.loads(provider.handle_tool_call(name, args))
 
 
+@pytest.mark.quick
 def test_memories_survive_closing_and_reopening(home):
     first = MemoryService(Settings.load(home))
     note = first.remember("local:default", "The spare key hangs behind the calendar")

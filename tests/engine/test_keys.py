@@ -2,6 +2,7 @@
 reaches another id's made (escaped or shortened) key. Ordinary ids are their own key."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from db import sql
@@ -29,6 +30,7 @@ def test_distinct_ids_get_distinct_keys(a, b):
         assert clean_key(a) != clean_key(b)
 
 
+@pytest.mark.quick
 @settings(max_examples=300, deadline=None, database=None)
 @given(IDS)
 def test_a_made_key_typed_in_literally_is_another_key(text):

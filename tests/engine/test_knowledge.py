@@ -22,6 +22,7 @@ NOTES = ("My sister Ana works at Google. I really like dark roast coffee. "
          "We decided to use Postgres because it scales. I think the staging API is stable.")
 
 
+@pytest.mark.quick
 def test_learn_keeps_the_text_and_links_every_item_to_it(keyword_service, home):
     result = keyword_service.learn(SCOPE, NOTES, source="meeting-notes")
     kinds = sorted(item["kind"] for item in result["learned"])
@@ -193,6 +194,7 @@ def test_semantic_stage_answers_a_paraphrase(service):
     assert "cosine similarity" in answer["reason"]
 
 
+@pytest.mark.quick
 def test_route_rejects_bad_input(keyword_service):
     for query, limit in [(None, 5), ("x" * 10_001, 5), ("ok", 0), ("ok", 101), ("ok", True)]:
         with pytest.raises(InvalidInput):

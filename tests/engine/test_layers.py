@@ -17,6 +17,7 @@ def lint(env_extra: dict | None = None) -> subprocess.CompletedProcess:
                           text=True, env=env, timeout=120)
 
 
+@pytest.mark.quick
 def test_every_contract_is_kept():
     done = lint()
     assert done.returncode == 0, done.stdout + done.stderr

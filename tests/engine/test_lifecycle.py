@@ -25,7 +25,7 @@ from conftest import SERVER, server_databases
 from db import dump, keyword_hits, keyword_rows, on_postgres, plan, row, sql, url_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from lifecycle import synthetic_observations  # noqa: E402  (the benchmark's data, shared)
+from lifecycle import synthetic_observations  # (the benchmark's data, shared)
 
 pytestmark = pytest.mark.store
 
@@ -94,6 +94,7 @@ def _vector_ids(service, scope: str, text: str, view: str = "content") -> list[s
 # -- duplicates reinforce -----------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_a_repeated_note_reinforces_the_first_instead_of_adding_a_row(keyword_service):
     svc = keyword_service
     first = svc.store_note(SCOPE, "The garage door code is 4417", source="mcp:store_memory", session_id="s1")
@@ -276,6 +277,7 @@ def test_repeats_fold_only_into_the_same_role(keyword_service):
         ("user", 1), ("assistant", 0)]
 
 
+@pytest.mark.quick
 def test_forgetting_a_consolidated_memory_takes_its_summary_along(service):
     episode = ["I walked the dog along the beach this morning.",
                "This morning I took the dog for a walk on the beach.",

@@ -4,13 +4,11 @@ interrupted forget --all leaves nothing of the scope readable and is finished by
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +18,7 @@ from conftest import REPO, python, subprocess_env
 from db import sql
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from maintenance import fill  # noqa: E402  (the benchmark's bulk fill, shared)
+from maintenance import fill  # (the benchmark's bulk fill, shared)
 
 pytestmark = pytest.mark.store
 
@@ -135,6 +133,7 @@ def test_an_interrupted_forget_all_hides_the_scope_and_running_it_again_finishes
     assert service.page(OTHER)[1] == 2
 
 
+@pytest.mark.quick
 def test_a_forget_all_interrupted_before_it_blanked_the_trail_shows_none_of_it(keyword_service, home, monkeypatch):
     """Killed right after its mark: the trail still holds the snapshot of a memory forgotten
     before, which audit-log --snapshots (and MCP audit_log) showed until the sweep ran."""

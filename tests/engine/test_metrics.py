@@ -49,6 +49,7 @@ def _mcp_tools(svc):
     return {fn.__name__: guarded(fn, tool_error, metrics=svc.metrics) for fn in catalogue(svc, SCOPE)}, tool_error
 
 
+@pytest.mark.quick
 def test_mcp_tool_calls_are_counted_timed_and_errors_marked(keyword_service):
     svc = keyword_service
     tools, tool_error = _mcp_tools(svc)

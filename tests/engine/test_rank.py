@@ -1,4 +1,6 @@
 """Hybrid ranking: meaning wins where the question's words are absent."""
+import pytest
+
 from hermes_cmms.common.text import content_hash
 from hermes_cmms.recall.rank import rank
 from hermes_cmms.recall.search import _vector_search
@@ -18,6 +20,7 @@ def _first(query: str, worded: str, meant: str) -> str:
     return rank(memories, rankings, now=1.0, query=query)[0].memory.id
 
 
+@pytest.mark.quick
 def test_the_vector_rankings_lead_when_the_keyword_hits_hold_few_of_the_words():
     query = "First week at the shelter done, covered in dog hair and happy."
     worded, meant = "The dog next door barked all night.", "I quit banking because I wanted to work with animals."

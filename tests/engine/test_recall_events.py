@@ -25,6 +25,7 @@ def _fill(service, scope=SCOPE, session="s1"):
     return service.remember(scope, "The Lisbon office opens at nine")
 
 
+@pytest.mark.quick
 def test_a_hermes_turn_records_its_block_s_ids_in_order_with_session_and_turn(kw_home):
     p = CmmsMemoryProvider()
     p.initialize("chat-1", hermes_home=str(kw_home), platform="cli", agent_context="primary", agent_identity="default")

@@ -96,6 +96,7 @@ def test_secret_is_redacted_before_storage(keyword_service, home, label, text, s
 
 @pytest.mark.parametrize("text", ["sk-proj-Ab12Cd34Ef56Gh78Ij90KlMnOp",
                                   "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAq7BFUpkGp3+LQmlQ"])
+@pytest.mark.quick
 def test_a_text_that_is_only_a_secret_is_not_admitted(keyword_service, home, text):
     with pytest.raises(InvalidInput, match="Nothing is left to remember once secrets are removed"):
         keyword_service.remember(SCOPE, text)
@@ -103,6 +104,7 @@ def test_a_text_that_is_only_a_secret_is_not_admitted(keyword_service, home, tex
     assert _sql(home, "SELECT count(*) FROM memories") == [(0,)]
 
 
+@pytest.mark.quick
 def test_redaction_keeps_the_words_around_the_secret(keyword_service):
     memory_id = keyword_service.remember(SCOPE, "staging key sk-proj-Ab12Cd34Ef56Gh78Ij90KlMnOp for the deploy")
     stored = keyword_service.store.get([memory_id], SCOPE)[memory_id].content

@@ -1,4 +1,6 @@
 """Packing recalled memories: one heading a day, a paragraph a session, within the budget."""
+import pytest
+
 from hermes_cmms.common import tokens
 from hermes_cmms.store.models import Memory
 from hermes_cmms.recall.rank import Hit
@@ -17,6 +19,7 @@ def _hit(content, session, at, turn=1, role="user"):
     return Hit(memory, 1.0)
 
 
+@pytest.mark.quick
 def test_one_heading_a_day_and_a_paragraph_a_session():
     hits = [_hit("Lunch was pasta", "b", 10 * DAY + 50), _hit("Breakfast was toast", "a", 10 * DAY),
             _hit("Dinner was soup", "c", 12 * DAY), _hit("The toast was burnt", "a", 10 * DAY + 1, 2)]

@@ -12,7 +12,6 @@ import random
 import subprocess
 import sys
 
-import chromadb
 import numpy as np
 from conftest import server_only
 
@@ -38,6 +37,8 @@ def _fill(index: VectorIndex, scope: str, ids: list[str], vectors: list[list[flo
 
 def _raw(settings: Settings):
     """A plain chromadb client on the test's Chroma database: what is really stored."""
+    import chromadb
+
     database = settings.chroma_url.rstrip("/").rpartition("/")[2]
     return chromadb.HttpClient(**_server_address(settings.chroma_url), database=database)
 

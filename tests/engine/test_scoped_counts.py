@@ -38,6 +38,7 @@ def _others_write(home, count: int) -> None:
         service.close()
 
 
+@pytest.mark.quick
 def test_ping_and_metrics_of_a_scoped_bridge_do_not_see_other_scopes(home):
     async def main():
         async with memory_bridge(home, "--scope", MINE, env=QUIET) as bridge:

@@ -31,6 +31,7 @@ def _count(service, table) -> int:
 # -- correct --------------------------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_a_correction_supersedes_the_old_memory_and_the_next_recall_finds_only_the_new_text(service):
     old = service.remember(SCOPE, "The storage unit door code is 4412.", source="hermes:cmms_remember")
     service.indexer.drain(60)

@@ -76,6 +76,7 @@ def _seq(service, memory_id: str) -> int:
 # -- schema and migrations ------------------------------------------------------------------
 
 
+@pytest.mark.quick
 @pytest.mark.migrates
 def test_blank_database_migrates_to_the_models_schema(url):
     store = Store(url)
@@ -209,6 +210,7 @@ def test_turns_are_numbered_per_session(url):
 # -- keyword index stays in sync --------------------------------------------------------------
 
 
+@pytest.mark.quick
 def test_keyword_index_follows_insert_update_and_delete(keyword_service):
     svc = keyword_service
     memory_id = svc.remember(SCOPE, "Grandma's recipe uses cardamom and saffron")

@@ -122,6 +122,7 @@ def everything(where) -> dict:
 
 # -- round trip -----------------------------------------------------------------------------
 
+@pytest.mark.quick
 def test_round_trip_keeps_every_row_chain_and_graph(keyword_service, tmp_path):
     made = fill(keyword_service)
     lines = lines_of(keyword_service)

@@ -11,6 +11,7 @@ from hermes_cmms.extract import extract
 KOELN = "I live in K\udcf6ln."  # "I live in Köln." in Latin-1, read as UTF-8 with surrogateescape
 
 
+@pytest.mark.quick
 def test_an_undecodable_character_is_kept_as_the_replacement_character():
     assert clean(KOELN) == f"I live in K{UNDECODABLE}ln."  # never "K?ln.", which reads as a question
     assert clean("a \ud83d\ude00 b \ud800 c\x00") == f"a \U0001f600 b {UNDECODABLE} c"  # a pair is its character

@@ -1,10 +1,13 @@
 """A memory's sentences embedded one by one, so a question finds the sentence that answers it."""
+import pytest
+
 from hermes_cmms.common.units import MAX_UNITS, units
 from hermes_cmms.recall.search import _vector_search
 from hermes_cmms.vectors.chroma import UNITS, owner
 from hermes_cmms.vectors.indexer import query_vector
 
 
+@pytest.mark.quick
 def test_each_sentence_keeps_the_speaker():
     assert units("Melanie: Hey Caroline! I went camping last weekend. It was great to unplug.") == [
         "Melanie: Hey Caroline!", "Melanie: I went camping last weekend.", "Melanie: It was great to unplug."]

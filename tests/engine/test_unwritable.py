@@ -75,6 +75,7 @@ def _one_sentence(message: str) -> None:
 # -- unavailable, with a reason ---------------------------------------------------------------
 
 
+@pytest.mark.quick
 @embedded_only
 def test_an_unwritable_home_makes_cmms_unavailable_with_a_reason(kw_home, monkeypatch):
     provider = _hermes_loader(kw_home, monkeypatch)

@@ -9,7 +9,6 @@ import random
 import threading
 import time
 
-import pytest
 from conftest import embedded_only
 
 from hermes_cmms import Settings

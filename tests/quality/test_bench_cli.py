@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -125,6 +125,7 @@ def figures(*values) -> dict:
     return dict(zip(FIGURES, values, strict=True))
 
 
+@pytest.mark.quick
 @ingests
 def test_locomo_scores_the_fixture_exactly(tmp_path):
     result = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))

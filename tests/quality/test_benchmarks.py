@@ -189,6 +189,7 @@ def test_recall_ablation_scores_as_the_bench_command_does(tmp_path, monkeypatch)
     assert starved["ev_key"] < ours["ev_key"] and starved["tokens"] <= 40
 
 
+@pytest.mark.quick
 def test_recall_ablation_stitches_each_cue_as_a_session_of_its_own():
     """The LoCoMo-Plus family: every cue is a session of its own at its gap before the question
     time (7 days after the conversation's last session), in time order with LoCoMo's, and a cue

@@ -87,6 +87,7 @@ def test_the_wheel_ships_every_file_of_the_package_folders(tmp_path):
     assert sorted(wanted - shipped) == []
 
 
+@pytest.mark.quick
 def test_the_check_sees_torch_and_cuda_in_a_report():
     """The same check on a report that has them (the local-model extra on plain PyPI pulls these)."""
     report = {"install": [{"metadata": {"name": name, "version": "1"}} for name in

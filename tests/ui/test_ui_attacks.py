@@ -31,6 +31,7 @@ def service(kw_home):
     svc.close()
 
 
+@pytest.mark.quick
 def test_a_number_in_other_digits_or_too_long_is_one_sentence(service):
     """`²` is a digit to str.isdigit but not to int(), and int() refuses 4,301 digits: both were a
     500 (a traceback in the log, the connection reset) instead of the page's one sentence."""

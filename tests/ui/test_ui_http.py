@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -39,6 +40,7 @@ def seeded(service):
 
 # -- the gate -------------------------------------------------------------------------------
 
+@pytest.mark.quick
 def test_nothing_is_answered_without_the_token_or_its_cookie(service):
     with running(service) as door, httpx.Client(base_url=base(door)) as client:
         for path in ("/", "/memories", "/audit", "/static/app.css", "/static/htmx.min.js", "/nowhere"):
@@ -193,7 +195,7 @@ def _listening(port: int) -> set[str]:
     """The local addresses (hex, as /proc/net/tcp* has them) listening on `port`."""
     found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in open(table).read().splitlines()[1:]:
+        for row in Path(table).read_text().splitlines()[1:]:
             local, state = row.split()[1], row.split()[3]
             if state == "0A" and int(local.split(":")[1], 16) == port:
                 found.add(local.split(":")[0])
@@ -357,6 +359,7 @@ def test_a_memory_page_shows_its_provenance_and_its_chain(service):
         assert "mcp:store_memory" in old_page and "s-1" in old_page and "superseded by" in old_page
 
 
+@pytest.mark.quick
 def test_the_inspector_shows_the_block_why_each_line_and_why_not(service, seeded):
     for n in range(30):
         service.remember(SCOPE, f"Gardening log {n}: watered the tomatoes and basil", judge=False)
