@@ -50,6 +50,7 @@ def _stored(service, scope=SCOPE):
         return dict(conn.execute(text("SELECT id, content FROM memories WHERE scope = :scope"), {"scope": scope}).all())
 
 
+@pytest.mark.quick
 def test_every_imported_memory_passes_the_registered_redactors_and_the_retain_hook(keyword_service, tmp_path):
     watch = Watch()
     keyword_service.pm.register(watch, name="watch")

@@ -46,6 +46,7 @@ def _lacking(verbs: set[str]) -> list[str]:
     return sorted(v for v in verbs if v.startswith("_") or not callable(inspect.getattr_static(MemoryService, v, None)))
 
 
+@pytest.mark.quick
 def test_every_verb_the_web_doors_call_is_a_method_of_the_service():
     called = {path.name: verbs_called(path.read_text()) for path in SOURCES}
     assert not _lacking(set().union(*called.values())), "renamed or removed verbs a web door still calls"

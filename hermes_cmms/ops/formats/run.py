@@ -147,7 +147,7 @@ class _Held:
         if self.size <= HELD_BYTES:
             self.kept += self.batch
         else:
-            self.file = self.file or tempfile.TemporaryFile()
+            self.file = self.file or tempfile.TemporaryFile()  # noqa: SIM115 - the spool, closed with the run
             pickle.dump([(line, kind.name, row) for line, kind, row in self.batch], self.file, pickle.HIGHEST_PROTOCOL)
             self.batches += 1
         self.batch = []
