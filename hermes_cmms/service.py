@@ -282,9 +282,10 @@ class MemoryService:
         """The store (or one scope) at a glance: scopes with counts and index lag, health, the
         latest writes and recalls (an overview shows no recalls rather than fail on them)."""
         from .ops import browse
+        from .recall import history
 
         try:
-            recalls = self.recent_recalls(scope, browse.LATEST)
+            recalls = history.recent_recalls(self.engine, scope, browse.LATEST)
         except Exception as exc:  # noqa: BLE001 - the rest of the overview stands
             log.warning("hermes-cmms: the overview could not read the latest recalls: %s", exc)
             recalls = []

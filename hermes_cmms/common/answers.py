@@ -44,6 +44,7 @@ class Item:
     pinned: bool = False
     corrected_at: Optional[float] = None
     speaker: Optional[str] = None
+    turn: Optional[int] = None  # a message's turn in its session
     detail: dict = field(default_factory=dict)  # a learned item's parts (decision, skill, ...)
     fact: Optional[tuple[str, str, str]] = None  # (subject, predicate, object) of a fact
     score: Optional[float] = None  # a search's fused score

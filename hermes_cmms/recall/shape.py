@@ -20,7 +20,7 @@ def item(memory: Memory, facts: Optional[Mapping[str, tuple]] = None, *, score: 
                 session_id=memory.session_id, confidence=memory.confidence, state=memory.state,
                 superseded_by=memory.superseded_by, reinforcements=memory.access_count,
                 created_at=memory.created_at, updated_at=memory.updated_at, expires_at=memory.expires_at,
-                pinned=bool(memory.pinned), corrected_at=memory.corrected_at, speaker=memory.speaker,
+                pinned=bool(memory.pinned), corrected_at=memory.corrected_at, speaker=memory.speaker, turn=memory.turn,
                 detail=json.loads(memory.detail or "{}"),
                 fact=tuple(facts[memory.id]) if facts and memory.id in facts else None,
                 score=score, similarity=similarity)

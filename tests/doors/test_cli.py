@@ -188,7 +188,7 @@ def loaded(home, *args) -> dict:
 def stored_home(home):
     svc = MemoryService(Settings.load(home))
     svc.retain_turn("local:default", "s1", "The boat is moored at Pier 9.", "Noted.")
-    assert svc.indexer.drain(120)
+    assert svc.upkeep.drain(120)
     svc.close()
     return home
 

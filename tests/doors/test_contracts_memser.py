@@ -111,7 +111,7 @@ def answers(tmp_path_factory):
         with MemoryService(Settings.load(home)) as service:  # an episode Hermes retained, to consolidate
             for i, text in enumerate(EPISODE):
                 service.retain_turn(SCOPE, "walks", text, f"Noted ({i}).")
-            assert service.indexer.drain(120)
+            assert service.upkeep.drain(120)
         return run(_session(home))
 
 

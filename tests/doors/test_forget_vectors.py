@@ -70,7 +70,7 @@ def test_a_forget_says_when_its_vectors_are_still_queued_and_the_next_index_writ
     settings = Settings.load(home)
     with MemoryService(settings, scheduler=False) as service:
         ids = [service.remember(SCOPE, note) for note in NOTES]
-        assert service.indexer.drain(120) and _indexed(service, ids) == set(ids)
+        assert service.upkeep.drain(120) and _indexed(service, ids) == set(ids)
     with monkeypatch.context() as short, stuck_index_writer(settings):
         short.setattr(service_module, "FORGET_WAIT_S", 0.5)  # (10 s and 30 s more at the CLI)
         short.setattr(commands, "FORGET_DRAIN_S", 0.5)
@@ -87,7 +87,7 @@ def test_a_forget_says_when_its_vectors_are_still_queued_and_the_next_index_writ
         finally:
             hermes_side.close(drain_timeout=0)
     with MemoryService(settings, scheduler=False) as service:  # the index writer is free again
-        assert service.indexer.drain(60)
+        assert service.upkeep.drain(60)
         assert service.upkeep.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == {ids[3]}
     ran = cli(home, "forget", "--scope", SCOPE, "--id", ids[3])  # (the waits a user has: not 0.5 s on a busy machine)
     assert (ran.returncode, ran.stderr) == (0, ""), ran
@@ -109,11 +109,11 @@ def test_a_keyword_only_forget_of_memories_that_have_vectors_says_the_vectors_re
     settings = Settings.load(home)
     with MemoryService(settings, scheduler=False) as service:
         ids = [service.remember(SCOPE, note) for note in NOTES]
-        assert service.indexer.drain(120) and _indexed(service, ids) == set(ids)
+        assert service.upkeep.drain(120) and _indexed(service, ids) == set(ids)
     ran = cli(home, "forget", "--scope", SCOPE, "--id", ids[0], env={"CMMS_EMBEDDER": "none"})
     assert ran.returncode == 4 and "1 forgotten memory" in ran.stderr, ran
     with MemoryService(settings, scheduler=False) as service:  # a process with its embedder on
-        assert service.indexer.drain(60)
+        assert service.upkeep.drain(60)
         assert service.upkeep.vectors_pending(SCOPE) == 0 and _indexed(service, ids) == set(ids[1:])
 
 

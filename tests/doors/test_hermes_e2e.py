@@ -25,6 +25,7 @@ from conftest import hermes_bin, subprocess_env
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.install import install
 from hermes_cmms.store.store import Store
+from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 # Real Hermes processes. The gateway test runs on both backends (a gateway serving many users is
 # what PostgreSQL + a Chroma server are for); the others check the Hermes door over the engine,
@@ -261,8 +262,8 @@ def test_agent_recalls_a_fact_from_the_previous_session(hermes_home, tmp_path, l
     try:
         # The CLI exit sequence (flush_pending, then on_session_end) closed session 1.
         assert service.store.unflushed_sessions(scope=scope, session_id=first["session_id"]) == []
-        service.indexer.drain(60)  # whoever indexes the outbox, the vectors must be queryable
-        hit = next(h for h in service.search(scope, "cat") if h.content == CAT)
+        service.upkeep.drain(60)  # whoever indexes the outbox, the vectors must be queryable
+        hit = next(h for h in ranked(service.engine, scope, "cat") if h.memory.content == CAT)
         assert hit.keyword_rank is not None
         if service.indexer.active:  # keyword-only is a supported setup; with vectors, check them
             assert hit.vector_rank is not None

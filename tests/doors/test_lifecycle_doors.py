@@ -64,7 +64,7 @@ def test_mcp_consolidates_what_hermes_retained(home):
     with MemoryService(Settings.load(home)) as service:
         for i, text in enumerate(EPISODE):
             service.retain_turn(SCOPE, "walks", text, f"Noted ({i}).")
-        assert service.indexer.drain(120)
+        assert service.upkeep.drain(120)
 
     async def main():
         async with memory_bridge(home) as bridge:

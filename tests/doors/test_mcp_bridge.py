@@ -434,7 +434,7 @@ def _provider(home):
     provider = CmmsMemoryProvider()
     provider.initialize("cli-1", hermes_home=str(home), platform="cli", agent_context="primary",
                         agent_identity="default")
-    assert provider.service.indexer.ready.wait(120) and provider.service.indexer.active
+    assert provider.service.upkeep.wait_vectors(120) and provider.service.indexer.active
     return provider
 
 
@@ -453,7 +453,7 @@ def test_a_write_through_either_door_is_recallable_through_the_other_within_a_se
     provider = _provider(home)  # Hermes, in this process: it writes the vector index
     scope = provider.scope
     provider.sync_turn("I bought a red kayak last summer.", "Sounds fun!")
-    assert provider.service.indexer.drain(30)
+    assert provider.service.upkeep.drain(30)
     try:
         async def main():
             async with stdio_bridge(home, "--scope", scope) as bridge:
@@ -553,7 +553,7 @@ def test_concurrent_writers_in_three_processes_lose_nothing(home):
                     | {f"bridge-{w} note {n}" for w in "ab" for n in range(per_writer)})
         assert sorted(rows) == sorted(expected)  # every write once: none lost, none doubled
         assert len(rows) == 3 * per_writer
-        assert provider.service.indexer.drain(300)  # Hermes' indexer embedded the bridges' too
+        assert provider.service.upkeep.drain(300)  # Hermes' indexer embedded the bridges' too
         vectors = provider.service.indexer.vectors
         ids = {m.id for m in provider.service.store.page("shared:team", limit=500)[0]
                + provider.service.store.page("shared:team", limit=500, offset=500)[0]}

@@ -180,7 +180,7 @@ def test_exit_flushes_a_session_once_and_leaves_what_is_not_indexed_to_the_outbo
         fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         p = _provider(home)
         p.service.pm.register(Count(), name="count")
-        assert p.service.indexer.ready.wait(120) and p.service.indexer.active, p.service.indexer.error
+        assert p.service.upkeep.wait_vectors(120) and p.service.indexer.active, p.service.indexer.error
         p.sync_turn("The spare key is under the blue flower pot.", "Noted.")
         p.on_session_end([])
         started = time.monotonic()
@@ -190,7 +190,7 @@ def test_exit_flushes_a_session_once_and_leaves_what_is_not_indexed_to_the_outbo
     assert took < 3.0, f"shutdown waited {took:.1f} s for the index"  # (it waited 5.5 s: flush, drain)
     svc = MemoryService(settings)  # the next process: the outbox still holds the turn, and it indexes it
     try:
-        assert svc.store.pending(10) and svc.indexer.drain(120)
+        assert svc.store.pending(10) and svc.upkeep.drain(120)
         hit = next(h for h in ranked(svc.engine, "local:default", "where is the spare key")
                    if "spare key" in h.memory.content)
         assert hit.vector_rank is not None

@@ -43,7 +43,7 @@ def test_a_chroma_server_that_is_away_degrades_to_keyword_recall(home):
         memory_id = svc.remember("test:away", "The spare key hangs behind the boiler")
         hits = svc.search("test:away", "where is the spare key")
         assert [hit.id for hit in hits][:1] == [memory_id]
-        assert svc.indexer.ready.wait(120)
+        assert svc.upkeep.wait_vectors(120)
         status = svc.status()
         assert status["index_error"] and status["indexed"] in (None, 0)
         assert svc.store.counts()["outbox"] >= 1  # the write waits in SQL for the server
@@ -117,13 +117,13 @@ def test_a_chroma_database_holds_one_stores_vectors_and_another_store_is_refused
     shared = os.environ["CMMS_CHROMA_URL"]
     with MemoryService(Settings.load(home), scheduler=False) as first:
         boat = first.remember("local:default", "The boat is moored at pier 7")
-        assert first.indexer.drain(180)
+        assert first.upkeep.drain(180)
     other = tmp_path / "other_home"
     other.mkdir()
     database = {"database_url": f"sqlite:///{other / 'cmms.db'}"}
     with MemoryService(Settings.load(other, chroma_url=shared, **database), scheduler=False) as second:
         tea = second.remember("local:default", "Ana drinks green tea every morning")  # the same scope's name
-        assert not second.indexer.drain(5) and second.store.counts()["outbox"] == 1  # waits, not lost
+        assert not second.upkeep.drain(5) and second.store.counts()["outbox"] == 1  # waits, not lost
         assert [h.id for h in second.search("local:default", "green tea every morning")][:1] == [tea]
     env = dict(os.environ, CMMS_CHROMA_URL=shared, CMMS_DATABASE_URL=database["database_url"], HF_HUB_OFFLINE="1")
     done = subprocess.run([CLI, "doctor", "--hermes-home", str(other)], capture_output=True, text=True, env=env,
@@ -132,21 +132,21 @@ def test_a_chroma_database_holds_one_stores_vectors_and_another_store_is_refused
     assert said and "holds the vectors of another hermes-cmms store" in said[0], done.stdout
     assert "a database of its own" in said[0] and done.returncode == 1
     with MemoryService(Settings.load(home), scheduler=False) as first:  # the first store's, untouched
-        assert first.indexer.ready.wait(120) and first.indexer.vectors.count() == 1
+        assert first.upkeep.wait_vectors(120) and first.indexer.vectors.count() == 1
         assert first.indexer.vectors.present("local:default", [boat, tea]) == {boat}
     with server_databases() as (_, own):  # the fix the message gives first: a database of its own
         with MemoryService(Settings.load(other, chroma_url=own, **database), scheduler=False) as second:
-            assert second.indexer.drain(180) and second.indexer.vectors.present("local:default", [tea]) == {tea}
+            assert second.upkeep.drain(180) and second.indexer.vectors.present("local:default", [tea]) == {tea}
     # the other fix: this store replaces the first one (say, restored by import), and takes its database
     claimed = subprocess.run([CLI, "reindex", "--claim", "--quiet", "--hermes-home", str(other)], env=env,
                              capture_output=True, text=True, timeout=300)
     assert claimed.returncode == 0, claimed.stderr
     with MemoryService(Settings.load(other, chroma_url=shared, **database), scheduler=False) as second:
-        assert second.indexer.ready.wait(120)
+        assert second.upkeep.wait_vectors(120)
         assert second.indexer.vectors.present("local:default", [boat, tea]) == {tea}  # the first's: a stray
     with MemoryService(Settings.load(home), scheduler=False) as first:  # now the first store is refused
         first.remember("local:default", "The boat's spare key hangs by the door")
-        assert not first.indexer.drain(5) and first.store.counts()["outbox"] == 1
+        assert not first.upkeep.drain(5) and first.store.counts()["outbox"] == 1
 
 
 @server_only
@@ -156,11 +156,11 @@ def test_a_wiped_chroma_database_is_claimed_again_by_the_store_writing_to_it(hom
     settings = Settings.load(home)
     with MemoryService(settings, scheduler=False) as svc:
         svc.remember("local:default", "The boat is moored at pier 7")
-        assert svc.indexer.drain(180)
+        assert svc.upkeep.drain(180)
         name = settings.chroma_url.rsplit("/", 1)[1]
         admin_client(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(name)
         tea = svc.remember("local:default", "Ana drinks green tea every morning")
-        assert svc.indexer.drain(180) and svc.indexer.vectors.present("local:default", [tea]) == {tea}
+        assert svc.upkeep.drain(180) and svc.indexer.vectors.present("local:default", [tea]) == {tea}
         import chromadb
 
         raw = chromadb.HttpClient(**_server_address(settings.chroma_url), database=name)
@@ -186,13 +186,13 @@ def test_reindex_rebuilds_a_lost_chroma_database_from_sql(home):
              "The attic smoke alarm needs a new battery"]
     with MemoryService(Settings.load(home), scheduler=False) as svc:
         ids = [svc.remember("test:rebuild", note) for note in notes]
-        assert svc.indexer.drain(180) and svc.indexer.vectors.count() == 3
+        assert svc.upkeep.drain(180) and svc.indexer.vectors.count() == 3
     admin_client(os.environ["CMMS_TEST_CHROMA_URL"]).delete_database(os.environ["CMMS_CHROMA_URL"].rsplit("/", 1)[1])  # the server lost it all
     env = dict(os.environ, HERMES_HOME=str(home), HF_HUB_OFFLINE="1")
     done = subprocess.run([CLI, "reindex"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     with MemoryService(Settings.load(home), scheduler=False) as svc:
-        assert svc.indexer.ready.wait(120) and svc.indexer.vectors.count() == 3
+        assert svc.upkeep.wait_vectors(120) and svc.indexer.vectors.count() == 3
         assert svc.upkeep.audit("vector_drift")["counts"]["vector_drift"] == 0
         found = svc.semantic_search("test:rebuild", "music practice for the child", top_k=1)
         assert [item.id for item in found] == [ids[1]]
@@ -205,7 +205,7 @@ def test_every_process_sharing_the_servers_writes_vectors(home):
     try:
         a = first.remember("test:shared", "The red kayak is stored in the barn")
         b = second.remember("test:other", "The green tent has a broken pole")
-        assert first.indexer.drain(180) and second.indexer.drain(180)
+        assert first.upkeep.drain(180) and second.upkeep.drain(180)
         assert first.indexer.writer and second.indexer.writer  # each writes the scopes it claims
         assert sql(home, "SELECT owner FROM jobs WHERE name = 'indexer'") in ([], [("",)])  # no lease
         assert first.indexer.vectors.present("test:shared", [a]) == {a}

@@ -53,7 +53,7 @@ def _seed(svc) -> dict:
                 "VALUES (:b, :s, :m, 'learn:test', 1, '', 0)", b=ids["belief"], s=A, m=ids["t0"])
     ids["b0"] = svc.remember(B, "The office plant needs water on Fridays", source="mcp:store_memory")
     ids["bfact"] = svc.remember_fact(B, "Carla", "owns", "a red kayak", source="mcp:remember")
-    assert svc.indexer.drain(180)
+    assert svc.upkeep.drain(180)
     return ids
 
 
@@ -195,7 +195,7 @@ def test_vector_drift_counts_pending_outbox_rows_as_lag_not_drift(seeded):
         answer = audit.run(svc, "vector_drift", A)
     assert answer["ok"] and answer["checked"]["index_lag"] == 1
     assert answer["checked"]["index_lag_seconds"] >= 5
-    assert svc.indexer.drain(60) and audit.run(svc, "vector_drift", A)["ok"]
+    assert svc.upkeep.drain(60) and audit.run(svc, "vector_drift", A)["ok"]
 
 
 def _spy(monkeypatch, obj, *names: str) -> dict[str, int]:
@@ -213,7 +213,7 @@ def test_vector_drift_reads_the_index_once_per_page_not_once_per_memory(service,
     svc = service
     ids = svc.store.add([NewMemory(A, f"Note number {n} about the garden shed", source="test:bulk")
                          for n in range(300)])
-    assert svc.indexer.drain(300)
+    assert svc.upkeep.drain(300)
     svc.indexer.vectors.delete(A, [ids[7]])
     calls = _spy(monkeypatch, svc.indexer.vectors, "present", "_page")  # each one Chroma get
     answer = audit.run(svc, "vector_drift", A)

@@ -95,7 +95,7 @@ def test_search_by_meaning_filters_the_nearest_in_sql(service):
     service.remember(S, "The boat is moored at pier 9.", tags=["harbour"])
     service.remember(S, "The sailing dinghy is tied up at the jetty.")
     service.remember(S, "Quarterly taxes are due in April.")
-    service.indexer.drain(60)
+    service.upkeep.drain(60)
     page = service.browse(S, query="where is my vessel docked", mode="meaning", sort="relevance")
     assert page["mode"] == "meaning" and "notice" not in page
     assert page["items"][-1]["content"] == "Quarterly taxes are due in April."

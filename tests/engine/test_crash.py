@@ -90,7 +90,7 @@ def test_every_acknowledged_turn_survives_sigkill(home):
                 break
             assert time.monotonic() < deadline, "the indexer did not catch up within 30 s"
             time.sleep(0.2)
-        assert service.indexer.drain(30)
+        assert service.upkeep.drain(30)
         assert service.store.counts()["outbox"] == 0
         assert service.indexer.vectors.count() == 2 * N
     finally:

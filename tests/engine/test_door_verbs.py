@@ -2,8 +2,13 @@
 stays inside the scope it is given, whatever ids a caller crafts."""
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
+import hermes_cmms.install as installer_package
+import hermes_cmms.mcp_bridge as mcp_bridge
 from hermes_cmms import service as facade
 from hermes_cmms.common.errors import InvalidInput
 
@@ -59,8 +64,20 @@ def test_a_lease_is_held_by_one_owner_at_a_time(keyword_service):
     assert keyword_service.upkeep.lease("mirror:test", "b", 60.0)
 
 
-def test_the_names_a_door_needs_come_from_the_facade():
-    for name in facade.DOOR_NAMES:
-        assert getattr(facade, name) is not None
+def test_the_names_a_door_needs_come_from_the_facade_as_plain_names():
+    """No name is lent on first use any more (DOOR_NAMES, a module __getattr__): every name a door
+    imports from the facade is one it defines or imports, listed in its __all__."""
+    assert not hasattr(facade, "DOOR_NAMES") and "__getattr__" not in vars(facade)
     with pytest.raises(AttributeError):
-        facade.delete_orphans  # only the names listed are lent to the doors
+        facade.delete_orphans  # a part's name is not the facade's
+    root = Path(facade.__file__).parent
+    doors = [root / door for door in ("hermes", "cli", "ui", "hermes_plugin", "bench")] + \
+        [Path(m.__file__).parent for m in (mcp_bridge, installer_package)]
+    imported = set()
+    for path in (p for door in doors for p in door.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("service") and \
+                    (node.level or node.module.startswith("hermes_cmms")):
+                imported |= {alias.name for alias in node.names}
+    assert imported and imported <= set(facade.__all__), imported - set(facade.__all__)
+    assert all(getattr(facade, name) is not None for name in facade.__all__)

@@ -13,7 +13,7 @@ from hermes_cmms.vectors import embedders
 
 
 def test_none_means_keyword_only(keyword_service):
-    keyword_service.indexer.ready.wait(10)
+    keyword_service.upkeep.wait_vectors(10)
     assert keyword_service.status()["embedder"] == "none (keyword-only)"
     keyword_service.retain_turn("s", "t", "The lighthouse keeper is called Ada.", "ok")
     assert keyword_service.search("s", "lighthouse keeper")[0].content.startswith("The lighthouse")
@@ -71,7 +71,7 @@ def test_a_process_that_ends_while_the_int8_model_loads_ends_cleanly(home, tmp_p
         os.link(prepared, cache / prepared.name)
     code = ("import sys; from hermes_cmms import MemoryService, Settings; "
             f"s = MemoryService(Settings.load({str(home)!r}), scheduler=False); "
-            "s.remember('local:default', 'My cat is called Biscuit.'); print(s.indexer.drain(120)); s.close()")
+            "s.remember('local:default', 'My cat is called Biscuit.'); print(s.upkeep.drain(120)); s.close()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "HERMES_HOME": str(home)})
     assert (out.returncode, out.stdout.strip()) == (0, "True"), out.stderr[-2000:]
@@ -213,7 +213,7 @@ def test_unloadable_model_degrades_to_keyword_recall_with_a_reason(home):
     svc = MemoryService(Settings.load(home, embedder="sentence-transformers:/no/such/model"))
     try:
         svc.retain_turn("s", "t", "The lighthouse keeper is called Ada.", "ok")
-        assert svc.indexer.ready.wait(60)
+        assert svc.upkeep.wait_vectors(60)
         status = svc.status()
         assert status["embedder"] == "none (keyword-only)"
         assert "/no/such/model" in status["index_error"]
@@ -270,7 +270,7 @@ def test_a_turn_does_not_wait_for_a_slow_model(home, monkeypatch):
         svc.indexer.start()
         assert indexing.query_vector(svc.indexer, "where is the boat moored?") is None
         release.set()
-        assert svc.indexer.ready.wait(30)
+        assert svc.upkeep.wait_vectors(30)
         assert len(indexing.query_vector(svc.indexer, "where is the boat moored?")) == 384
     finally:
         release.set()

@@ -82,7 +82,7 @@ def test_a_service_made_not_to_start_its_indexer_starts_it_only_for_vector_work(
         assert not svc.indexer.started and _indexer_threads() == before
         assert (status["indexed"], status["embedder"]) == (None, "none (keyword-only)")
         svc.retain_turn("local:default", "s1", "The kettle is descaled monthly.", "Noted.")  # a write: vectors to do
-        assert svc.indexer.started and svc.indexer.ready.wait(30)
+        assert svc.indexer.started and svc.upkeep.wait_vectors(30)
     finally:
         svc.close()
 

@@ -206,9 +206,9 @@ def test_chroma_server_killed_mid_ingest_writes_go_on_recall_falls_back_then_cat
     scope = "user:faults:chroma"
     service = MemoryService(Settings.load(home), scheduler=False)  # the real MiniLM embedder
     try:
-        assert service.indexer.ready.wait(180) and service.indexer.active, service.indexer.error
+        assert service.upkeep.wait_vectors(180) and service.indexer.active, service.indexer.error
         key = service.remember(scope, "The spare key of the boathouse hangs behind the zeppelin poster.")
-        assert service.indexer.drain(60)
+        assert service.upkeep.drain(60)
         acked, failed = [], []
 
         def ingest() -> None:
@@ -405,7 +405,7 @@ INGEST = textwrap.dedent("""
     provider = CmmsMemoryProvider()
     provider.initialize("sigkill-" + sys.argv[4], hermes_home=home, platform="faults", user_id="kill",
                         agent_context="primary")
-    provider.service.indexer.ready.wait(180)
+    provider.service.upkeep.wait_vectors(180)
     print("ready", provider.service.indexer.active, flush=True)
     with open(acks, "a", encoding="utf-8") as out:
         for i in range(count):
@@ -474,7 +474,7 @@ def test_sigkill_of_a_provider_mid_ingest_loses_no_acknowledged_write(home, tmp_
     started = time.monotonic()
     service = MemoryService(settings, scheduler=False)
     try:
-        assert service.indexer.ready.wait(180) and service.indexer.active, service.indexer.error
+        assert service.upkeep.wait_vectors(180) and service.indexer.active, service.indexer.error
         deadline = started + 120  # on a server, the dead writer's indexer lease runs out first (30 s)
         while service.store.counts()["outbox"] or _drift(service):
             assert time.monotonic() < deadline, ("vectors did not catch up", service.store.counts())

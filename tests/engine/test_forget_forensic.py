@@ -105,7 +105,7 @@ def _remember(service) -> tuple[str, str]:
     for note in FILLER:  # later writes: the forgotten words sit in an older FTS5 segment
         service.remember(SCOPE, note)
     kept = service.remember(OTHER, KEPT)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     return gone, kept
 
 

@@ -103,7 +103,7 @@ def _audit(home) -> dict:
 
 def test_a_forget_all_killed_at_any_write_hides_the_scope_and_the_scheduler_finishes_it(service, home):
     from hermes_cmms.lifecycle.scheduler import Scheduler
-    from hermes_cmms.service import FORGET_STALLED_S
+    from hermes_cmms.upkeep import FORGET_STALLED_S
 
     _fill(service, "local:whole")
     [finished] = [line for line in _forget_in(home, {"local:whole": 10**6}) if line.startswith("finished")]
@@ -111,9 +111,9 @@ def test_a_forget_all_killed_at_any_write_hides_the_scope_and_the_scheduler_fini
     scopes = {f"local:killed-{n}": n for n in range(2, writes + 1)}  # the 1st: the mark never landed
     for scope in [OTHER, *scopes]:
         _fill(service, scope)
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     assert _forget_in(home, scopes) == [f"killed {s}" for s in scopes] + [""]
-    assert service.indexer.drain(120)  # the vectors the killed forgets queued for removal: gone
+    assert service.upkeep.drain(120)  # the vectors the killed forgets queued for removal: gone
 
     audit = _audit(home)
     marked = [s for s in scopes if sql(service, "SELECT count(*) FROM forgetting WHERE scope = ?", s)[0][0]]

@@ -118,7 +118,7 @@ def _fill(service):
 def test_the_compound_question_is_answered_with_or_without_vectors(service, keyword_service):
     for svc in (service, keyword_service):
         _fill(svc)
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     assert "Rex" in service.recall(SCOPE, COMPOUND) and "Rex" in keyword_service.recall(SCOPE, COMPOUND)
 
 
@@ -129,7 +129,7 @@ def test_a_search_that_compared_no_meaning_is_not_gated(service, monkeypatch, ho
     time the gate asks `indexer.active`): the recall is keyword-only and must not be gated as if
     meaning had been compared and found nothing (BUG: the block is empty)."""
     _fill(service)
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     if how == "the index fails":
         def away(*args, **kwargs):
             raise ConnectionError("Could not connect to the Chroma server")
@@ -149,7 +149,7 @@ def test_a_memory_stored_a_moment_ago_is_found_by_its_words_at_once(service, mon
     gate drops it (BUG or accepted risk: also every memory of a bulk import until the indexer
     has caught up)."""
     _fill(service)
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     monkeypatch.setattr(service.indexer, "_step", lambda: False)  # the indexer writes nothing more
     fresh = service.remember(SCOPE, "My gym locker code is 4512")
     prompt = "I forgot my gym locker code again, can you remind me what it is, and also when does the gym open on Sundays?"
@@ -161,7 +161,7 @@ def test_a_prompt_between_the_cosines_keeps_the_close_memory_and_why_not_says_wh
     """0.3 <= best < 0.4 and no keyword hit holding half the words: only the memories within
     0.3 go in, and why-not tells the others apart from a line that did not fit."""
     _fill(service)
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     real = search._vector_search
 
     def banded(engine, scope, query, searched=None):

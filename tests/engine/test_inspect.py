@@ -43,7 +43,7 @@ def test_the_inspected_block_is_exactly_what_prefetch_gives(home, budget, monkey
     p = _provider(home)
     try:
         _fill(p.service)
-        assert p.service.indexer.drain(120)
+        assert p.service.upkeep.drain(120)
         given = p.prefetch(PROMPT)
         inspected = p.service.inspect_recall(p.scope, PROMPT)
     finally:
@@ -208,7 +208,7 @@ def test_a_prompt_about_nothing_stored_gets_no_block_and_why_not_says_so(service
     stored memory is about gets nothing though a keyword finds one, and why-not says why; asked
     about it, the same memory comes back. Keyword-only, words alone decide nothing: it is given."""
     _fill(service)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     unrelated = "Write a haiku about strong winds over the ocean at night"
     [coffee] = [m for m, _ in service.store.keyword_search(SCOPE, "strong", 5)
                 if "coffee" in service.store.get([m], SCOPE)[m].content]
@@ -242,7 +242,7 @@ def test_a_why_recalled_page_searches_once(service, monkeypatch):
     from hermes_cmms.recall import explain, search
 
     porto = _fill(service)
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     counts = Counter()
     _counted(monkeypatch, search, "_hybrid", counts, "searches")
     for module in (search, explain):

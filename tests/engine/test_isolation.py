@@ -39,7 +39,7 @@ def test_memories_survive_closing_and_reopening(home):
     first = MemoryService(Settings.load(home))
     note = first.remember("local:default", "The spare key hangs behind the calendar")
     turn = first.retain_turn("local:default", "s1", "I was born in Valparaíso", "Noted!")
-    assert first.indexer.drain(30)
+    assert first.upkeep.drain(30)
     first.close()
 
     second = MemoryService(Settings.load(home))
@@ -48,7 +48,7 @@ def test_memories_survive_closing_and_reopening(home):
         assert sorted(m.content for m in stored.values()) == [
             "I was born in Valparaíso", "Noted!", "The spare key hangs behind the calendar"]
         assert [m.turn for m in stored.values() if m.role] == [1, 1]
-        assert second.indexer.ready.wait(30) and second.indexer.active
+        assert second.upkeep.wait_vectors(30) and second.indexer.active
         hits = {h.memory.id: h for h in ranked(second.engine, "local:default", "where is the spare key")}
         assert hits[note].keyword_rank is not None
         assert hits[note].vector_rank is not None  # the Chroma index persisted too
@@ -66,7 +66,7 @@ def users(home):
     a_note = _tool(a, "cmms_remember", content=f"A keeps the {A_SECRET_WORDS} notes in a drawer")["id"]
     b.sync_turn("I like climbing and tea", "Good to know.")
     assert a.service is b.service
-    assert a.service.indexer.drain(30)
+    assert a.service.upkeep.drain(30)
     yield a, b, a_note
     a.shutdown()
     b.shutdown()

@@ -74,6 +74,6 @@ def test_an_odd_scope_is_flushed_and_consolidated_by_the_key_it_was_stored_under
     assert service.upkeep.flush_open_sessions() == 1
     assert service.store.unflushed_sessions() == []
     service.retain_turn(scope, "later\x00", "The bees swarmed in May.", "Oh no.")
-    service.indexer.drain(30.0)
+    service.upkeep.drain(30.0)
     service.upkeep.consolidate_all()
     assert service.store.unconsolidated_scopes() == []

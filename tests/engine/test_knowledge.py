@@ -188,7 +188,7 @@ def test_llm_stage_says_when_it_is_not_configured(keyword_service):
 
 def test_semantic_stage_answers_a_paraphrase(service):
     service.store_note(SCOPE, "The boiler was serviced in March by the plumber.")
-    service.indexer.drain(60)
+    service.upkeep.drain(60)
     answer = route(service.engine, SCOPE, "heater maintenance by a plumber")  # cosine 0.57
     assert answer["stage"] == "semantic" and answer["results"][0]["content"].startswith("The boiler")
     assert "cosine similarity" in answer["reason"]
@@ -238,7 +238,7 @@ def test_the_contract_answer_of_the_graph_and_fallback_stages(keyword_service):
 def test_the_semantic_stage_as_stage_2_and_its_score_threshold(service):
     service.store_note(SCOPE, "The boiler was serviced in March by the plumber.")
     service.remember_fact(SCOPE, "The plumber", "serviced", "the boiler")
-    service.indexer.drain(60)
+    service.upkeep.drain(60)
     answer = route(service.engine, SCOPE, "heater maintenance by a plumber")
     shown = contract_answer(answer)
     assert (shown["stage"], shown["route"], shown["total"]) == (2, "semantic", len(answer["results"]))

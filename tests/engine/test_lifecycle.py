@@ -74,7 +74,7 @@ def _fts(service, word: str) -> int:
 
 
 def _embed(service, *texts) -> list[list[float]]:
-    assert service.indexer.ready.wait(120) and service.indexer.active
+    assert service.upkeep.wait_vectors(120) and service.indexer.active
     return service.indexer.embedder.embed(list(texts))
 
 
@@ -135,7 +135,7 @@ def test_a_reworded_note_the_model_reads_as_the_same_reinforces_it(service):
     text, reworded = "The garage door code is 4417", "The code for the garage door is 4417"
     assert _cosine(service, text, reworded) >= 0.95  # measured 0.984; not the same content hash
     first = service.store_note(SCOPE, text, source="mcp:store_memory")
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     again = service.store_note(SCOPE, reworded, source="hermes:cmms_remember", session_id="s9")
     assert again.reinforced and again.id == first.id
     assert _sql(service, "SELECT id, content, access_count FROM memories") == [(first.id, text, 1)]
@@ -150,7 +150,7 @@ def test_a_repeated_conversation_message_is_folded_into_the_first(service):
     assert _sql(service, "SELECT count(*) FROM memories") == [(2,)]  # the exact repeat: reinforced
     assert _cosine(service, "The garage door code is 4417", "The garage door code is 4417.") >= 0.97  # 0.995
     again = service.retain_turn(SCOPE, "s2", "The garage door code is 4417.", "Got it.")
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert _row(service, again[0]) is not None  # folded when its session is consolidated
     service.flush_session(SCOPE, "s2")
     assert _row(service, again[0]) is None and _row(service, again[1]) is not None
@@ -160,7 +160,7 @@ def test_a_repeated_conversation_message_is_folded_into_the_first(service):
     [merge] = _events(service, "merge", again[0])
     assert merge["detail"]["into"] == first[0]
     assert merge["snapshot"] is None  # folded, not forgotten: the text lives on in the memory it joined
-    assert service.indexer.drain(60)  # the fold's vector delete is queued like any other
+    assert service.upkeep.drain(60)  # the fold's vector delete is queued like any other
     assert service.indexer.vectors.get(SCOPE, [again[0], first[0]]).keys() == {first[0]}
 
 
@@ -178,7 +178,7 @@ def test_a_new_fact_supersedes_the_old_one_and_search_prefers_it(service):
     assert sorted(_sql(service, "SELECT object FROM facts")) == [("Lisbon",), ("Porto",), ("a nurse",)]
     [event] = _events(service, "supersede", old)
     assert event["detail"] == {"superseded_by": new, "reason": "conflict"}
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     found = _ids(service.search(SCOPE, "where does the user live"))
     assert found.index(new) < found.index(old)  # both found, the current one first
 
@@ -186,7 +186,7 @@ def test_a_new_fact_supersedes_the_old_one_and_search_prefers_it(service):
 def test_recall_labels_the_superseded_fact_earlier_and_ranks_the_current_one_now(service):
     old = service.remember_fact(SCOPE, "user", "lives_in", "Lisbon")
     new = service.remember_fact(SCOPE, "user", "lives_in", "Porto")
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     hits = service.search(SCOPE, "where does the user live")
     assert _ids(hits)[:2] == [new, old] and hits[0].score > hits[1].score
     lines = service.recall(SCOPE, "where does the user live").splitlines()
@@ -199,13 +199,13 @@ def test_a_close_but_different_note_supersedes_the_older_one(service):
     new_text = "The office is on the sixth floor of the Baker building"
     assert 0.80 <= _cosine(service, old_text, new_text) < 0.95  # measured 0.894
     old = service.store_note(SCOPE, old_text)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     new = service.store_note(SCOPE, new_text)
     assert not new.reinforced and new.id != old.id
     assert _row(service, old.id)["superseded_by"] == new.id and _row(service, new.id)["superseded_by"] is None
     assert (_row(service, old.id)["confidence"], _row(service, new.id)["confidence"]) == (0.4, 0.8)
     assert [e["detail"]["superseded_by"] for e in _events(service, "supersede", old.id)] == [new.id]
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     found = _ids(service.search(SCOPE, "which floor of the Baker building is the office on"))
     assert found.index(new.id) < found.index(old.id)
     lines = service.recall(SCOPE, "which floor of the Baker building is the office on").splitlines()
@@ -217,7 +217,7 @@ def test_a_near_identical_note_with_another_detail_is_an_update_not_a_repeat(ser
     old_text, new_text = "The team meeting is on Monday at ten", "The team meeting is on Wednesday at ten"
     assert _cosine(service, old_text, new_text) >= 0.95  # measured 0.965: the model barely tells them apart
     old = service.store_note(SCOPE, old_text)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     new = service.store_note(SCOPE, new_text)
     assert not new.reinforced and _row(service, old.id)["superseded_by"] == new.id
     assert lifecycle.same_gist("The garage door code is 4417", "The code for the garage door is 4417")
@@ -243,7 +243,7 @@ def test_a_correction_with_not_is_an_update_not_a_repeat(service):
     old_text, new_text = "The user is allergic to peanuts", "The user is not allergic to peanuts"
     assert _cosine(service, old_text, new_text) >= 0.95  # 0.966: the model hardly sees the "not"
     old = service.store_note(SCOPE, old_text)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     new = service.store_note(SCOPE, new_text)
     assert not new.reinforced and _row(service, old.id)["superseded_by"] == new.id
     assert _row(service, old.id)["access_count"] == 0
@@ -283,7 +283,7 @@ def test_forgetting_a_consolidated_memory_takes_its_summary_along(service):
                "This morning I took the dog for a walk on the beach.",
                "The dog and I went walking on the beach early today."]
     ids = [service.retain_turn(SCOPE, "walks", text, f"Reply {n}.")[0] for n, text in enumerate(episode)]
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     [summary] = service.consolidate(SCOPE, "walks").summaries
     assert {_row(service, i)["superseded_by"] for i in ids} == {summary}
     service.forget(SCOPE, ids[0])
@@ -345,7 +345,7 @@ def test_consolidation_of_episodic_memories_stays_inside_its_scope(service):
     for scope in (SCOPE, OTHER):
         service.store.add([NewMemory(scope=scope, content=t, kind="observation", tier="episodic") for t in texts])
     service.indexer.notify()
-    assert service.indexer.drain(300)
+    assert service.upkeep.drain(300)
 
     report = service.consolidate(SCOPE)
     episodic = _sql(service, "SELECT count(*) FROM memories WHERE scope = ? AND tier = 'episodic'", SCOPE)[0][0]
@@ -421,10 +421,10 @@ def test_decay_ages_memories_forward_only_with_a_controllable_clock(keyword_serv
 
 
 def test_working_memory_expires_and_the_sweep_deletes_it_everywhere(service):
-    assert service.indexer.drain(120)  # the model is loaded
+    assert service.upkeep.drain(120)  # the model is loaded
     keep = service.store_note(SCOPE, "Parking spot 14 is free this afternoon", ttl_seconds=3600)
     temp = service.store_note(SCOPE, "Parking spot 9 is reserved for the visitor", ttl_seconds=2)
-    assert service.indexer.drain(30)
+    assert service.upkeep.drain(30)
     row = _row(service, temp.id)
     assert row["tier"] == "working" and row["expires_at"] == pytest.approx(row["created_at"] + 2, abs=0.1)
     assert service.indexer.vectors.get(SCOPE, [temp.id]).keys() == {temp.id}
@@ -443,7 +443,7 @@ def test_working_memory_expires_and_the_sweep_deletes_it_everywhere(service):
     assert event["snapshot"] is None  # it was meant to go: no copy kept
     assert "visitor" not in json.dumps(_sql(service, "SELECT * FROM audit_log"))
     assert _fts(service, "visitor") == 0
-    assert service.indexer.drain(30)
+    assert service.upkeep.drain(30)
     assert service.indexer.vectors.get(SCOPE, [temp.id, keep.id]).keys() == {keep.id}
 
 
@@ -455,7 +455,7 @@ def test_forget_leaves_no_trace_but_the_audit_snapshot(service):
     gone = service.remember(SCOPE, text, tags=["health"])
     fact = service.remember_fact(SCOPE, "user", "allergic_to", "pistachios")
     keep = service.remember(SCOPE, "The boat is moored at pier seven")
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert gone in _vector_ids(service, SCOPE, text) and _fts(service, "pistachios") == 2
     units = _vector_ids(service, SCOPE, "It started when I was six.", "sentences")
     assert {u for u in units if owner(u) == gone} == {f"{gone}:0", f"{gone}:1"}  # both its sentences
@@ -465,7 +465,7 @@ def test_forget_leaves_no_trace_but_the_audit_snapshot(service):
     assert _sql(service, "SELECT id FROM memories") == [(keep,)]
     assert _sql(service, "SELECT count(*) FROM facts") == [(0,)]
     assert _fts(service, "pistachios") == 0 and _fts(service, "moored") == 1
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert service.indexer.vectors.get(SCOPE, [gone, fact, keep]).keys() == {keep}
     for view in VIEWS:  # the memory's sentences too
         assert [owner(i) for i in _vector_ids(service, SCOPE, text, view)] == [keep]
@@ -500,14 +500,14 @@ def test_forget_where_removes_exactly_the_tagged_memories(service):
     blood = service.remember(SCOPE, "Blood test results are in the blue folder", tags=["health"])
     folder = service.remember(SCOPE, "The blue folder is in the study", tags=["home"])
     theirs = service.remember(OTHER, "Dentist appointment on Tuesday at nine", tags=["health"])
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
 
     assert sorted(service.forget_where(SCOPE, tags=["health"])) == sorted([dentist, blood])
     assert sorted(_sql(service, "SELECT id FROM memories")) == sorted([(folder,), (theirs,)])
     assert _fts(service, "dentist") == 1 and _fts(service, "blood") == 0 and _fts(service, "study") == 1
     assert {e["memory_id"] for e in _events(service, "forget")} == {dentist, blood}
     assert all(json.loads(e["snapshot"])["content"] for e in _events(service, "forget"))
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert service.indexer.vectors.get(SCOPE, [dentist, blood, folder]).keys() == {folder}
     assert service.indexer.vectors.get(OTHER, [theirs]).keys() == {theirs}
 
@@ -520,7 +520,7 @@ def test_forget_all_erases_a_scope_and_its_audit_snapshots_and_spares_the_others
     theirs = [service.remember(OTHER, "The spare key is under the green flowerpot"),
               service.remember_fact(OTHER, "user", "drives", "a blue Volvo")]
     service.forget(OTHER, service.remember(OTHER, "Their old address was Rua Augusta 3"))
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
 
     assert service.forget_all(SCOPE) == 4
     assert _sql(service, "SELECT scope, count(*) FROM memories GROUP BY scope") == [(OTHER, 2)]
@@ -528,7 +528,7 @@ def test_forget_all_erases_a_scope_and_its_audit_snapshots_and_spares_the_others
     assert _sql(service, "SELECT count(*) FROM sessions WHERE scope = ?", SCOPE) == [(0,)]
     assert _fts(service, "lagoon") == _fts(service, "fiat") == 0 and _fts(service, "flowerpot") == 1
     assert service.search(SCOPE, "where is the spare key") == []
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert service.indexer.vectors.get(SCOPE, mine) == {}
     assert _vector_ids(service, SCOPE, "The spare key is under the green flowerpot") == []
     assert service.indexer.vectors.get(OTHER, theirs).keys() == set(theirs)

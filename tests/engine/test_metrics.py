@@ -140,7 +140,7 @@ def test_vector_gauge_counts_the_index_and_lag_drains_to_zero(service):
     for note in ("The garage door code is 4417", "Invoices are filed in the green cabinet",
                  "The blue bicycle has a flat rear tyre"):
         service.remember(SCOPE, note, source="mcp:store_memory")
-    assert service.indexer.drain(180)
+    assert service.upkeep.drain(180)
     samples = _samples(exposition(service))
     assert _value(samples, "cmms_vectors") == service.indexer.vectors.count() == 3
     assert _value(samples, "cmms_index_lag") == 0 and _value(samples, "cmms_index_lag_seconds") == 0

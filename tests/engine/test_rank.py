@@ -36,6 +36,6 @@ def test_a_link_of_meaning_below_a_third_cosine_is_still_a_candidate(service):
     cue = service.remember(scope, "I quit my banking job because I wanted to work with animals.")
     for other in ("Happy birthday to my sister, she turned forty.", "Got a hair cut on Tuesday."):
         service.remember(scope, other)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     found, _ = _vector_search(service.engine, scope, "First week at the shelter done, covered in dog hair and happy.")
     assert cue in found["vector"] and cue in found["vector_sentences"]

@@ -110,7 +110,7 @@ def test_forgetting_one_scope_among_10000_leaves_none_of_its_vectors_and_takes_n
                 ("Zanzibarquux keeps the spare key under the blue flowerpot",
                  "The victim's bank PIN hint is the dog's birthday")]
         kept = service.remember(neighbours[0], "The neighbour parks in bay 12")
-        assert service.indexer.drain(120)
+        assert service.upkeep.drain(120)
         victim_vectors = service.indexer.vectors.get(victim, gone)
         assert set(victim_vectors) == set(gone)
     finally:
@@ -149,7 +149,7 @@ def test_reindex_moves_the_layouts_from_before_into_the_buckets_without_embeddin
     try:
         boat = service.remember("local:default", "The boat is moored at the north pier")
         tea = service.remember("telegram:ana", "Ana drinks green tea every morning")
-        assert service.indexer.drain(60)
+        assert service.upkeep.drain(60)
         stored = {boat: service.indexer.vectors.get("local:default", [boat])[boat],
                   tea: service.indexer.vectors.get("telegram:ana", [tea])[tea]}
     finally:

@@ -70,7 +70,7 @@ def test_vectors_and_index_lag_are_counted_per_scope(service):
         service.remember(MINE, f"My note number {number} about violins.")
     for number in range(5):
         service.remember(OTHERS, f"Their note number {number} about kayaks.")
-    service.indexer.drain(60)
+    service.upkeep.drain(60)
     mine, whole = _samples(exposition(service, MINE)), _samples(exposition(service))
     if service.indexer.active:
         assert _value(mine, "cmms_vectors") == 3.0 and _value(whole, "cmms_vectors") == 8.0

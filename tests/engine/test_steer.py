@@ -34,10 +34,10 @@ def _count(service, table) -> int:
 @pytest.mark.quick
 def test_a_correction_supersedes_the_old_memory_and_the_next_recall_finds_only_the_new_text(service):
     old = service.remember(SCOPE, "The storage unit door code is 4412.", source="hermes:cmms_remember")
-    service.indexer.drain(60)
+    service.upkeep.drain(60)
     new = service.correct(SCOPE, old, "The storage unit door code is 9931, password is Tr0ub4dor&3xyz.",
                           actor="cli")
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     stored = _row(service, new)
     assert "9931" in stored["content"] and "Tr0ub4dor" not in stored["content"]  # redacted
     assert (stored["source"], stored["kind"], stored["tier"]) == ("cli:correct", "note", "semantic")
@@ -138,7 +138,7 @@ def test_consolidation_leaves_a_pinned_memory_alone(service):
              "Early this morning I walked my dog on the beach."]
     ids = [service.retain_turn(SCOPE, "walks", text, f"Reply {n}.")[0] for n, text in enumerate(walks)]
     service.pin(SCOPE, ids[0], actor="cli")
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     summaries = service.consolidate(SCOPE, "walks").summaries
     assert _row(service, ids[0])["superseded_by"] is None and _row(service, ids[0])["consolidated_at"] is None
     [summary] = {_row(service, i)["superseded_by"] for i in ids[1:]}

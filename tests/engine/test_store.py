@@ -282,12 +282,12 @@ def test_when_every_word_is_common_the_newest_rows_holding_all_of_them_come_firs
 def test_forgotten_memory_leaves_the_vector_index(service):
     keep = service.remember(SCOPE, "The boat is moored at pier seven")
     gone = service.remember(SCOPE, "My allergy is to hazelnuts")
-    assert service.indexer.drain(30)
+    assert service.upkeep.drain(30)
     hits = {h.memory.id: h for h in ranked(service.engine, SCOPE, "what am I allergic to")}
     assert hits[gone].vector_rank is not None  # found by the vector index before forgetting
 
     service.forget(SCOPE, gone)
-    assert service.indexer.drain(30)
+    assert service.upkeep.drain(30)
     assert service.indexer.vectors.present(SCOPE, [gone, keep]) == {keep}
     hits = {h.id: h for h in service.search(SCOPE, "allergy hazelnuts")}
     assert gone not in hits

@@ -197,12 +197,12 @@ def test_recall_and_forget_after_import(service, tmp_path):
     summary = import_records(service.engine, lines)
     assert summary["queued_for_indexing"] > 0
     assert any("green tea" in hit.content for hit in service.search(SCOPE, "green tea"))
-    assert service.indexer.drain(120)
+    assert service.upkeep.drain(120)
     found = service.semantic_search(SCOPE, "What hot drink does she like in the morning?", top_k=3)
     assert any("green tea" in memory.content for memory in found)
     tea = next(m for m in found if "green tea" in m.content)
     service.forget(SCOPE, tea.id)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert sql(service, "SELECT count(*) FROM memories WHERE id = ?", tea.id) == [(0,)]
     assert all(hit.id != tea.id for hit in service.search(SCOPE, "green tea coffee morning"))
     assert all(m.id != tea.id for m in service.semantic_search(SCOPE, "green tea in the morning", top_k=10))

@@ -46,7 +46,7 @@ def test_an_undecodable_fact_supersedes_none_and_a_clean_one_supersedes_both(key
 @pytest.mark.store
 def test_an_undecodable_note_replaces_no_close_note(service):
     lisbon = service.remember("s", "Grandma's garden in Lisbon has three lemon trees.")
-    service.indexer.drain(30.0)
+    service.upkeep.drain(30.0)
     munich = service.remember("s", "Grandma's garden in M\udcfcnchen has three lemon trees.")
     rows = service.store.get([lisbon, munich], "s")
     assert rows[munich].content == f"Grandma's garden in M{UNDECODABLE}nchen has three lemon trees."

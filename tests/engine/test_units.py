@@ -31,7 +31,7 @@ def test_a_question_reaches_the_one_sentence_that_answers_it(service):
     for other in ("The printer in the office jams every week.", "The weather in Lisbon is sunny today.",
                   "I need to buy new shoes for work."):
         service.remember(scope, other)
-    assert service.indexer.drain(60)
+    assert service.upkeep.drain(60)
     assert service.indexer.vectors.present(scope, [mixed], UNITS) == {mixed}
     question = query_vector(service.indexer, "When is my sister getting married?")
     unit, _ = service.indexer.vectors.query(scope, question, 1, UNITS)[0]

@@ -69,7 +69,7 @@ def test_a_vector_writer_killed_with_claimed_rows_loses_none_and_doubles_none(ho
             assert sql(home, "SELECT count(*) FROM outbox")[0][0] == 3
             hanging.send_signal(signal.SIGKILL)
             hanging.wait(30)
-            assert other.indexer.drain(180)  # the held rows, once their holder died
+            assert other.upkeep.drain(180)  # the held rows, once their holder died
             assert sql(home, "SELECT count(*) FROM outbox") == [(0,)]
             vectors = other.indexer.vectors
             for scope, mine in ids.items():  # one vector per memory and view, in its scope
@@ -117,7 +117,7 @@ def test_a_claim_lost_while_its_vectors_are_written_leaves_no_vector_of_a_forgot
         for index in (writer.indexer.vectors, others[0].indexer.vectors):
             assert index.present(SCOPES[0], [gone, kept]) == {kept}
             assert index.present(SCOPES[0], [gone], "sentences") == set()
-        drift = others[0].audit("vector_drift")["findings"]["vector_drift"]
+        drift = others[0].upkeep.audit("vector_drift")["findings"]["vector_drift"]
         assert not [f for f in drift if f["check"] == "stray_vector"], drift
     finally:
         for service in (writer, *others):
