@@ -58,16 +58,6 @@ class MemoryService:
                 "consolidate": (settings.consolidate_interval_s, self.upkeep.consolidate_all)},
                 threads=settings.threads).start()
 
-    def hosted_by_hermes(self) -> bool:
-        """Said by the Hermes provider: Hermes' own model can be asked (route's LLM stage), and
-        with `consolidation_llm: hermes` it writes consolidation's summaries; whether it does."""
-        self.engine.in_hermes = True
-        if self.settings.consolidation_llm == "hermes" and self.engine.summariser is None:
-            from .lifecycle.consolidate import hermes_summariser
-
-            self.engine.summariser = hermes_summariser()
-        return self.engine.summariser is not None
-
     # -- writes ---------------------------------------------------------------------------
 
     def retain_turn(self, scope: str, session_id: str, user: str, assistant: str,
@@ -301,7 +291,17 @@ class MemoryService:
         if not isinstance(budget, int) or budget <= 0:
             raise InvalidInput(f"The token budget must be a positive whole number, not {budget!r}.")
         return self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query,
-                                   budget_tokens=budget, session_id=session_id, seen=seen) or ""
+                                   budget_tokens=budget, session_id=session_id, seen=seen, prepared=None) or ""
+
+    def context(self, scope: str, query: str, limit: int = 30) -> tuple[str, list[Item]]:
+        """The memory block for `query` (as `recall` gives it) and the hits of the one search it
+        was packed from, best first, at most `limit` (MCP get_context: one search for both)."""
+        searched: dict = {}
+        hits = retrieval.search(self.engine, scope, query, limit, searched=searched)
+        block = self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query,
+                                    budget_tokens=self.settings.recall_tokens, session_id=None, seen=None,
+                                    prepared=(hits, searched)) or ""
+        return block, shape.items(self.store, _scope(scope), [h.memory for h in hits], scores=[h.score for h in hits])
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -462,6 +462,18 @@ def acquire(settings: Settings) -> MemoryService:
     return _services.acquire(key, lambda: MemoryService(settings))
 
 
+def hosted_by_hermes(service: MemoryService) -> bool:
+    """Said by the Hermes provider of the service it acquired: Hermes' own model can be asked
+    (route's LLM stage), and with `consolidation_llm: hermes` it writes consolidation's
+    summaries; whether it does."""
+    service.engine.in_hermes = True
+    if service.settings.consolidation_llm == "hermes" and service.engine.summariser is None:
+        from .lifecycle.consolidate import hermes_summariser
+
+        service.engine.summariser = hermes_summariser()
+    return service.engine.summariser is not None
+
+
 def release(service: MemoryService, drain_timeout: float = 5.0) -> None:
     """Give back a service from `acquire`; the last user closes it."""
     if _services.release(service):
@@ -520,5 +532,5 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False, cache
     return prepared(source, int8, again, cache)
 
 
-__all__ = ["MemoryService", "acquire", "release", "door_settings", "store_problem", "run_checks", "external_paths",
+__all__ = ["MemoryService", "acquire", "release", "hosted_by_hermes", "door_settings", "store_problem", "run_checks", "external_paths",
            "hermes_history", "packaged_int8_minilm", "prepared_minilm", "safe_url", "Report"]

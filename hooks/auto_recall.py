@@ -5,7 +5,8 @@ from .specs import hookimpl
 
 
 @hookimpl(trylast=True)
-def recall(engine, scope, query, budget_tokens, session_id, seen):
+def recall(engine, scope, query, budget_tokens, session_id, seen, prepared):
     from hermes_cmms.recall.block import recall_block
 
-    return recall_block(engine, scope, query, budget_tokens, seen, session_id)  # (records the recall event)
+    return recall_block(engine, scope, query, budget_tokens, seen, session_id,  # (records the recall event)
+                        prepared=prepared)

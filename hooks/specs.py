@@ -42,15 +42,17 @@ def retain(service, scope, session_id, items, turn_of, engine):
 
 
 @hookspec(firstresult=True)
-def recall(service, scope, query, budget_tokens, session_id, seen, engine):
+def recall(service, scope, query, budget_tokens, session_id, seen, engine, prepared):
     """Build the memory text injected before a turn.
 
     Fires once per user turn (Hermes' prefetch) and for explicit recall calls. `seen` is the
     set of memory ids already injected into this conversation (Hermes re-sends every earlier
     block), or None when the caller does not track them: skip those ids and add the ones you
-    inject. Return the text to inject (already fitted to `budget_tokens`), "" for nothing
-    relevant, or None to defer to the next implementation. The first non-None result wins;
-    the built-in auto-recall runs last (trylast).
+    inject. `prepared` is None, or the engine's own ranking of this very query when the caller
+    has searched already (MCP get_context): the built-in packs the block from it instead of
+    searching again; a plugin may ignore it. Return the text to inject (already fitted to
+    `budget_tokens`), "" for nothing relevant, or None to defer to the next implementation.
+    The first non-None result wins; the built-in auto-recall runs last (trylast).
     """
 
 

@@ -92,13 +92,13 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         """Structured context for a task: its facts and decisions, the recall block Hermes would inject, every hit."""
         limit, subject = count_in(max_results, "max_results", MAX_RESULTS), given(subject)
         query = f"{query_text(task, 'task')} {subject}" if subject else query_text(task, "task")
-        hits = service.search(default_scope, query, MAX_SEARCH)  # the whole hybrid pool: bounded
+        block, hits = service.context(default_scope, query, MAX_SEARCH)  # one search: the pool and the block
         facts, items = answers(hits)
         if subject:  # matched as search's subject filter: spaces collapsed, any case
             facts = [fact for fact in facts if _folded(fact["subject"]) == _folded(subject)]
         decisions = [{**decision_response(hit), "score": round(hit.score, 5)} for hit in hits if hit.kind == "decision"]
         return {"facts": facts[:limit], "decisions": decisions[:limit], "total": len(facts[:limit]),
-                "scope": default_scope, "context": service.recall(default_scope, query),  # the recall hook
+                "scope": default_scope, "context": block,  # the recall hook's, packed from those hits
                 "memories": items[:limit]}
 
     def semantic_search(query: Annotated[str, Field(description="Natural language query text; '' (default): "

@@ -131,7 +131,7 @@ class CmmsMemoryProvider(MemoryProvider):
             self._tell(f"cmms memory is off, so nothing of this session will be remembered: {self._failure}")
             raise
         self._failure = ""
-        self.service.hosted_by_hermes()  # Hermes' model for route, and for consolidation when set so
+        engine.hosted_by_hermes(self.service)  # Hermes' model for route, and for consolidation when set so
         if self.primary and self.settings.mirror == "on" and self._mirror is None:
             self._start_mirror()
 

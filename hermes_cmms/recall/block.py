@@ -44,17 +44,24 @@ def candidates(budget_tokens: int) -> int:
 
 
 def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, seen: Optional[set[str]] = None,
-                 session_id: Optional[str] = None, explain: Optional[dict] = None) -> str:
+                 session_id: Optional[str] = None, explain: Optional[dict] = None,
+                 prepared: Optional[tuple[list[Hit], dict]] = None) -> str:
     """The memory block for `query` (see render.render for `seen`). A recall event is recorded;
     with `explain` (a dict: an inspection, not a recall) none is, and `explain` gets the
     ranking's reasons under "ranked" (rank.rank), the packing's under "packing" (render) and
-    what the search saw under "searched" (search.search)."""
+    what the search saw under "searched" (search.search). `prepared`: the hits and what the
+    search saw of a search of this very query already made (any limit: a limit only cuts the
+    one ranking), packed instead of searching again."""
     ranked = packing = None
     searched: dict = {}
     if explain is not None:
         ranked, packing = explain.setdefault("ranked", {}), explain.setdefault("packing", {})
         searched = explain.setdefault("searched", {})
-    hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked, searched=searched)
+    if prepared is not None and explain is None:
+        found, searched = prepared
+        hits = found[:candidates(budget_tokens)]
+    else:
+        hits = search(engine, scope, query, candidates(budget_tokens), explain=ranked, searched=searched)
     kept = about_the_prompt(hits, query, searched.get("by_meaning", False),
                             lambda ids: _without_vector(engine, scope, ids))
     if explain is not None and len(kept) < len(hits):

@@ -9,6 +9,7 @@ import pytest
 
 from hermes_cmms import hookimpl
 from hermes_cmms.engine import Engine
+from hermes_cmms.service import hosted_by_hermes
 from hermes_cmms.knowledge.beliefs import get_belief, set_belief
 from hermes_cmms.recall.search import page, search
 from hermes_cmms.retain.admission import remember_fact, retain_turn, store_note
@@ -23,7 +24,7 @@ def test_the_engine_holds_the_services_own_parts(keyword_service):
     assert isinstance(engine, Engine) and engine.service is svc
     assert (engine.settings, engine.pm, engine.store, engine.indexer) == (svc.settings, svc.pm, svc.store, svc.indexer)
     assert engine.store is svc.store and engine.indexer is svc.indexer and engine.pm is svc.pm
-    assert svc.hosted_by_hermes() is False  # what the Hermes provider says; no summariser without consolidation_llm
+    assert hosted_by_hermes(svc) is False  # what the Hermes provider says; no summariser without consolidation_llm
     assert engine.in_hermes is True and engine.summariser is None  # route reads it from the engine
 
 
@@ -107,3 +108,22 @@ def test_a_recalling_service_loads_the_token_counter_before_the_first_block_asks
     tokens.encoding.cache_clear()  # as in a process that has not counted a token yet
     MemoryService(Settings.load(home, embedder="none"), scheduler=False).close()
     assert tokens.encoding.cache_info().currsize == 1
+
+
+@pytest.mark.quick
+def test_context_packs_the_block_from_its_one_search(keyword_service, monkeypatch):
+    """MCP get_context's verb: the block `recall` would give and the hits it was packed from, from
+    one hybrid search (it searched twice: once for the hits, once inside the recall hook)."""
+    from hermes_cmms.recall import search as retrieval
+
+    svc = keyword_service
+    svc.remember(SCOPE, "The boathouse key hangs behind the boiler.")
+    svc.remember(SCOPE, "Ana's boat is moored at pier seven.")
+    expected = svc.recall(SCOPE, "where is the boathouse key")
+    searches = []
+    hybrid = retrieval._hybrid
+    monkeypatch.setattr(retrieval, "_hybrid", lambda *a, **k: searches.append(a[2]) or hybrid(*a, **k))
+    block, hits = svc.context(SCOPE, "where is the boathouse key", 1000)
+    assert searches == ["where is the boathouse key"]
+    assert block == expected and "behind the boiler" in block
+    assert hits and hits[0].content.startswith("The boathouse key") and hits[0].score > 0
