@@ -7,7 +7,7 @@ from typing import Annotated, Any, Callable, Optional
 from pydantic import Field
 
 from hermes_cmms.common.bounds import count_in, query_text
-from hermes_cmms.common.vocabulary import TIERS
+from hermes_cmms.common.vocabulary import MAX_AUDIT_OFFSET, MAX_AUDIT_PAGE, TIERS
 from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.lifecycle_rules import LIVE_STATES
 
@@ -80,12 +80,12 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
                   memory_id: Annotated[Optional[str], Field(description="Only events of this memory.")] = None,
                   action: Annotated[Optional[str], Field(
                       description="Only this action, e.g. remember, reinforce, supersede, forget, tool.")] = None,
-                  limit: Annotated[int, Field(description="Most events (1-500, default 50).")] = 50,
+                  limit: Annotated[int, Field(description=f"Most events (1-{MAX_AUDIT_PAGE}, default 50).")] = 50,
                   offset: Annotated[int, Field(description="Events to skip (default 0).")] = 0) -> dict[str, Any]:
         """The scope's audit trail, newest first (forgotten content is not shown here)."""
         events = service.audit_log(scope, memory_id=memory_id, action=action,
-                                   limit=count_in(limit, "limit", MAX_PAGE),
-                                   offset=count_in(offset, "offset", 10**9, low=0))
+                                   limit=count_in(limit, "limit", MAX_AUDIT_PAGE),
+                                   offset=count_in(offset, "offset", MAX_AUDIT_OFFSET, low=0))
         return {"scope": scope, "events": [event.as_dict() for event in events]}
 
     return [store_memory, recall_memory, forget_memory, list_memories, consolidate_memories, audit_log]

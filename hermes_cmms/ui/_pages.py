@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from starlette.requests import Request
 
+from ..common.answers import Event
 from ..common.errors import InvalidInput
 from ..common.ids import shown_id
 from . import _graph
@@ -120,13 +121,10 @@ def _day(text: Optional[str], name: str, end: bool = False) -> Optional[float]:
     return day.timestamp() + (86400 - 0.001 if end else 0)
 
 
-def _event(event) -> dict:
-    """An audit event (an answer or a dict) as the page shows it: its detail as JSON text."""
-    get = event.get if isinstance(event, dict) else lambda key: getattr(event, key, None)
-    detail = get("detail")
-    return {"at": get("at"), "action": get("action"), "actor": get("actor"), "scope": get("scope"),
-            "memory_id": shown_id(get("memory_id")),
-            "detail": json.dumps(detail, ensure_ascii=False) if isinstance(detail, dict) else detail}
+def _event(event: Event) -> dict:
+    """An audit event as the page shows it: its detail as JSON text."""
+    return {"at": event.at, "action": event.action, "actor": event.actor, "scope": event.scope,
+            "memory_id": shown_id(event.memory_id), "detail": json.dumps(event.detail, ensure_ascii=False)}
 
 
 def forget_preview(request: Request):
