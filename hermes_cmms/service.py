@@ -295,12 +295,17 @@ class MemoryService:
 
     def context(self, scope: str, query: str, limit: int = 30) -> tuple[str, list[Item]]:
         """The memory block for `query` (as `recall` gives it) and the hits of the one search it
-        was packed from, best first, at most `limit` (MCP get_context: one search for both)."""
-        searched: dict = {}
-        hits = retrieval.search(self.engine, scope, query, limit, searched=searched)
+        was packed from, best first, at most `limit` (MCP get_context: one search for both). The
+        search reaches as deep as the block packs from, whatever `limit`."""
+        from .recall.block import candidates
+
+        budget, searched = self.settings.recall_tokens, {}
+        valid = isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1  # (else search refuses it)
+        hits = retrieval.search(self.engine, scope, query, max(limit, candidates(budget)) if valid else limit,
+                                searched=searched)
         block = self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query,
-                                    budget_tokens=self.settings.recall_tokens, session_id=None, seen=None,
-                                    prepared=(hits, searched)) or ""
+                                    budget_tokens=budget, session_id=None, seen=None, prepared=(hits, searched)) or ""
+        hits = hits[:limit]
         return block, shape.items(self.store, _scope(scope), [h.memory for h in hits], scores=[h.score for h in hits])
 
     # -- sessions -------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms import hookimpl
+from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.engine import Engine
 from hermes_cmms.service import hosted_by_hermes
 from hermes_cmms.knowledge.beliefs import get_belief, set_belief
@@ -127,3 +128,16 @@ def test_context_packs_the_block_from_its_one_search(keyword_service, monkeypatc
     assert searches == ["where is the boathouse key"]
     assert block == expected and "behind the boiler" in block
     assert hits and hits[0].content.startswith("The boathouse key") and hits[0].score > 0
+
+
+def test_context_packs_the_same_block_as_recall_whatever_its_limit(keyword_service):
+    """A limit below the hits a block packs from cuts the hits answered, not the block."""
+    svc = keyword_service
+    for i in range(45):
+        svc.store_note(SCOPE, f"deploy item {i} zq{i}", dedup=False, judge=False)
+    expected = svc.recall(SCOPE, "deploy")
+    for limit in (1, 2, 30):
+        block, hits = svc.context(SCOPE, "deploy", limit)
+        assert block == expected and len(hits) == limit
+    with pytest.raises(InvalidInput):
+        svc.context(SCOPE, "deploy", 0)
