@@ -23,7 +23,7 @@ from .common.errors import InvalidInput, UnknownMemory
 from .common.plugins import make_plugin_manager
 from .common.shared import Shared
 from .common.text import clean_key
-from .common.vocabulary import MAX_AUDIT_OFFSET, MAX_AUDIT_PAGE
+from .common.vocabulary import MAX_AUDIT_OFFSET, MAX_AUDIT_PAGE, RECALL_KINDS
 from .engine import open_engine
 from .lifecycle.consolidate import Report, consolidate_audited
 from .lifecycle.scheduler import Scheduler
@@ -282,16 +282,20 @@ class MemoryService:
         return browse.overview(self.engine, scope, recalls=recalls)
 
     def recall(self, scope: str, query: str, budget_tokens: Optional[int] = None,
-               session_id: Optional[str] = None, seen: Optional[set[str]] = None) -> str:
+               session_id: Optional[str] = None, seen: Optional[set[str]] = None, kind: str = "turn") -> str:
         """The memory block for `query`, fitted to the token budget ('' if nothing fits).
 
         With `seen`, memories whose ids it holds are left out and the injected ids are added.
+        `kind` (RECALL_KINDS) is what history records it as: a turn's block, or one given to a
+        compaction's summary ("summary"), which history never shows as a turn.
         """
         budget = budget_tokens or self.settings.recall_tokens
         if not isinstance(budget, int) or budget <= 0:
             raise InvalidInput(f"The token budget must be a positive whole number, not {budget!r}.")
-        return self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query,
-                                   budget_tokens=budget, session_id=session_id, seen=seen, prepared=None) or ""
+        if kind not in RECALL_KINDS:
+            raise InvalidInput(f"A recall's kind is one of {', '.join(RECALL_KINDS)}, not {kind!r}.")
+        return self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query, budget_tokens=budget,
+                                   session_id=session_id, seen=seen, prepared=None, kind=kind) or ""
 
     def context(self, scope: str, query: str, limit: int = 30) -> tuple[str, list[Item]]:
         """The memory block for `query` (as `recall` gives it) and the hits of the one search it
@@ -304,7 +308,8 @@ class MemoryService:
         hits = retrieval.search(self.engine, scope, query, max(limit, candidates(budget)) if valid else limit,
                                 searched=searched)
         block = self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query,
-                                    budget_tokens=budget, session_id=None, seen=None, prepared=(hits, searched)) or ""
+                                    budget_tokens=budget, session_id=None, seen=None, prepared=(hits, searched),
+                                    kind="turn") or ""
         hits = hits[:limit]
         return block, shape.items(self.store, _scope(scope), [h.memory for h in hits], scores=[h.score for h in hits])
 
@@ -318,13 +323,15 @@ class MemoryService:
     # -- why recalled: the recall inspector and the recall events (recall/explain, history) ---
 
     def inspect_recall(self, scope: str, prompt: str, *, budget_tokens: Optional[int] = None,
-                       session_id: Optional[str] = None, why_not: Optional[str] = None) -> dict:
+                       session_id: Optional[str] = None, why_not: Optional[str] = None,
+                       leave_out: Sequence[str] = ()) -> dict:
         """The exact block prefetch would give `prompt`, each line with why it is there, and
         what ranked next but did not fit; with `why_not`, that memory's verdict from the same
-        search (see explain.inspect_recall)."""
+        search; `leave_out`: memories never made lines (a past turn's own messages, when it is
+        run again now; see explain.inspect_recall)."""
         from .recall import explain
 
-        return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id, why_not)
+        return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id, why_not, leave_out)
 
     def why_not(self, scope: str, prompt: str, memory_id: str, *, budget_tokens: Optional[int] = None) -> dict:
         """Why a memory is or is not in the block `prompt` gets, in one sentence (explain.why_not)."""

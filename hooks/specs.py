@@ -42,7 +42,7 @@ def retain(service, scope, session_id, items, turn_of, engine):
 
 
 @hookspec(firstresult=True)
-def recall(service, scope, query, budget_tokens, session_id, seen, engine, prepared):
+def recall(service, scope, query, budget_tokens, session_id, seen, engine, prepared, kind):
     """Build the memory text injected before a turn.
 
     Fires once per user turn (Hermes' prefetch) and for explicit recall calls. `seen` is the
@@ -50,7 +50,10 @@ def recall(service, scope, query, budget_tokens, session_id, seen, engine, prepa
     block), or None when the caller does not track them: skip those ids and add the ones you
     inject. `prepared` is None, or the engine's own ranking of this very query when the caller
     has searched already (MCP get_context): the built-in packs the block from it instead of
-    searching again; a plugin may ignore it. Return the text to inject (already fitted to
+    searching again; a plugin may ignore it. `kind` says what the block is for: "turn", in front
+    of the model for this turn (Hermes' prefetch, a recall call), or "summary", for the summary
+    of a conversation Hermes compacts; the built-in records it with the recall event, so history
+    shows what each turn was given and no turn that did not happen. Return the text to inject (already fitted to
     `budget_tokens`), "" for nothing relevant, or None to defer to the next implementation.
     The first non-None result wins; the built-in auto-recall runs last (trylast).
     """

@@ -17,6 +17,9 @@ MAX_QUERY_CHARS = 10_000  # a query, at any door
 MAX_PAGE, MAX_OFFSET = 200, 10**9  # one page of memories
 MAX_AUDIT_PAGE, MAX_AUDIT_OFFSET = 500, 10**9  # one audit_log call
 MAX_HISTORY_PAGE = 500  # sessions on one page
+# A recall's kind: "turn", a block put in front of the model for a turn (Hermes' prefetch, a
+# recall verb); "summary", one given to the summary of a conversation Hermes compacts (never a turn).
+RECALL_KINDS = ("turn", "summary")
 
 # -- beliefs (the CMMS 0.11 contracts' vocabularies and ours) ----------------------------------
 MAX_BELIEF_CHARS = 2_048  # the contracts' maxLength of a proposition

@@ -31,7 +31,6 @@ from .tools import TOOL_SCHEMAS, call_tool
 log = logging.getLogger(__name__)
 _said: set[str] = set()  # unavailability reasons already logged by this process
 
-QUEUED_RESULT_TTL_S = 120.0
 FIRST_TURN_WAIT_S = 2.0  # the recall on_turn_start begins waits this long for a model still loading,
 # then (the search's own 1 s wait past) goes keyword-only; prefetch waits for it that long + COLLECT_S
 COLLECT_S = 1.5
@@ -82,7 +81,6 @@ class CmmsMemoryProvider(MemoryProvider):
         self.session_id = ""
         self.platform = "cli"
         self.primary = True
-        self._queued: Optional[tuple[str, float, str, set]] = None  # (query, when, text, ids)
         self._early: Optional[tuple[str, Future]] = None  # (message, its recall) begun by on_turn_start
         self._author: Optional[tuple[str, Optional[dict], str]] = None  # (message, author, client) of the turn
         self._seen: set[str] = set()  # memory ids injected by turns this session completed
@@ -189,12 +187,8 @@ class CmmsMemoryProvider(MemoryProvider):
             return ""
         started = time.monotonic()
         with self._lock:
-            queued, self._queued = self._queued, None
             early, self._early = self._early, None
-        if queued and queued[0] == query and started - queued[1] < QUEUED_RESULT_TTL_S:
-            text, injected = queued[2], queued[3]
-        else:
-            text, injected = self._collect(early, query)
+        text, injected = self._collect(early, query)
         if time.monotonic() - started > prefetch_timeout():  # Hermes went on without this block,
             log.info("cmms: recall outlasted Hermes' prefetch timeout; nothing was injected")
             return text  # so none of it is in front of the model: nothing to count or announce
@@ -251,12 +245,12 @@ class CmmsMemoryProvider(MemoryProvider):
         return self._recall(query)
 
     def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
-        if self.service is not None and not is_trivial_prompt(query):
-            text, injected = self._recall(query)
-            with self._lock:
-                self._queued = (query, time.monotonic(), text, injected)
+        """Nothing: Hermes asks ahead, after a turn, with that turn's own message, for a next turn
+        that may never come. A block made then would serve only a next prompt identical to it, and
+        miss what was stored since; each turn's recall begins at on_turn_start (or prefetch) with
+        its own prompt instead, so no search runs for nothing and history holds only what turns got."""
 
-    def _recall(self, query: str, skip_injected: bool = True) -> tuple[str, set[str]]:
+    def _recall(self, query: str, skip_injected: bool = True, kind: str = "turn") -> tuple[str, set[str]]:
         """Recall text for `query` that repeats nothing already injected, and the ids it adds.
 
         Hermes re-sends every earlier <memory-context> block with each turn, so a memory
@@ -266,7 +260,7 @@ class CmmsMemoryProvider(MemoryProvider):
             seen = set(self._seen) if skip_injected else set()
         before = set(seen)
         try:
-            text = self.service.recall(self.scope, query, session_id=self.session_id, seen=seen)
+            text = self.service.recall(self.scope, query, session_id=self.session_id, seen=seen, kind=kind)
         except Exception as exc:  # noqa: BLE001 - recall failures never break a turn
             log.warning("cmms recall failed: %s", exc)
             return "", set()
@@ -287,7 +281,7 @@ class CmmsMemoryProvider(MemoryProvider):
                                    "read-only in this agent; only the primary agent writes.")
         if not said or self.service is None:
             return ""
-        return self._recall(said[-1][0], skip_injected=False)[0]  # the summary is written fresh
+        return self._recall(said[-1][0], skip_injected=False, kind="summary")[0]  # the summary is written fresh
 
     # -- retain ---------------------------------------------------------------------------
 
@@ -395,7 +389,7 @@ class CmmsMemoryProvider(MemoryProvider):
         old = self.session_id
         self.session_id = new_session_id or old
         with self._lock:  # a new or compacted conversation no longer carries earlier blocks
-            self._seen, self._pending, self._queued, self._early, self._author = set(), set(), None, None, None
+            self._seen, self._pending, self._early, self._author = set(), set(), None, None
         if self.service is not None and old and (reset or old != self.session_id):
             with self._writing("the end of the previous session"):
                 self.service.flush_session(self.scope, old)

@@ -24,11 +24,11 @@ PRUNE_EVERY = 32  # a scope's old events are pruned when its newest event id is 
 
 
 def record(store: Store, scope: str, session_id: Optional[str], memory_ids: Sequence[str], keep: int,
-           at: Optional[float] = None) -> None:
-    """One recall's event, made `at` (now): `memory_ids` in block order (rank 1 first), those
-    still stored (a memory forgotten meanwhile is never named; none left, no event), with the
-    turn it was recalled for (the one after the session's last turn stored before `at`). Every
-    PRUNE_EVERY events the scope keeps only its newest `keep` of KEEP_DAYS."""
+           at: Optional[float] = None, kind: str = "turn") -> None:
+    """One recall's event of `kind` (RECALL_KINDS), made `at` (now): `memory_ids` in block order
+    (rank 1 first), those still stored (a memory forgotten meanwhile is never named; none left,
+    no event), with the turn it was recalled for (the one after the session's last turn stored
+    before `at`). Every PRUNE_EVERY events the scope keeps only its newest `keep` of KEEP_DAYS."""
     now = time.time() if at is None else at
     turn = (select(func.coalesce(func.max(Memory.turn), 0) + 1)
             .where(Memory.scope == scope, Memory.session_id == session_id, Memory.created_at < now)
@@ -38,7 +38,7 @@ def record(store: Store, scope: str, session_id: Optional[str], memory_ids: Sequ
         kept = set(conn.execute(select(Memory.id).where(Memory.id.in_(list(memory_ids)))).scalars())
         if not kept:
             return
-        event = conn.execute(insert(RecallEvent).values(scope=scope, session_id=session_id, turn=turn, at=now)
+        event = conn.execute(insert(RecallEvent).values(scope=scope, session_id=session_id, turn=turn, at=now, kind=kind)
                              .returning(RecallEvent.id)).scalar_one()
         conn.execute(insert(RecalledMemory), [{"event_id": event, "rank": rank, "memory_id": m}
                                               for rank, m in enumerate(memory_ids, 1) if m in kept])
@@ -73,7 +73,7 @@ def _items(conn: Connection, event_ids: Sequence[int]) -> dict[int, list[dict]]:
 
 def _shown(event: RecallEvent, items: list[dict]) -> dict:
     return {"scope": event.scope, "session_id": event.session_id, "turn": event.turn, "at": event.at,
-            "recalled": items}
+            "kind": event.kind, "recalled": items}
 
 
 def recent(store: Store, scope: Optional[str], limit: int) -> list[dict]:
@@ -95,22 +95,23 @@ def of_session(store: Store, scope: str, session_id: str) -> list[dict]:
 
 
 def recalled_ids(store: Store, scope: str, session_id: str) -> set[str]:
-    """Every memory the session's recalls put in a block."""
+    """Every memory the session's turns were given in a block (not a compaction's summary)."""
     with store.read() as conn:
         return set(conn.execute(select(RecalledMemory.memory_id).join(
             RecallEvent, RecallEvent.id == RecalledMemory.event_id).where(
-            RecallEvent.scope == scope, RecallEvent.session_id == session_id)).scalars())
+            RecallEvent.scope == scope, RecallEvent.session_id == session_id, RecallEvent.kind == "turn")).scalars())
 
 
 def sessions(store: Store, scope: str, offset: int, limit: int) -> list[dict]:
     """The scope's sessions, newest first: when each started, its turns, when flushed, and how
-    many recalls it had."""
+    many of its turns were given a block."""
     with store.read() as conn:
         rows = list(conn.execute(select(ConversationSession).where(ConversationSession.scope == scope)
                                  .order_by(ConversationSession.started_at.desc(), ConversationSession.session_id)
                                  .offset(offset).limit(limit)))
-        counts = dict(conn.execute(select(RecallEvent.session_id, func.count()).where(
-            RecallEvent.scope == scope, RecallEvent.session_id.in_([r.session_id for r in rows]))
+        counts = dict(conn.execute(select(RecallEvent.session_id, func.count(func.distinct(RecallEvent.turn))).where(
+            RecallEvent.scope == scope, RecallEvent.kind == "turn",
+            RecallEvent.session_id.in_([r.session_id for r in rows]))
             .group_by(RecallEvent.session_id)).all()) if rows else {}
     return [{"session_id": r.session_id, "started_at": r.started_at, "turns": r.last_turn,
              "flushed_at": r.flushed_at, "recalls": counts.get(r.session_id, 0)} for r in rows]

@@ -45,8 +45,9 @@ def candidates(budget_tokens: int) -> int:
 
 def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, seen: Optional[set[str]] = None,
                  session_id: Optional[str] = None, explain: Optional[dict] = None,
-                 prepared: Optional[tuple[list[Hit], dict]] = None) -> str:
-    """The memory block for `query` (see render.render for `seen`). A recall event is recorded;
+                 prepared: Optional[tuple[list[Hit], dict]] = None, kind: str = "turn") -> str:
+    """The memory block for `query` (see render.render for `seen`). A recall event of `kind`
+    (RECALL_KINDS: a turn's, or asked ahead for a next turn) is recorded;
     with `explain` (a dict: an inspection, not a recall) none is, and `explain` gets the
     ranking's reasons under "ranked" (rank.rank), the packing's under "packing" (render) and
     what the search saw under "searched" (search.search). `prepared`: the hits and what the
@@ -74,7 +75,7 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
         return render(hits, budget_tokens, query, seen, packing)
     packing = {}
     text = render(hits, budget_tokens, query, seen, packing)
-    _record(engine, scope, session_id, [memory_id for memory_id, _ in packing.get("packed", ())])
+    _record(engine, scope, session_id, [memory_id for memory_id, _ in packing.get("packed", ())], kind)
     return text
 
 
@@ -128,17 +129,18 @@ def settled(timeout: float = SETTLE_S) -> bool:
     return not wait([_writer.submit(lambda: None)], timeout).not_done
 
 
-def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str]) -> None:
+def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str], kind: str) -> None:
     """Queue the recall event of a block that gave something (see _writer)."""
     if memory_ids:
         _writer.submit(engine.settings.threads.bind(_write), engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
-                       memory_ids, engine.settings.recall_events, time.time())
+                       memory_ids, engine.settings.recall_events, time.time(), kind)
 
 
-def _write(store, scope: str, session_id: Optional[str], memory_ids: list[str], keep: int, at: float) -> None:
+def _write(store, scope: str, session_id: Optional[str], memory_ids: list[str], keep: int, at: float,
+           kind: str) -> None:
     """The recall event (the scope keeping its newest `keep`); a store that cannot take it
     (read-only, busy, closed) costs the event only."""
     try:
-        recall_events.record(store, scope, session_id, memory_ids, keep, at)
+        recall_events.record(store, scope, session_id, memory_ids, keep, at, kind)
     except Exception as exc:  # noqa: BLE001 - a recall never fails for want of its event
         log.debug("hermes-cmms: recall event not recorded: %s", exc)

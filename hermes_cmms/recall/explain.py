@@ -4,7 +4,7 @@ why a chosen memory is not in it."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from ..common import tokens
 from ..common.checks import scope_of
@@ -27,24 +27,33 @@ NEXT_SHOWN = 10  # ranked next but did not fit: this many shown
 
 
 def inspect_recall(engine: "Engine", scope: str, prompt: str, budget_tokens: Optional[int] = None,
-                   session_id: Optional[str] = None, why_not: Optional[str] = None) -> dict:
+                   session_id: Optional[str] = None, why_not: Optional[str] = None,
+                   leave_out: Sequence[str] = ()) -> dict:
     """The block prefetch would give `prompt` at the budget (the recall_tokens setting unless
     given) and why each line is there. With `session_id`, what that session's recalls already
     put in front of the model is left out, as Hermes' prefetch leaves it out. With `why_not` (a
     memory id), also why that memory is or is not in this block (`why_not`, as the function of
-    that name says it), read from the same search: a page that shows both searches once."""
+    that name says it), read from the same search: a page that shows both searches once. With
+    `leave_out` (memory ids of this scope), those are never lines: a past turn run again now
+    leaves out its own stored messages, which did not exist when it was recalled (`left_out`
+    in the answer: the ids left out)."""
     scope, budget = scope_of(scope), _budget(engine, budget_tokens)
     asked = _asked(engine, scope, why_not) if why_not is not None else None
     if session_id:
         settled()
     seen = recall_events.recalled_ids(engine.store, scope, clean_key(session_id)) if session_id else None
+    omitted = [clean_key(stored_id(i)) for i in leave_out if isinstance(i, str) and i.strip()]
+    if omitted:
+        seen = (seen or set()) | set(omitted)
     why = _inspected(engine, scope, prompt, budget, seen)
+    why["omitted"] = set(omitted)
     left_out = why["packing"].get("left_out", {})
     unfit = [i for i in why["order"] if left_out.get(i, ("",))[0] == "did not fit"][:NEXT_SHOWN]
     answer = {"block": why["block"], "budget_tokens": budget,
               "tokens": tokens.count(why["block"]) if why["block"] else 0,
               "lines": [_line(why, memory_id, text, rank) for rank, (memory_id, text) in enumerate(why["packed"], 1)],
-              "next": [_line(why, memory_id, left_out[memory_id][1], None) for memory_id in unfit]}
+              "next": [_line(why, memory_id, left_out[memory_id][1], None) for memory_id in unfit],
+              "left_out": omitted}
     if asked is not None:
         answer["why_not"] = _why_not(engine, scope, prompt, why, asked, budget)
     return answer
@@ -126,6 +135,8 @@ def _verdict(engine: "Engine", scope: str, prompt: str, why: dict, key: str, pos
         reason, line = left_out[key]
         if reason == "repeat":
             return f"Ranked {_nth(position)}, but its text repeats a memory already in the block."
+        if reason == "seen" and key in why.get("omitted", ()):
+            return f"Ranked {_nth(position)}, but left out on purpose: it was stored by the turn run again."
         if reason == "seen":
             return f"Ranked {_nth(position)}, but an earlier recall of this session already gave it."
         if reason == NOT_ABOUT:

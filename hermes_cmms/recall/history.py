@@ -34,8 +34,9 @@ def recent_recalls(engine: "Engine", scope: Optional[str] = None, limit: int = 1
 
 
 def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
-    """Each turn of a session: what it stored (ids and the start of their text) and what the
-    last recall for it gave (ids and ranks), oldest first."""
+    """Each turn of a session, oldest first: what it stored (ids and the start of their text)
+    and what it was given (`recalled`: ids, ranks and the start of the text of the last block
+    recalled for it, `recalled_at` when). A block given to a compaction's summary (kind "summary") is no turn's."""
     scope = scope_of(scope)
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidInput("The session id must be a non-empty string.")
@@ -48,12 +49,18 @@ def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
     turns: dict[int, dict] = {}
     for memory in stored:
         turn = turns.setdefault(_turn_of(memory, stored), {"turn": _turn_of(memory, stored), "at": memory.created_at,
-                                                            "stored": [], "recalled": []})
+                                                            "stored": [], "recalled": [],
+                                                            "recalled_at": None})
         turn["stored"].append({"memory_id": memory.id, "kind": memory.kind, "role": memory.role,
                                "text": memory.content[:SHORT_CHARS]})
-    for event in recalls:  # the last recall of a turn is what it was given
-        turn = turns.setdefault(event["turn"] or 0, {"turn": event["turn"] or 0, "at": event["at"], "stored": []})
-        turn["at"], turn["recalled"] = min(turn["at"], event["at"]), event["recalled"]
+    given = {event["turn"] or 0: event for event in recalls if event["kind"] == "turn"}  # the last of each turn
+    texts = engine.store.get(list({r["memory_id"] for event in given.values() for r in event["recalled"]}), scope)
+    for event in given.values():  # (a memory forgotten since is named by no event)
+        for item in event["recalled"]:
+            item["text"] = texts[item["memory_id"]].content[:SHORT_CHARS] if item["memory_id"] in texts else ""
+    for number, event in given.items():
+        turn = turns.setdefault(number, {"turn": number, "at": event["at"], "stored": []})
+        turn["at"], turn["recalled"], turn["recalled_at"] = min(turn["at"], event["at"]), event["recalled"], event["at"]
     return {"session_id": key, "turns": [turns[t] for t in sorted(turns)]}
 
 

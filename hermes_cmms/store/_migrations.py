@@ -272,7 +272,8 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0012_recall_events", recall_events.migrate),
                                     ("0013_memory_pinned", _0013_memory_pinned),
                                     ("0014_browse_tally", _0014_browse_tally),
-                                    ("0015_store_identity", _0015_store_identity)]
+                                    ("0015_store_identity", _0015_store_identity),
+                                    ("0016_recall_kind", recall_events.add_kind)]
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

@@ -20,6 +20,7 @@ class RecallEvent(SQLModel, table=True):
     session_id: Optional[str] = None
     turn: Optional[int] = None  # the turn the block was recalled for (the session's next turn)
     at: float
+    kind: str = "turn"  # "turn": in front of the model for that turn; "summary": a compaction's (RECALL_KINDS)
 
 
 class RecalledMemory(SQLModel, table=True):
@@ -51,6 +52,12 @@ def migrate(conn: Connection) -> None:
                 PRIMARY KEY (event_id, rank))""",
             "CREATE INDEX ix_recalled_memories_memory ON recalled_memories (memory_id)"):
         conn.execute(text(statement))
+
+
+def add_kind(conn: Connection) -> None:
+    """Migration 0016_recall_kind: which recalls a turn was given and which went to the summary
+    of a compacted conversation (not a turn); events before it read as turns."""
+    conn.execute(text("ALTER TABLE recall_events ADD COLUMN kind VARCHAR(8) NOT NULL DEFAULT 'turn'"))
 
 
 def naming(ids: Sequence[str]):

@@ -43,14 +43,17 @@ def memory(request: Request):
 def inspect(request: Request):
     scope, q = scope_of(request), request.query_params
     prompt, budget = q.get("prompt", ""), number(q.get("budget"), "budget", 0, 100_000) or None
-    if not prompt.strip() and q.get("from_memory", "").strip():  # a past turn: what its user said
-        said = service(request).memory_page(scope, memory_id(q["from_memory"]))["memory"]
-        prompt = said.get("content") or ""
+    rerun = None
+    if not prompt.strip() and q.get("from_memory", "").strip():  # a past turn run again now: what its user said
+        page = service(request).memory_page(scope, memory_id(q["from_memory"]))
+        prompt, rerun = page["memory"].get("content") or "", page["provenance"]
+    leave_out = [memory_id(i) for i in q.getlist("leave_out") if i.strip()][:20]  # the turn's own messages
     asked = memory_id(q["why_not"]) if q.get("why_not", "").strip() else None
-    answer = (service(request).inspect_recall(scope, prompt, budget_tokens=budget, why_not=asked)
+    answer = (service(request).inspect_recall(scope, prompt, budget_tokens=budget, why_not=asked, leave_out=leave_out)
               if prompt.strip() else None)
     why = answer.pop("why_not", None) if answer else None
-    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=answer, why=why)
+    return _page(request, "inspect.html", scope, prompt=prompt, budget=budget, answer=answer, why=why,
+                 rerun=rerun, leave_out=leave_out)
 
 
 def sessions(request: Request):

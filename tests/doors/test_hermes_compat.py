@@ -198,8 +198,6 @@ def test_a_trivial_prompt_skips_recall_that_a_real_one_gets(kw_home):
     try:
         for text in ("ok", "thanks!", "next", "continue.", "/deploy key"):
             assert p.prefetch(text) == "", text
-            p.queue_prefetch(text)
-            assert p._queued is None, text
         assert "Monday rotation" in p.prefetch("ok, and the deploy key?")
     finally:
         p.shutdown()

@@ -57,19 +57,19 @@ def test_memory_tool_writes_are_mirrored(kw_home):
 
 
 @pytest.mark.store
-def test_queued_prefetch_is_used_only_for_the_same_query(kw_home):
+def test_a_turn_is_recalled_with_its_own_prompt_and_nothing_is_asked_ahead(kw_home):
+    """Hermes' queue_prefetch (after a turn, with that turn's message) makes no search and no
+    recall event: a session's history holds what its turns got, and a next turn sending the same
+    prompt gets a block made then, with what was stored since."""
     p = _provider(kw_home)
     p.sync_turn("I water the ferns every Sunday.", "Noted.", session_id="s1")
     p.queue_prefetch("When do I water the ferns?")
-    queued = p._queued[2]
-    assert "ferns" in queued
     p.sync_turn("The ferns moved to the balcony.", "Good idea.", session_id="s1")
-    assert p.prefetch("When do I water the ferns?") == queued  # precomputed answer for this query
-    fresh = p.prefetch("When do I water the ferns?")  # used once, then computed again
-    assert "balcony" in fresh and "balcony" not in queued
-    p.queue_prefetch("something about ferns")
-    p.sync_turn("The ferns need repotting in spring.", "Noted.", session_id="s1")
-    assert "repotting" in p.prefetch("Where are the ferns now?")  # computed now, not the queued one
+    assert p.service.upkeep.recent_recalls(p.scope) == []  # nothing was recalled ahead
+    fresh = p.prefetch("When do I water the ferns?")
+    assert "balcony" in fresh and "Sunday" in fresh
+    recalls = p.service.upkeep.recent_recalls(p.scope)
+    assert [(r["kind"], r["turn"]) for r in recalls] == [("turn", 3)]
     p.shutdown()
 
 

@@ -51,7 +51,7 @@ def test_events_hold_ids_and_ranks_only(keyword_service):
     with keyword_service.store.read() as conn:
         events = conn.execute(text("SELECT * FROM recall_events")).mappings().all()
         items = conn.execute(text("SELECT * FROM recalled_memories")).mappings().all()
-    assert set(events[0]) == {"id", "scope", "session_id", "turn", "at"}
+    assert set(events[0]) == {"id", "scope", "session_id", "turn", "at", "kind"}
     assert set(items[0]) == {"event_id", "rank", "memory_id"} and len(items) >= 3
     stored = "\n".join(str(value) for row in [*events, *items] for value in row.values())
     assert "Lisbon" not in stored and "bakery" not in stored

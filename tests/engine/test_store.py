@@ -25,7 +25,7 @@ MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState
 CORE_MIGRATIONS = ["0001_initial", "0002_memory_context", "0003_memory_expires_at", "0004_facts",
                    "0005_index_state", "0006_memory_speaker", "0007_lifecycle", "0008_knowledge",
                    "0009_forgetting", "0010_belief_sources", "0011_browse_indexes", "0012_recall_events",
-                   "0013_memory_pinned", "0014_browse_tally", "0015_store_identity"]
+                   "0013_memory_pinned", "0014_browse_tally", "0015_store_identity", "0016_recall_kind"]
 EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_fts5_memories", "0002_fts5_context", "0003_fts5_scope"]
 PG_EXPECTED_MIGRATIONS = CORE_MIGRATIONS + ["0001_pg_fts_memories", "0002_pg_outbox_statistics"]
 PG_FTS_COLUMNS = {"fts_content", "fts_all"}  # memories' generated tsvector columns on PostgreSQL
