@@ -362,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._inspect import register as register_inspect
 
     register_inspect(add)
+    from ._demo import register as register_demo
+
+    register_demo(add)
     _add_bench(sub)
     return parser
 
