@@ -370,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
-# Exit codes (README, "Command line"): 0 done; 1 an error, said in one sentence (a bug: its
+# Exit codes (docs/commands.md): 0 done; 1 an error, said in one sentence (a bug: its
 # traceback), or a failed `doctor` check; 2 a usage error, from argparse; 3 `audit` found
 # something; 4 `forget` done, but vectors still queued for removal (PENDING_EXIT); 130
 # interrupted; 141 the output's reader went away (`hermes-cmms doctor | head`).
