@@ -80,25 +80,38 @@ def _run(args, hermes: str, home: Path, model) -> int:
     say(f"hermes-cmms demo: no key, no network. A throwaway Hermes home: {home}")
     say(f"  the stand-in model (offline: it answers with what memory gave it) listens on {model.url}")
     _install(home, model.url)
+    say(f"{len(SESSIONS)} sessions follow, each a new `hermes -z` process (several seconds each).")
     started = time.monotonic()
-    from ._browse import inert
-
     for number, (what, text) in enumerate(SESSIONS, 1):
         say(f"\n[session {number} of {len(SESSIONS)}: {what}]  hermes -z {_shell(text)}")
-        seen = len(model.recalled)
-        done = _turn(hermes, home, text)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout)[-2000:]
-            print(f"error: `hermes -z` failed (exit {done.returncode}) in {home}:\n{tail}", file=sys.stderr)
+        if not _session(hermes, home, text, model):
             return 1
-        lines = [line for request in model.recalled[seen:] for line in request]
-        say(f"  cmms recalled {len(lines)} line(s) into the prompt" + (":" if lines else " (nothing stored matches)"))
-        for line in lines:
-            say(f"      {inert(line, 300)}")
-        for line in done.stdout.strip().splitlines():
-            say(f"  Hermes: {inert(line, 300)}")
     say(f"\n{len(SESSIONS)} sessions in {time.monotonic() - started:.0f} s, each a new `hermes -z` process.")
     return _explain(args, home, SESSIONS[-1][1])
+
+
+def _session(hermes: str, home: Path, text: str, model) -> bool:
+    """One `hermes -z` turn, printed with what cmms recalled into its prompt (as the stand-in got
+    it) and Hermes' answer; False (said on standard error) when Hermes failed."""
+    from ._browse import inert
+
+    seen = len(model.recalled)
+    try:
+        done = _turn(hermes, home, text)
+    except subprocess.TimeoutExpired:
+        print(f"error: `hermes -z` gave no answer within {TURN_TIMEOUT_S} s in {home}.", file=sys.stderr)
+        return False
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout)[-2000:]
+        print(f"error: `hermes -z` failed (exit {done.returncode}) in {home}:\n{tail}", file=sys.stderr)
+        return False
+    lines = [line for request in model.recalled[seen:] for line in request]
+    say(f"  cmms recalled {len(lines)} line(s) into the prompt" + (":" if lines else " (nothing stored matches)"))
+    for line in lines:
+        say(f"      {inert(line, 300)}")
+    for line in done.stdout.strip().splitlines():
+        say(f"  Hermes: {inert(line, 300)}")
+    return True
 
 
 def _install(home: Path, url: str) -> None:
@@ -121,15 +134,14 @@ def _turn(hermes: str, home: Path, text: str) -> subprocess.CompletedProcess:
 
 def _explain(args, home: Path, prompt: str) -> int:
     """What the last prompt recalls and why: `hermes-cmms inspect` on the store as it is now."""
+    from ._engine import owner_scope
     from ._inspect import cmd_inspect
 
     say(f"\nWhat recall gives {prompt!r} and why (hermes-cmms inspect, on the store as it is now: it "
         "holds the question itself too):")
-    scope_home = argparse.Namespace(hermes_home=str(home))
-    from ._engine import owner_scope
-
-    code = cmd_inspect(argparse.Namespace(prompt=prompt, scope=owner_scope(scope_home), budget=None,
-                                          why_not=None, json=False, hermes_home=str(home)))
+    shown = argparse.Namespace(prompt=prompt, scope=None, budget=None, why_not=None, json=False, hermes_home=str(home))
+    shown.scope = owner_scope(shown)  # the scope Hermes gave the home's owner
+    code = cmd_inspect(shown)
     quoted = _quoted(home)
     say("\nLook further (the home is kept" + (")" if not args.remove else "; --remove removes it now)") + ":")
     say(f"  hermes-cmms ui --hermes-home {quoted}            # the dashboard: memories, sessions, why recalled")
