@@ -32,10 +32,11 @@ HERMES_MISSING = ("Hermes is not installed here, and the demo runs real Hermes t
 
 
 def hermes_command() -> Optional[str]:
-    """`hermes` on PATH, else beside this Python (a venv's bin/ that is not activated)."""
-    found = shutil.which("hermes")
+    """`hermes` beside this Python (the environment hermes-cmms is installed in, activated or not),
+    else on PATH (whose Hermes must then import hermes_cmms itself, as a Hermes 0.20+ venv does
+    once hermes-cmms is installed into it)."""
     beside = Path(sys.executable).with_name("hermes")
-    return found or (str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None)
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("hermes")
 
 
 def demo_home(named: Optional[str]) -> Path:

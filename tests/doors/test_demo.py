@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.cli import build_parser
-from hermes_cmms.cli._demo import HERMES_MISSING, SESSIONS, _shell, demo_home
+from hermes_cmms.cli._demo import HERMES_MISSING, SESSIONS, _shell, demo_home, hermes_command
 from hermes_cmms.common import standin
 from inprocess import cli
 
@@ -95,6 +95,20 @@ def test_without_hermes_the_demo_says_how_to_get_it(tmp_path, monkeypatch):
     done = cli(None, "demo", "--hermes-home", str(tmp_path / "demo"))
     assert (done.returncode, done.stdout, done.stderr) == (1, "", f"error: {HERMES_MISSING}\n")
     assert not (tmp_path / "demo").exists()  # nothing made
+
+
+@pytest.mark.quick
+def test_the_demo_runs_the_hermes_of_its_own_environment_first(tmp_path, monkeypatch):
+    """A `hermes` earlier on PATH (another Hermes, whose venv may not hold hermes-cmms) is taken only
+    when none is beside the Python running the demo."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "hermes").write_text("#!/bin/sh\nexit 1\n")
+    (other / "hermes").chmod(0o755)
+    monkeypatch.setenv("PATH", str(other))
+    assert hermes_command() == str(Path(sys.executable).with_name("hermes"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    assert hermes_command() == str(other / "hermes")
 
 
 @pytest.mark.slow
