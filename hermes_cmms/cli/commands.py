@@ -362,12 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
     from ._inspect import register as register_inspect
 
     register_inspect(add)
+    from ._demo import register as register_demo
+
+    register_demo(add)
     _add_bench(sub)
     return parser
 
 
 SETTLE_S = 2.0  # at exit, how long the engine's threads (told to stop by close) may take to end
-# Exit codes (README, "Command line"): 0 done; 1 an error, said in one sentence (a bug: its
+# Exit codes (docs/commands.md): 0 done; 1 an error, said in one sentence (a bug: its
 # traceback), or a failed `doctor` check; 2 a usage error, from argparse; 3 `audit` found
 # something; 4 `forget` done, but vectors still queued for removal (PENDING_EXIT); 130
 # interrupted; 141 the output's reader went away (`hermes-cmms doctor | head`).

@@ -37,7 +37,7 @@ CMMS_TOOLS = {"ping", "remember", "search", "get_context", "semantic_search", "l
 MEMSER_TOOLS = {"store_memory", "recall_memory", "forget_memory", "list_memories", "consolidate_memories",
                 "audit_log"}
 KEYWORD_ONLY = {"CMMS_EMBEDDER": "none"}
-README = Path(__file__).parents[2] / "README.md"
+README = Path(__file__).parents[2] / "docs" / "mcp.md"  # (moved from the README)
 
 
 def test_catalogue_has_both_seeds_names_each_described(home):
@@ -566,7 +566,7 @@ def test_concurrent_writers_in_three_processes_lose_nothing(home):
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["checkout", "elsewhere"])
 def test_the_readme_dev_server_recipe_runs_under_the_sdks_own_loader(home, tmp_path, where):
-    """The README's `mcp run` / `mcp dev` line: its path command, then the SDK's loader on that file."""
+    """docs/mcp.md's `mcp run` / `mcp dev` line: its path command, then the SDK's loader on that file."""
     recipe = re.search(r'`mcp run "\$\(python -c \'(.+?)\'\)"`', README.read_text()).group(1)
     cwd = str(Path(__file__).parents[2]) if where == "checkout" else str(tmp_path)
     env = {**os.environ, **KEYWORD_ONLY, "HERMES_HOME": str(home)}

@@ -1,4 +1,5 @@
-"""The README's commands exist and the test command is the one CI runs."""
+"""The README's commands exist, the test command is the one CI runs, the README stays short with
+the commands first, and the pages it hands the rest to (docs/) hold their tables and links."""
 import re
 from pathlib import Path
 
@@ -8,6 +9,9 @@ from hermes_cmms.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
+DOC_DIR = REPO / "docs"
+MAX_LINES = 250  # the README: what it is, the two commands, the keyless try-it, one short section per Hermes
+RUN_WITHIN = 60  # the Run command's line is among the first 60
 
 
 def command(name: str) -> str:
@@ -69,14 +73,15 @@ def test_the_readme_check_is_what_the_hermes_test_proves():
     assert "hermes-cmms search Biscuit" in check
 
 
-def test_every_setting_in_the_readme_is_a_real_setting():
+def test_every_setting_in_the_settings_page_is_a_real_setting():
     from hermes_cmms.common.config import SETTINGS
 
-    rows = set(re.findall(r"^\| `([a-z_]+)` \| `(CMMS_[A-Z_]+)`", README, re.M))
+    page = (DOC_DIR / "settings.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z_]+)` \| `(CMMS_[A-Z_]+)`", page, re.M))
     assert rows == {(name, env) for name, (env, _) in SETTINGS.items()}
 
 
-def test_the_readme_tool_table_is_the_bridge_catalogue():
+def test_the_mcp_page_tool_table_is_the_bridge_catalogue():
     """A contract tool's arguments cell is its contract's input, in the contract's order, optional
     ones marked `?`, then our extensions marked (+ ...); every other tool's cell names exactly
     the arguments it takes."""
@@ -85,7 +90,7 @@ def test_the_readme_tool_table_is_the_bridge_catalogue():
     from contract_harness import DOCS
     from hermes_cmms.mcp_bridge.tools import catalogue
 
-    section = README.split("## MCP bridge", 1)[1].split("\n## ", 1)[0]
+    section = (DOC_DIR / "mcp.md").read_text().split("# MCP bridge", 1)[1].split("\n## ", 1)[0]
     table = section.split("| tool | arguments | does |", 1)[1].split("\n\n", 1)[0]
     rows = dict(re.findall(r"^\| `([a-z_]+)` \| ([^|]*(?:\\\|[^|]*)*) \|", table, re.M))
     tools = {fn.__name__: fn for fn in catalogue(None, "local:default")}
@@ -105,5 +110,55 @@ def test_the_readme_tool_table_is_the_bridge_catalogue():
 
 
 def _marked(names, required) -> str:
-    """Argument names as the README's tool table shows them: an optional one ends in `?`."""
+    """Argument names as docs/mcp.md's tool table shows them: an optional one ends in `?`."""
     return ", ".join(n if n in required else f"{n}?" for n in names)
+
+
+PLACEHOLDER = re.compile(r"https?://\S*(?:OWNER|USERNAME|YOUR[-_A-Z]*|example\.(?:com|org))", re.I)
+
+
+@pytest.mark.quick
+def test_the_readme_is_short_and_starts_with_the_commands():
+    """At most 250 lines; the Run command in the first 60, ending in the keyless demo (not a bare
+    `hermes`, whose wizard asks a newcomer to log in); no placeholder URL anywhere."""
+    lines = README.splitlines()
+    assert len(lines) <= MAX_LINES, len(lines)
+    run = command("Run")
+    assert lines.index(run) < RUN_WITHIN, lines.index(run) + 1
+    assert run.endswith("&& .venv/bin/hermes-cmms demo") and not run.rstrip().endswith("hermes")
+    assert README.index("hermes-cmms demo") < README.index("## A model for Hermes") < README.index("## Into the Hermes")
+    for page in [REPO / "README.md", *sorted(DOC_DIR.glob("*.md"))]:
+        assert not PLACEHOLDER.findall(page.read_text()), page.name
+
+
+def test_the_placeholder_check_finds_the_placeholder_the_readme_had():
+    assert PLACEHOLDER.findall("hermes plugins install https://github.com/OWNER/hermes-cmms/tree/main/x --yes-deps")
+    assert not PLACEHOLDER.findall("file:///path/to/hermes-cmms#install/templates/plugin https://pypi.org/project/hermes-agent/")
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    return {slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+@pytest.mark.quick
+def test_every_link_of_the_readme_and_docs_reaches_a_file_and_its_heading():
+    """A relative link names a file that exists and, with #anchor, a heading of that file."""
+    broken = []
+    for page in [REPO / "README.md", *sorted(DOC_DIR.glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s)://, file://, mailto:
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert broken == []

@@ -2,7 +2,7 @@
 
 Hermes loads this file by its path and lets it import only plugins.memory.config_schema
 (HERMES-0.23 item 5). Hermes saves the panel to $HERMES_HOME/cmms/config.json, which cmms reads
-under the environment and over memory.cmms in config.yaml (docs: README "Settings").
+under the environment and over memory.cmms in config.yaml (docs/settings.md).
 """
 try:
     from plugins.memory.config_schema import ProviderConfigSchema, ProviderField, ProviderFieldOption
