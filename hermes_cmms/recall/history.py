@@ -19,7 +19,8 @@ SHORT_CHARS = 120  # of a stored memory's text in a timeline
 
 
 def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> list[dict]:
-    """The scope's sessions, newest first: session_id, started_at, turns, flushed_at, recalls."""
+    """The scope's sessions, newest first: session_id, started_at, turns, flushed_at, recalls,
+    and `first`, the start of its first user message (None if it stored none)."""
     _page(offset, limit)
     settled()
     return recall_events.sessions(engine.store, scope_of(scope), offset, limit)
@@ -27,10 +28,13 @@ def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> 
 
 def recent_recalls(engine: "Engine", scope: Optional[str] = None, limit: int = 10) -> list[dict]:
     """The newest recalls (of `scope`, or of every scope), newest first: scope, session_id,
-    turn, at and `recalled` [{memory_id, rank}]."""
+    turn, at and `recalled` [{memory_id, rank, text}]."""
     _page(0, limit)
     settled()
-    return recall_events.recent(engine.store, scope_of(scope) if scope is not None else None, limit)
+    events = recall_events.recent(engine.store, scope_of(scope) if scope is not None else None, limit)
+    for event in events:
+        _with_texts(engine, event["scope"], event["recalled"])
+    return events
 
 
 def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
@@ -52,9 +56,19 @@ def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
         turn["stored"].append({"memory_id": memory.id, "kind": memory.kind, "role": memory.role,
                                "text": memory.content[:SHORT_CHARS]})
     for event in recalls:  # the last recall of a turn is what it was given
+        _with_texts(engine, scope, event["recalled"])
         turn = turns.setdefault(event["turn"] or 0, {"turn": event["turn"] or 0, "at": event["at"], "stored": []})
         turn["at"], turn["recalled"] = min(turn["at"], event["at"]), event["recalled"]
     return {"session_id": key, "turns": [turns[t] for t in sorted(turns)]}
+
+
+def _with_texts(engine: "Engine", scope: str, recalled: list[dict]) -> None:
+    """Each recalled memory with the start of its text (`text`), None for one since forgotten:
+    a door shows what was recalled, not only its id."""
+    found = engine.store.get([item["memory_id"] for item in recalled], scope) if recalled else {}
+    for item in recalled:
+        memory = found.get(item["memory_id"])
+        item["text"] = memory.content[:SHORT_CHARS] if memory is not None else None
 
 
 def _turn_of(memory: Memory, stored: list[Memory]) -> int:

@@ -245,7 +245,7 @@ BIDI = "pay \u202eBob\u202c now \u2066x\u2069 \u200fy\u200e z\u200b\ufeff\U000e0
 OUR_TAGS = {"html", "head", "meta", "title", "link", "script", "body", "header", "strong", "nav", "a", "span", "code",
             "main", "h1", "h2", "h3", "small", "p", "div", "form", "input", "select", "option", "label", "button",
             "table", "thead", "tbody", "tr", "th", "td", "dl", "dt", "dd", "ul", "ol", "li", "section", "textarea",
-            "pre", "br", "svg", "line", "text", "circle"}
+            "pre", "br", "svg", "line", "text", "circle", "b", "time", "h4", "defs", "marker", "path"}
 
 
 class Tags(HTMLParser):
@@ -446,10 +446,10 @@ def test_the_audit_trail_filters_by_action_door_and_date(service, seeded):
         everything = client.get(f"/audit?scope={SCOPE}").text
         assert "remember" in everything and "forget" in everything
         forgets = client.get(f"/audit?scope={SCOPE}&action=forget").text
-        assert forgets.count("<tr>") - 1 == len(service.audit_log(SCOPE, action="forget"))
+        assert forgets.count('<tr class="event">') == len(service.audit_log(SCOPE, action="forget"))
         assert ">remember<" not in forgets
         by_door = client.get(f"/audit?scope={SCOPE}&door=cli").text
-        assert ">cli<" in by_door and by_door.count("<tr>") - 1 == 1
+        assert ">cli<" in by_door and by_door.count('<tr class="event">') == 1
         assert "No events." in client.get(f"/audit?scope={SCOPE}&since=2999-01-01").text
 
 
