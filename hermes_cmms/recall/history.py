@@ -1,5 +1,6 @@
 """What each session stored and was given: sessions, a session's timeline of turns, and the
-latest recalls (from the recall events: ids and ranks only)."""
+latest recalls (from the recall events, which keep ids and ranks only; the answers add each
+memory's text as it reads now)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
@@ -39,7 +40,7 @@ def recent_recalls(engine: "Engine", scope: Optional[str] = None, limit: int = 1
 
 def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
     """Each turn of a session: what it stored (ids and the start of their text) and what the
-    last recall for it gave (ids and ranks), oldest first."""
+    last recall for it gave (ids, ranks and the start of their text), oldest first."""
     scope = scope_of(scope)
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidInput("The session id must be a non-empty string.")

@@ -537,3 +537,92 @@ def test_an_ipv6_address_is_answered_in_brackets():
 
     door = Door(port=8123, host="::1")
     assert "[::1]:8123" in door.hosts and door.url().startswith("http://[::1]:8123/?token=")
+
+
+# -- the faces: a page tells the truth at a glance --------------------------------------------------
+
+def test_the_overview_is_tables_and_badges_with_text_beside_each_id(service, seeded):
+    service.recall(SCOPE, "what is my cat called", session_id="chat-9")
+    with running(service) as door:
+        client = signed_in(door)
+        page = client.get("/").text
+        overview = service.overview(None)
+        assert page.count('<tr class="check">') == len(overview["health"])  # a row a check, not level/name/detail
+        assert "<dt>level</dt>" not in page and "<dt>superseded_by</dt>" not in page
+        assert not re.search(r"\d\.\d+e\+\d", page)  # no time as 1.796e+09
+        recalls = page[page.index('id="latest-recalls"'):]
+        assert "My cat is called Biscuit" in recalls and "/session/chat-9?" in recalls  # text beside the id, a link
+        writes = page[page.index('id="latest-writes"'):page.index('id="latest-recalls"')]
+        assert writes.count('<tr class="write">') == len(overview["latest_writes"]) and "coffee black" in writes
+
+
+def test_states_read_true_and_every_id_is_a_link_with_its_text(service, seeded):
+    new = service.correct(SCOPE, seeded["cat"], "My cat is called Pancake", actor="cli")
+    a = service.set_belief(SCOPE, "Tea is good for me", confidence=0.9)["id"]
+    service.set_belief(SCOPE, "Tea is not good for me", confidence=0.6)
+    with running(service) as door:
+        client = signed_in(door)
+        old = client.get(f"/memory/{seeded['cat']}?scope={SCOPE}").text
+        assert re.search(r'<p class="facts"><span class="badge state-superseded">superseded</span>', old)
+        assert re.search(rf'id="replaced">Superseded by <a class="id" href="/memory/{_dashed(new)}[^>]*>[^<]+</a> '
+                         r'<span class="text ref">My cat is called Pancake</span>', old)
+        chain = client.get(f"/memory/{new}?scope={SCOPE}").text
+        part = chain[chain.index('id="part-supersedes"'):]
+        assert "My cat is called Biscuit" in part and "state-superseded" in part  # not "active"
+        audit = client.get(f"/audit?scope={SCOPE}").text
+        assert not re.search(r"(?<![/\w-])[0-9a-f]{32}(?![\w-])", audit)  # no id left undashed
+        assert audit.count('class="id"') > len(service.audit_log(SCOPE, limit=50))  # ids in details are links too
+        beliefs = client.get(f"/beliefs?scope={SCOPE}").text
+        assert beliefs.count("state-contested") == 2
+        row = beliefs[beliefs.index(f'<tr class="belief"><td><a class="id" href="/memory/{_dashed(a)}'):]
+        assert "Tea is not good for me" in row[:row.index("</tr>")]  # who contests it, by its words
+
+
+def test_a_ranking_says_its_sort_and_shows_its_scores(service, seeded):
+    with running(service) as door:
+        client = signed_in(door)
+        page = client.get(f"/memories?scope={SCOPE}&query=coffee").text
+        assert re.search(r'<select name="sort" id="sort">.*<option selected>relevance</option>', page)
+        assert '<td class="score">' in page and ">match</th>" in page
+        plain = client.get(f"/memories?scope={SCOPE}").text
+        assert '<td class="score">' not in plain and re.search(r"<option selected>newest</option>", plain)
+        assert re.search(r'<span class="tag text">food</span>', plain)  # tags in the list
+        for label in ("Search", "state", "tier", "kind", "tags", "since", "until", "sort"):
+            assert re.search(rf"<label[^>]*>{label} <", plain), label  # every filter says what it is
+
+
+def test_the_graph_starts_from_named_things_and_draws_arrows_that_fit(service):
+    service.learn(SCOPE, "Alice works at Acme. Bob works at Acme. Alice lives in Berlin.")
+    with running(service) as door:
+        client = signed_in(door)
+        start = client.get(f"/graph?scope={SCOPE}").text
+        assert re.search(r'id="graph-start">.*href="/graph\?scope=local%3Adefault&amp;q=Alice"', start)
+        page = client.get(f"/graph?scope={SCOPE}&q=Alice").text
+        lines = re.findall(r"<line [^>]*>", page)
+        assert lines and all('marker-end="url(#arrow)"' in line for line in lines)
+        assert '<marker id="arrow"' in page and not re.search(r'<svg[^>]* width="\d', page)  # the window's width
+        assert "Berlin" in page[page.index('id="relations"'):]
+
+
+def test_sessions_read_by_their_first_message_and_a_rerun_says_what_it_is(service):
+    service.remember(SCOPE, "My dog is called Rex")
+    service.recall(SCOPE, "what is my dog called", session_id="chat-3")
+    ids = service.retain_turn(SCOPE, "chat-3", "what is my dog called", "Rex")
+    with running(service) as door:
+        client = signed_in(door)
+        listed = client.get(f"/sessions?scope={SCOPE}").text
+        assert re.search(r'<a href="/session/chat-3\?scope=local%3Adefault"><span class="text">what is my dog called'
+                         r"</span></a>", listed)
+        timeline = client.get(f"/session/chat-3?scope={SCOPE}").text
+        recalled = timeline[timeline.index('class="recalled"'):]
+        assert "My dog is called Rex" in recalled  # what it got then, with its text
+        rerun = client.get(f"/inspect?scope={SCOPE}&from_memory={ids[0]}").text
+        said = _text(rerun[rerun.index('id="rerun"'):rerun.index("</p>", rerun.index('id="rerun"'))])
+        assert "Run again now" in said and "not what that turn got" in said and "chat-3" in said
+        assert "Run again now" not in client.get(f"/inspect?scope={SCOPE}&prompt=what+is+my+dog+called").text
+
+
+def _dashed(stored: str) -> str:
+    from hermes_cmms.common.ids import shown_id
+
+    return shown_id(stored)
