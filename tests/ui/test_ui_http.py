@@ -626,3 +626,21 @@ def _dashed(stored: str) -> str:
     from hermes_cmms.common.ids import shown_id
 
     return shown_id(stored)
+
+
+@pytest.mark.quick
+def test_the_graph_drawing_centres_what_was_asked_and_stops_arrows_at_the_circles():
+    from hermes_cmms.ui import _graph
+
+    near = [{"entity": {"id": f"e{n}", "name": f"N{n}"}, "predicate": "knows", "forward": n % 2 == 0, "current": n != 3}
+            for n in range(1, 5)]
+    drawn = _graph.draw({"mode": "entity", "entity": {"id": "c", "name": "Centre", "neighbours": near}})
+    nodes = {n["id"]: n for n in drawn["nodes"]}
+    assert (nodes["c"]["x"], nodes["c"]["y"]) == (drawn["width"] / 2, drawn["height"] / 2) and nodes["c"]["centre"]
+    assert nodes["c"]["ty"] < nodes["c"]["y"]  # the centre's name above it, out of the arrows' way
+    for edge in drawn["edges"]:  # each arrow starts and ends off the circles (its head is visible)
+        ends = [(n["x"], n["y"]) for n in drawn["nodes"]]
+        for x, y in ((edge["x1"], edge["y1"]), (edge["x2"], edge["y2"])):
+            assert min(((x - a) ** 2 + (y - b) ** 2) ** 0.5 for a, b in ends) >= _graph.NODE - 0.1
+    assert sorted(e["current"] for e in drawn["edges"]) == [False, True, True, True]
+    assert all(0 <= n["x"] <= drawn["width"] and 0 <= n["y"] <= drawn["height"] for n in drawn["nodes"])
