@@ -159,17 +159,27 @@ def measure(args) -> dict:
     return result
 
 
+WIDTHS = (1280, 800)  # a laptop's window, and a narrow one (photographed into DIR/800/)
+
+
 def screenshots(directory: Path) -> list[Path]:
+    """Every page of a healthy demo store (the plugin's files installed, the default embedder
+    loaded, its vectors written) at each of WIDTHS, each page as tall as it is."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.cli.commands import main as cli
 
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as home:
         (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
-        service = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+        with contextlib.redirect_stdout(sys.stderr):
+            cli(["install-hermes-plugin", "--hermes-home", home])
+        service = MemoryService(Settings.load(home), scheduler=False)
+        service.upkeep.wait_vectors(120)
         demo(service)
+        service.upkeep.drain(60)
         door, server = start(service, allow_changes=True)
         options = webdriver.ChromeOptions()
         options.binary_location = "/usr/bin/chromium"
@@ -178,25 +188,35 @@ def screenshots(directory: Path) -> list[Path]:
         driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
         base = f"http://127.0.0.1:{door.port}"
         driver.get(door.url())
-        cat = service.browse(SCOPE, query="coffee black")["items"]  # a corrected memory: its chain shows
-        shots = {"overview": "/", "memories": f"/memories?scope={SCOPE}",
-                 "memory": f"/memory/{cat[0]['id']}?scope={SCOPE}",
-                 "why-recalled": f"/inspect?scope={SCOPE}&prompt=What+is+my+cat+called%3F&why_not="
-                                 f"{service.browse(SCOPE, query='Lisbon')['items'][0]['id']}",
-                 "sessions": f"/session/chat-1?scope={SCOPE}", "beliefs": f"/beliefs?scope={SCOPE}",
-                 "graph": f"/graph?scope={SCOPE}&q=Alice", "audit": f"/audit?scope={SCOPE}",
-                 "forget-preview": f"/forget?scope={SCOPE}&id={cat[0]['id']}"}
         written = []
-        for name, path in shots.items():
-            driver.get(base + path)
-            height = driver.execute_script("return document.body.scrollHeight")
-            driver.set_window_size(1280, min(max(height + 40, 600), 2400))
-            written.append(directory / f"{name}.png")
-            driver.save_screenshot(str(written[-1]))
+        for width in WIDTHS:
+            into = directory if width == WIDTHS[0] else directory / str(width)
+            into.mkdir(parents=True, exist_ok=True)
+            for name, path in shot_pages(service).items():
+                driver.set_window_size(width, 900)
+                driver.get(base + path)
+                height = driver.execute_script("return document.documentElement.scrollHeight")
+                driver.set_window_size(width, min(max(height + 20, 600), 4000))
+                written.append(into / f"{name}.png")
+                driver.save_screenshot(str(written[-1]))
         driver.quit()
         server.should_exit = True
         service.close()
     return written
+
+
+def shot_pages(service) -> dict[str, str]:
+    """The pages photographed: every page of the navigation, and what a click opens from them."""
+    cat = service.browse(SCOPE, query="coffee black")["items"]  # a corrected memory: its chain shows
+    lisbon = service.browse(SCOPE, query="Lisbon", kind="fact")["items"][0]["id"]
+    return {"overview": "/", "memories": f"/memories?scope={SCOPE}",
+            "memories-meaning": f"/memories?scope={SCOPE}&query=hot+drinks&mode=meaning",
+            "memory": f"/memory/{cat[0]['id']}?scope={SCOPE}&done=corrected",
+            "why-recalled": f"/inspect?scope={SCOPE}&prompt=What+is+my+cat+called%3F&why_not={lisbon}",
+            "sessions-list": f"/sessions?scope={SCOPE}", "sessions": f"/session/chat-1?scope={SCOPE}",
+            "beliefs": f"/beliefs?scope={SCOPE}", "graph-start": f"/graph?scope={SCOPE}",
+            "graph": f"/graph?scope={SCOPE}&q=Alice", "graph-paths": f"/graph?scope={SCOPE}&from=Alice&to=Bob",
+            "audit": f"/audit?scope={SCOPE}", "forget-preview": f"/forget?scope={SCOPE}&id={cat[0]['id']}"}
 
 
 def demo(service) -> None:

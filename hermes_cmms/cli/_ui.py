@@ -26,7 +26,8 @@ def _port(text: str) -> int:
 
 def register(add) -> None:
     p = add("ui", cmd_ui, "Open the dashboard: browse, inspect and (with --allow-changes) steer memories in a browser.")
-    p.add_argument("--scope", help="Show this scope only (default: every scope).")
+    p.add_argument("--scope", help="Show this scope only (default: every scope, each page opening on the "
+                   "owner's of this home, local:<profile>).")
     p.add_argument("--host", help="Address to listen on (default 127.0.0.1; any other is said with a warning).")
     p.add_argument("--port", type=_port, default=0, help="Port (default: a free one).")
     p.add_argument("--allow-changes", action="store_true",

@@ -113,8 +113,21 @@ def sessions(store: Store, scope: str, offset: int, limit: int) -> list[dict]:
             RecallEvent.scope == scope, RecallEvent.kind == "turn",
             RecallEvent.session_id.in_([r.session_id for r in rows]))
             .group_by(RecallEvent.session_id)).all()) if rows else {}
+        firsts = _first_messages(conn, scope, [r.session_id for r in rows]) if rows else {}
     return [{"session_id": r.session_id, "started_at": r.started_at, "turns": r.last_turn,
-             "flushed_at": r.flushed_at, "recalls": counts.get(r.session_id, 0)} for r in rows]
+             "flushed_at": r.flushed_at, "recalls": counts.get(r.session_id, 0),
+             "first": firsts.get(r.session_id)} for r in rows]
+
+
+FIRST_CHARS = 120  # of a session's first user message, as a list of sessions shows it
+
+
+def _first_messages(conn: Connection, scope: str, session_ids: list[str]) -> dict[str, str]:
+    """Each session's first user message (its start), as Hermes' own list of sessions shows it."""
+    seqs = select(func.min(Memory.seq)).where(Memory.scope == scope, Memory.session_id.in_(session_ids),
+                                              Memory.role == "user").group_by(Memory.session_id)
+    return {sid: content[:FIRST_CHARS] for sid, content in conn.execute(
+        select(Memory.session_id, Memory.content).where(Memory.seq.in_(seqs)))}
 
 
 def session_memories(store: Store, scope: str, session_id: str) -> list[Memory]:

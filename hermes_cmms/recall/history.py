@@ -1,5 +1,6 @@
 """What each session stored and was given: sessions, a session's timeline of turns, and the
-latest recalls (from the recall events: ids and ranks only)."""
+latest recalls (from the recall events, which keep ids and ranks only; the answers add each
+memory's text as it reads now)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
@@ -19,7 +20,8 @@ SHORT_CHARS = 120  # of a stored memory's text in a timeline
 
 
 def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> list[dict]:
-    """The scope's sessions, newest first: session_id, started_at, turns, flushed_at, recalls."""
+    """The scope's sessions, newest first: session_id, started_at, turns, flushed_at, recalls,
+    and `first`, the start of its first user message (None if it stored none)."""
     _page(offset, limit)
     settled()
     return recall_events.sessions(engine.store, scope_of(scope), offset, limit)
@@ -27,16 +29,19 @@ def sessions(engine: "Engine", scope: str, offset: int = 0, limit: int = 50) -> 
 
 def recent_recalls(engine: "Engine", scope: Optional[str] = None, limit: int = 10) -> list[dict]:
     """The newest recalls (of `scope`, or of every scope), newest first: scope, session_id,
-    turn, at and `recalled` [{memory_id, rank}]."""
+    turn, at and `recalled` [{memory_id, rank, text}]."""
     _page(0, limit)
     settled()
-    return recall_events.recent(engine.store, scope_of(scope) if scope is not None else None, limit)
+    events = recall_events.recent(engine.store, scope_of(scope) if scope is not None else None, limit)
+    for event in events:
+        _with_texts(engine, event["scope"], event["recalled"])
+    return events
 
 
 def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
     """Each turn of a session, oldest first: what it stored (ids and the start of their text)
     and what it was given (`recalled`: ids, ranks and the start of the text of the last block
-    recalled for it, `recalled_at` when). A block given to a compaction's summary (kind "summary") is no turn's."""
+    recalled for it, None for one since expired; `recalled_at` when). A block given to a compaction's summary (kind "summary") is no turn's."""
     scope = scope_of(scope)
     if not isinstance(session_id, str) or not session_id.strip():
         raise InvalidInput("The session id must be a non-empty string.")
@@ -54,14 +59,20 @@ def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
         turn["stored"].append({"memory_id": memory.id, "kind": memory.kind, "role": memory.role,
                                "text": memory.content[:SHORT_CHARS]})
     given = {event["turn"] or 0: event for event in recalls if event["kind"] == "turn"}  # the last of each turn
-    texts = engine.store.get(list({r["memory_id"] for event in given.values() for r in event["recalled"]}), scope)
-    for event in given.values():  # (a memory forgotten since is named by no event)
-        for item in event["recalled"]:
-            item["text"] = texts[item["memory_id"]].content[:SHORT_CHARS] if item["memory_id"] in texts else ""
     for number, event in given.items():
+        _with_texts(engine, scope, event["recalled"])
         turn = turns.setdefault(number, {"turn": number, "at": event["at"], "stored": []})
         turn["at"], turn["recalled"], turn["recalled_at"] = min(turn["at"], event["at"]), event["recalled"], event["at"]
     return {"session_id": key, "turns": [turns[t] for t in sorted(turns)]}
+
+
+def _with_texts(engine: "Engine", scope: str, recalled: list[dict]) -> None:
+    """Each recalled memory with the start of its text (`text`), None for one since forgotten:
+    a door shows what was recalled, not only its id."""
+    found = engine.store.get([item["memory_id"] for item in recalled], scope) if recalled else {}
+    for item in recalled:
+        memory = found.get(item["memory_id"])
+        item["text"] = memory.content[:SHORT_CHARS] if memory is not None else None
 
 
 def _turn_of(memory: Memory, stored: list[Memory]) -> int:

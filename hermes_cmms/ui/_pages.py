@@ -13,7 +13,7 @@ from ..common.answers import Event
 from ..common.errors import InvalidInput
 from ..common.ids import shown_id
 from . import _graph
-from ._request import PAGE, number, scope_of, service
+from ._request import PAGE, number, owner, scope_names, scope_of, service
 from .web import answer, memory_id
 
 
@@ -31,7 +31,7 @@ def memories(request: Request):
                    since=_day(q.get("since"), "since"), until=_day(q.get("until"), "until", end=True))
     offset = number(q.get("offset"), "offset", 0)
     found = service(request).browse(scope, **filters, offset=offset, limit=PAGE)
-    return _page(request, "memories.html", scope, found=found, q=q, offset=offset, limit=PAGE)
+    return _page(request, "memories.html", scope, found=found, q=q, sort=filters["sort"], offset=offset, limit=PAGE)
 
 
 def memory(request: Request):
@@ -81,9 +81,24 @@ def graph(request: Request):
     scope, q = scope_of(request), request.query_params
     modes = {"query": q.get("q") or None, "entity_id": _entity(q.get("entity")),
              "source_id": _entity(q.get("from")), "target_id": _entity(q.get("to"))}
-    found = service(request).graph_search(scope, **modes) if any(modes.values()) else None
-    drawing = _graph.draw(found) if found else None
-    return _page(request, "graph.html", scope, answer=found, drawing=drawing, q=q)
+    if not any(modes.values()):  # nowhere asked yet: start from what the latest facts name
+        facts = service(request).browse(scope, kind="fact", limit=START_FACTS)["items"]
+        return _page(request, "graph.html", scope, answer=None, drawing=None, q=q, starts=_named(facts))
+    found = service(request).graph_search(scope, **modes)
+    return _page(request, "graph.html", scope, answer=found, drawing=_graph.draw(found), q=q, starts=[])
+
+
+START_FACTS = 30  # the latest facts whose subjects and objects the graph page offers as a start
+
+
+def _named(facts: list[dict]) -> list[str]:
+    """The names the facts' subjects and objects give, most often named first (at most 20)."""
+    counts: dict[str, int] = {}
+    for fact in facts:
+        for name in (fact.get("subject"), fact.get("object")):
+            if isinstance(name, str) and name.strip():
+                counts[name.strip()] = counts.get(name.strip(), 0) + 1
+    return sorted(counts, key=lambda name: -counts[name])[:20]
 
 
 def audit(request: Request):
@@ -100,9 +115,10 @@ def audit(request: Request):
 def _page(request: Request, template: str, scope: Optional[str], **values):
     """`template` with the values a handler gives it (the verbs' answers and what it drew from
     them), their ids shown dashed as at every door."""
-    here = urlencode([(k, v) for k, v in request.query_params.multi_items() if k not in ("offset", "forgotten")])
+    here = urlencode([(k, v) for k, v in request.query_params.multi_items() if k not in ("offset", "forgotten", "done")])
     shown = {name: answer(value) for name, value in values.items()}
-    return request.app.state.pages(template, scope=scope, request=request, here=here, **shown)
+    return request.app.state.pages(template, scope=scope, request=request, here=here, owner=owner(request),
+                                   scopes=scope_names(request), **shown)
 
 
 def _fixed(request: Request) -> bool:
@@ -125,9 +141,11 @@ def _day(text: Optional[str], name: str, end: bool = False) -> Optional[float]:
 
 
 def _event(event: Event) -> dict:
-    """An audit event as the page shows it: its detail as JSON text."""
+    """An audit event as the page shows it: its detail a mapping (the page shows it as key value
+    chips, its ids as links), or the text it was stored as."""
+    detail = event.detail if isinstance(event.detail, dict) else {"detail": json.dumps(event.detail, ensure_ascii=False)}
     return {"at": event.at, "action": event.action, "actor": event.actor, "scope": event.scope,
-            "memory_id": shown_id(event.memory_id), "detail": json.dumps(event.detail, ensure_ascii=False)}
+            "memory_id": shown_id(event.memory_id), "detail": detail}
 
 
 def forget_preview(request: Request):

@@ -3,20 +3,22 @@ its invisible and direction-changing characters as visible markers, so none can 
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.responses import HTMLResponse
 
-from ..common.ids import shown_id
+from ..common.ids import STORED, shown_id
 
 HERE = Path(__file__).parent
 SHOWN = ("Cf", "Cs", "Co", "Cn")  # format (bidi, zero-width, tags), surrogates, private, unassigned
 # variation selectors, marks a payload can be spelled in (a byte each); not U+FE0E / U+FE0F, emoji's own
+DASHED = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 SELECTORS = re.compile("[\ufe00-\ufe0d\U000e0100-\U000e01ef]")
 
 
@@ -39,11 +41,47 @@ def _marker(char: str) -> str:
     return f"\u27e6U+{ord(char):04X}\u27e7"
 
 
+def moment(ts: Any) -> Optional[datetime]:
+    """A Unix time or an ISO string as an aware datetime (UTC when it names no zone); None else."""
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        return datetime.fromtimestamp(ts, timezone.utc)
+    try:
+        found = datetime.fromisoformat(str(ts))
+    except ValueError:
+        return None
+    return found if found.tzinfo else found.replace(tzinfo=timezone.utc)
+
+
 def when(ts: Any) -> str:
-    """A Unix time or an ISO string as a short UTC date and time."""
-    if isinstance(ts, (int, float)):
-        return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return str(ts or "").replace("T", " ").replace("+00:00", " UTC")
+    """A Unix time or an ISO string as a short UTC date and time (2026-12-03 18:57 UTC); '—' for none."""
+    found = moment(ts) if ts not in (None, "") else None
+    return found.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if found else (str(ts) if ts else "—")
+
+
+def ago(ts: Any, now: Optional[float] = None) -> str:
+    """How long ago, in the largest whole unit (just now, 5 min ago, 3 h ago, 2 days ago, in 4 days)."""
+    found = moment(ts) if ts not in (None, "") else None
+    if found is None:
+        return ""
+    seconds = (now if now is not None else time.time()) - found.timestamp()
+    later, seconds = seconds < -60, abs(seconds)
+    for size, unit in ((86400 * 365, "year"), (86400 * 30, "month"), (86400, "day"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            count = int(seconds // size)
+            name = unit + ("s" if count > 1 and unit not in ("h", "min") else "")
+            return f"in {count} {name}" if later else f"{count} {name} ago"
+    return "just now"
+
+
+def iso(ts: Any) -> str:
+    """The ISO form of a time, for a <time datetime> attribute."""
+    found = moment(ts) if ts not in (None, "") else None
+    return found.isoformat(timespec="seconds") if found else ""
+
+
+def stored_like(value: Any) -> bool:
+    """Whether a value is a memory id as stored or shown (an audit detail's ids are not dashed)."""
+    return isinstance(value, str) and (STORED.fullmatch(value) is not None or DASHED.fullmatch(value) is not None)
 
 
 def short(text: Any, length: int = 160) -> str:
@@ -60,9 +98,11 @@ def blank(value: Any) -> bool:
 
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
-                      finalize=visible, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(when=when, short=short, shown_id=shown_id, visible=visible)
+                      finalize=visible, trim_blocks=True, lstrip_blocks=True,
+                      extensions=["jinja2.ext.do"])
+    env.filters.update(when=when, ago=ago, iso=iso, short=short, shown_id=shown_id, visible=visible)
     env.tests["blank"] = blank
+    env.tests["an_id"] = stored_like
     return env
 
 

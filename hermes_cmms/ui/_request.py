@@ -2,6 +2,7 @@
 one under --scope), a number from its query, and the page an engine error becomes."""
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Optional
 
 from starlette.requests import Request
@@ -13,8 +14,8 @@ from .web import NotHere, sentence, status
 if TYPE_CHECKING:  # the verbs a handler calls, checked by a type checker (and by tests/ui/test_web_doors.py)
     from ..service import MemoryService
 
-DEFAULT_SCOPE = "local:default"  # the CLI's, shown when no scope is asked for
 PAGE = 50  # memories, sessions, audit events per page
+SCOPES_SECONDS = 30.0  # the scope picker's list is read again after this long
 
 
 def door(request: Request):
@@ -26,13 +27,33 @@ def service(request: Request) -> MemoryService:
     return request.app.state.service
 
 
+def owner(request: Request) -> str:
+    """The scope the provider gives the owner of the dashboard's Hermes home (local:<profile>:
+    local:default, or local:work in the profile `work`), the CLI's and the bridge's default too."""
+    return request.app.state.owner
+
+
 def scope_of(request: Request, asked: Optional[str] = None) -> str:
-    """The scope a request names (`scope` in its query or form), or the one --scope fixed."""
+    """The scope a request names (`scope` in its query or form), the one --scope fixed, or else
+    the home owner's (the provider's rule, as at every door)."""
     asked = asked if asked is not None else request.query_params.get("scope")
     fixed = door(request).scope
     if fixed is not None and asked not in (None, "", fixed):
         raise NotHere(f"No scope {asked[:80]!r} here: this dashboard shows {fixed!r} only.")
-    return fixed or asked or DEFAULT_SCOPE
+    return fixed or asked or owner(request)
+
+
+def scope_names(request: Request) -> list[str]:
+    """The scopes the picker offers: the store's (read again after SCOPES_SECONDS, as counting
+    them costs a scan of a large store), the owner's first even while it holds nothing yet."""
+    if door(request).scope is not None:
+        return [door(request).scope]
+    state = request.app.state
+    at, names = getattr(state, "scope_names", (0.0, []))
+    if time.monotonic() - at > SCOPES_SECONDS:
+        names = [entry["scope"] for entry in service(request).scopes()]
+        state.scope_names = (time.monotonic(), names)
+    return [owner(request), *(n for n in names if n != owner(request))]
 
 
 def number(text: Optional[str], name: str, default: int, most: int = 10**9) -> int:

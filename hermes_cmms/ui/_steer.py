@@ -49,8 +49,9 @@ def go(request: Request, url: str) -> Response:
     return RedirectResponse(url, status_code=303)
 
 
-def _memory_url(scope: str, mid: str) -> str:
-    return f"/memory/{shown_id(mid)}?scope={quote(scope, safe='')}"
+def _memory_url(scope: str, mid: str, done: str) -> str:
+    """A memory's page, saying what was just `done` to it (a word the page knows: macros.DONE)."""
+    return f"/memory/{shown_id(mid)}?scope={quote(scope, safe='')}&done={done}"
 
 
 def _memory_of(request: Request, form: FormData) -> tuple[str, str]:
@@ -62,14 +63,15 @@ def _memory_of(request: Request, form: FormData) -> tuple[str, str]:
 def correct(request: Request, form: FormData) -> Response:
     scope, mid = _memory_of(request, form)
     new_id = service(request).correct(scope, mid, form.get("text", ""), actor=ACTOR)
-    return go(request, _memory_url(scope, new_id))
+    return go(request, _memory_url(scope, new_id, "corrected"))
 
 
 @a_change
 def pin(request: Request, form: FormData) -> Response:
     scope, mid = _memory_of(request, form)
-    service(request).pin(scope, mid, form.get("pinned", "1") == "1", actor=ACTOR)
-    return go(request, _memory_url(scope, mid))
+    pinned = form.get("pinned", "1") == "1"
+    service(request).pin(scope, mid, pinned, actor=ACTOR)
+    return go(request, _memory_url(scope, mid, "pinned" if pinned else "unpinned"))
 
 
 @a_change
@@ -79,7 +81,7 @@ def tag(request: Request, form: FormData) -> Response:
     add = [w[1:] if w.startswith("+") else w for w in words if not w.startswith("-")]
     remove = [w[1:] for w in words if w.startswith("-")]
     service(request).tag(scope, mid, add=add, remove=remove, actor=ACTOR)
-    return go(request, _memory_url(scope, mid))
+    return go(request, _memory_url(scope, mid, "tagged"))
 
 
 @a_change
@@ -90,7 +92,7 @@ def forget(request: Request, form: FormData) -> Response:
     if not ids:
         raise InvalidInput("Pick at least one memory to forget.")
     service(request).forget_many(scope, ids, actor=ACTOR)
-    return go(request, f"/memories?scope={quote(scope, safe='')}&forgotten={len(ids)}")
+    return go(request, f"/memories?scope={quote(scope, safe='')}&done=forgotten&forgotten={len(ids)}")
 
 
 @a_change
@@ -100,7 +102,7 @@ def forget_scope(request: Request, form: FormData) -> Response:
     if form.get("typed", "") != scope:
         raise InvalidInput(f"Type the scope's name, {scope!r}, exactly to forget all of it.")
     service(request).forget_all(scope, actor=ACTOR)
-    return go(request, "/")
+    return go(request, "/?done=forgotten")
 
 
 @a_change
@@ -109,4 +111,4 @@ def resolve(request: Request, form: FormData) -> Response:
     extra = {"merged_text": form["merged_text"]} if form.get("merged_text") else {}
     pair = memory_id(form.get("belief_a", "")), memory_id(form.get("belief_b", ""))
     service(request).resolve_conflict(scope, *pair, form.get("strategy", ""), actor=ACTOR, **extra)
-    return go(request, f"/beliefs?scope={quote(scope, safe='')}")
+    return go(request, f"/beliefs?scope={quote(scope, safe='')}&done=resolved")

@@ -6,6 +6,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..common.errors import CmmsError
+from ..common.scopes import local_scope
 from . import _pages, _steer
 from ._guard import Door, Guard
 from ._render import HERE, Pages
@@ -27,5 +28,6 @@ def make_app(service, door: Door) -> Starlette:
               Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
     app = Starlette(routes=routes, exception_handlers={CmmsError: error_page})
     app.state.service, app.state.door, app.state.pages = service, door, Pages(door)
+    app.state.owner = local_scope(service.settings.home)  # the provider's rule: every page's default
     app.add_middleware(Guard, door=door)
     return app

@@ -290,6 +290,10 @@ def test_the_tab_in_the_real_dashboard(browser, dashboard, ids):
     driver.get(f"{dashboard}/cmms")
     _until(driver, lambda d: _texts(d, ".cmms-scope-card"), "the overview's scopes")
     title = driver.title
+    checks = _texts(driver, ".cmms-check")  # health as a table of badges, not [level] name: detail
+    assert checks and all(not c.startswith("[") for c in checks) and _texts(driver, ".cmms-check .cmms-badge")
+    assert not re.search(r"\d\.\d+e\+\d", driver.find_element(By.CSS_SELECTOR, ".cmms-tab").text)
+    assert re.search(r"newest: \d{4}-\d\d-\d\d \d\d:\d\d UTC", "".join(_texts(driver, ".cmms-scope-card")))
     driver.find_element(By.CSS_SELECTOR, ".cmms-tab-memories").click()
     box = _until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".cmms-search"), "the search box")[0]
     box.send_keys("tea")
@@ -305,7 +309,7 @@ def test_the_tab_in_the_real_dashboard(browser, dashboard, ids):
     prompt.send_keys("what green tea does Alice like?")
     driver.find_element(By.CSS_SELECTOR, ".cmms-inspect-form button[type=submit]").click()
     _until(driver, lambda d: "green tea" in "".join(_texts(d, ".cmms-block")), "the block")
-    assert "keyword 1" in "".join(_texts(driver, ".cmms-line"))
+    assert "keyword #1" in "".join(_texts(driver, ".cmms-line"))
     driver.find_element(By.CSS_SELECTOR, ".cmms-why-not").click()
     _until(driver, lambda d: "".join(_texts(d, ".cmms-verdict")).strip(), "the verdict")
     driver.find_element(By.CSS_SELECTOR, ".cmms-pick").send_keys(ids["other"])  # another scope's memory

@@ -39,7 +39,8 @@ def test_a_hermes_turn_records_its_block_s_ids_in_order_with_session_and_turn(kw
     finally:
         p.shutdown()
     assert block and (first["scope"], first["session_id"], first["turn"]) == (p.scope, "chat-1", 1)
-    assert first["recalled"] == [{"memory_id": line["memory_id"], "rank": line["rank"]} for line in inspected["lines"]]
+    assert [(r["memory_id"], r["rank"]) for r in first["recalled"]] == [(line["memory_id"], line["rank"])
+                                                                         for line in inspected["lines"]]
     assert second["turn"] == 2  # the turn it was recalled for
     assert not {r["memory_id"] for r in first["recalled"]} & {r["memory_id"] for r in second["recalled"]}
 
@@ -153,6 +154,24 @@ def test_sessions_timeline_and_recent_recalls(keyword_service):
     assert {r["scope"] for r in keyword_service.upkeep.recent_recalls()} == {SCOPE, OTHER}
     assert {r["scope"] for r in keyword_service.upkeep.recent_recalls(OTHER)} == {OTHER}
     assert len(keyword_service.upkeep.recent_recalls(limit=1)) == 1
+
+
+def test_the_history_says_what_was_recalled_and_how_a_session_began(keyword_service):
+    """A door shows text beside each id: a recall's memories with the start of their text (None
+    once forgotten), a session with its first user message; the event itself keeps ids only."""
+    office = _fill(keyword_service)
+    keyword_service.recall(SCOPE, PROMPT, session_id="s1")
+    keyword_service.retain_turn(SCOPE, "s1", PROMPT, "Alice, Bob and the office.")
+    keyword_service.retain_turn(OTHER, "x", "A message of another scope", "ok")
+    assert [s["first"] for s in keyword_service.sessions(SCOPE)] == ["Alice lives in Lisbon near the river"]
+    recalled = keyword_service.session_timeline(SCOPE, "s1")["turns"][-1]["recalled"]
+    texts = {r["memory_id"]: r["text"] for r in recalled}
+    assert texts[office] == "The Lisbon office opens at nine" and all(texts.values())
+    latest = keyword_service.upkeep.recent_recalls(SCOPE)[0]["recalled"]
+    assert {r["memory_id"]: r["text"] for r in latest} == texts
+    keyword_service.forget(SCOPE, office)
+    assert office not in {r["memory_id"] for r in keyword_service.session_timeline(SCOPE, "s1")["turns"][-1]["recalled"]}
+    assert _rows(keyword_service, "SELECT COUNT(*) FROM recalled_memories WHERE memory_id = :m", m=office) == [(0,)]
 
 
 def test_nothing_crosses_scopes_and_bad_pages_are_refused(keyword_service):

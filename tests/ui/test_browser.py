@@ -138,3 +138,62 @@ def _no_alert(driver) -> None:
 
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text
+
+
+# -- the faces: one scope rule, states that read true, a word after every change ---------------
+
+def test_a_profile_homes_dashboard_shows_that_profiles_memories_on_every_page(browser, home):
+    """`hermes-cmms ui --hermes-home <root>/profiles/work`: every page of the navigation, asked
+    no scope, shows the profile owner's (local:work), as the CLI and the bridge do; the picker
+    says which."""
+    work = home / "profiles" / "work"
+    work.mkdir(parents=True)
+    with MemoryService(Settings.load(work, embedder="none"), scheduler=False) as service:
+        service.remember("local:work", "The work laptop's asset tag is WL-4471")
+        service.recall("local:work", "What is the asset tag?", session_id="standup")  # the turn's prefetch, then it
+        service.retain_turn("local:work", "standup", "What is the asset tag?", "WL-4471.")
+        service.remember("local:default", "The home router's asset tag is HR-2210.")
+        with running(service) as door:
+            _open(browser, door)
+            root = f"http://127.0.0.1:{door.port}"
+            _css(browser, "nav a[href^='/memories']").click()
+            _until(browser, lambda d: "/memories" in d.current_url, "the memories page")
+            assert "WL-4471" in _css(browser, "main").text and "HR-2210" not in _css(browser, "main").text
+            assert _css(browser, "#scope-pick").get_attribute("value") == "local:work"
+            assert "local:work (yours)" in _css(browser, "#scope-pick option:checked").text
+            for path, shown in (("/sessions", "What is the asset tag?"), ("/audit", "retain"),
+                                ("/inspect?prompt=What+is+the+asset+tag%3F", "WL-4471")):
+                browser.get(root + path)
+                assert shown in _css(browser, "main").text, path
+                assert "HR-2210" not in _css(browser, "main").text, path
+            browser.get(root + "/session/standup")
+            assert len(_all(browser, "li.turn")) == 1 and "WL-4471" in _css(browser, "main").text
+            _css(browser, "#scope-pick option[value='local:default']").click()  # the picker goes to the other
+            _css(browser, ".scope-pick button").click()
+            _until(browser, lambda d: "scope=local%3Adefault" in d.current_url, "the other scope")
+            assert "HR-2210" in _css(browser, "main").text and "WL-4471" not in _css(browser, "main").text
+            assert not _problems(browser), _problems(browser)
+
+
+def test_every_change_says_what_it_did_and_states_read_true(browser, service):
+    old = service.remember(SCOPE, "My cat is called Biscuit")
+    with running(service, allow_changes=True) as door:
+        _open(browser, door)
+        root = f"http://127.0.0.1:{door.port}"
+        browser.get(f"{root}/memory/{old}?scope={SCOPE}")
+        _css(browser, "#pin").click()
+        _until(browser, lambda d: _all(d, "#done") and "Pinned" in _css(d, "#done").text, "the pin's confirmation")
+        _css(browser, "#tags").send_keys("+pets")
+        _css(browser, "#steer form:nth-of-type(3) button").click()
+        _until(browser, lambda d: _all(d, "#done") and _css(d, "#done").text == "Tags saved.", "the tag's confirmation")
+        box = _css(browser, "#correct-text")
+        box.clear()
+        box.send_keys("My cat is called Pancake")
+        _css(browser, "#correct").click()
+        _until(browser, lambda d: _all(d, "#done") and "Corrected" in _css(d, "#done").text, "the correction's word")
+        browser.get(f"{root}/memory/{old}?scope={SCOPE}")  # the old one reads superseded, its successor named
+        assert _css(browser, ".facts .badge").text == "superseded"
+        assert "Pancake" in _css(browser, "#replaced").text
+        browser.get(f"{root}/memory/{old}?scope={SCOPE}&done=<b>you+were+hacked</b>")  # not a word it knows
+        assert not _all(browser, "#done")
+        assert not _problems(browser), _problems(browser)

@@ -66,7 +66,7 @@ def test_a_one_turn_hermes_session_shows_one_turn_and_a_labelled_rerun(browser, 
             turns = browser.find_elements(By.CSS_SELECTOR, "li.turn")
             assert len(turns) == 1
             given = turns[0].find_element(By.CSS_SELECTOR, ".recalled").text
-            assert "What it got then" in given and "Biscuit" in given
+            assert "what it got then" in given.lower() and "Biscuit" in given
             turns[0].find_element(By.CSS_SELECTOR, "a.rerun").click()
             label = browser.find_element(By.ID, "rerun").text
             assert "Run again now" in label and "today's store" in label and "leaving out" in label

@@ -245,7 +245,7 @@ BIDI = "pay \u202eBob\u202c now \u2066x\u2069 \u200fy\u200e z\u200b\ufeff\U000e0
 OUR_TAGS = {"html", "head", "meta", "title", "link", "script", "body", "header", "strong", "nav", "a", "span", "code",
             "main", "h1", "h2", "h3", "small", "p", "div", "form", "input", "select", "option", "label", "button",
             "table", "thead", "tbody", "tr", "th", "td", "dl", "dt", "dd", "ul", "ol", "li", "section", "textarea",
-            "pre", "br", "svg", "line", "text", "circle"}
+            "pre", "br", "svg", "line", "text", "circle", "b", "time", "h4", "defs", "marker", "path"}
 
 
 class Tags(HTMLParser):
@@ -391,7 +391,7 @@ def test_sessions_show_what_each_turn_stored_and_recalled(service):
         timeline = client.get(f"/session/chat-1?scope={SCOPE}")
         assert timeline.status_code == 200
         words = _text(timeline.text)
-        assert "I adopted a dog named Rex" in words and "recalled into it" in words
+        assert "I adopted a dog named Rex" in words and "What it got then" in words
         assert timeline.text.count('class="turn"') == len(service.session_timeline(SCOPE, "chat-1")["turns"])
 
 
@@ -407,9 +407,9 @@ def test_a_past_turn_of_a_session_is_inspected_from_its_timeline(service):
         assert len(links) == 2  # one per user message, none for the assistant's
         page = client.get(links[-1].replace("&amp;", "&"))
         assert page.status_code == 200
-        answer = service.inspect_recall(SCOPE, "what is my dog called" + long_tail)
-        assert "ends here" in _text(page.text)  # the whole message, not the timeline's start of it
-        assert page.text.count('class="line"') == len(answer["lines"]) >= 1
+        answer = service.inspect_recall(SCOPE, "what is my dog called" + long_tail, leave_out=ids)
+        assert re.search(r'id="prompt"[^>]*value="[^"]*ends here"', page.text)  # the whole message, not its start
+        assert page.text.count('class="line"') == len(answer["lines"]) >= 1  # without the turn's own messages
         assert "Rex" in _text(page.text)
         other = client.get(f"/inspect?scope=local:other&from_memory={ids[0]}")
         assert other.status_code == 404
@@ -446,10 +446,10 @@ def test_the_audit_trail_filters_by_action_door_and_date(service, seeded):
         everything = client.get(f"/audit?scope={SCOPE}").text
         assert "remember" in everything and "forget" in everything
         forgets = client.get(f"/audit?scope={SCOPE}&action=forget").text
-        assert forgets.count("<tr>") - 1 == len(service.audit_log(SCOPE, action="forget"))
+        assert forgets.count('<tr class="event">') == len(service.audit_log(SCOPE, action="forget"))
         assert ">remember<" not in forgets
         by_door = client.get(f"/audit?scope={SCOPE}&door=cli").text
-        assert ">cli<" in by_door and by_door.count("<tr>") - 1 == 1
+        assert ">cli<" in by_door and by_door.count('<tr class="event">') == 1
         assert "No events." in client.get(f"/audit?scope={SCOPE}&since=2999-01-01").text
 
 
@@ -537,3 +537,110 @@ def test_an_ipv6_address_is_answered_in_brackets():
 
     door = Door(port=8123, host="::1")
     assert "[::1]:8123" in door.hosts and door.url().startswith("http://[::1]:8123/?token=")
+
+
+# -- the faces: a page tells the truth at a glance --------------------------------------------------
+
+def test_the_overview_is_tables_and_badges_with_text_beside_each_id(service, seeded):
+    service.recall(SCOPE, "what is my cat called", session_id="chat-9")
+    with running(service) as door:
+        client = signed_in(door)
+        page = client.get("/").text
+        overview = service.overview(None)
+        assert page.count('<tr class="check">') == len(overview["health"])  # a row a check, not level/name/detail
+        assert "<dt>level</dt>" not in page and "<dt>superseded_by</dt>" not in page
+        assert not re.search(r"\d\.\d+e\+\d", page)  # no time as 1.796e+09
+        recalls = page[page.index('id="latest-recalls"'):]
+        assert "My cat is called Biscuit" in recalls and "/session/chat-9?" in recalls  # text beside the id, a link
+        writes = page[page.index('id="latest-writes"'):page.index('id="latest-recalls"')]
+        assert writes.count('<tr class="write">') == len(overview["latest_writes"]) and "coffee black" in writes
+
+
+def test_states_read_true_and_every_id_is_a_link_with_its_text(service, seeded):
+    new = service.correct(SCOPE, seeded["cat"], "My cat is called Pancake", actor="cli")
+    a = service.set_belief(SCOPE, "Tea is good for me", confidence=0.9)["id"]
+    service.set_belief(SCOPE, "Tea is not good for me", confidence=0.6)
+    with running(service) as door:
+        client = signed_in(door)
+        old = client.get(f"/memory/{seeded['cat']}?scope={SCOPE}").text
+        assert re.search(r'<p class="facts"><span class="badge state-superseded">superseded</span>', old)
+        assert re.search(rf'id="replaced">Superseded by <a class="id" href="/memory/{_dashed(new)}[^>]*>[^<]+</a> '
+                         r'<span class="text ref">My cat is called Pancake</span>', old)
+        chain = client.get(f"/memory/{new}?scope={SCOPE}").text
+        part = chain[chain.index('id="part-supersedes"'):]
+        assert "My cat is called Biscuit" in part and "state-superseded" in part  # not "active"
+        audit = client.get(f"/audit?scope={SCOPE}").text
+        assert not re.search(r"(?<![/\w-])[0-9a-f]{32}(?![\w-])", audit)  # no id left undashed
+        assert audit.count('class="id"') > len(service.audit_log(SCOPE, limit=50))  # ids in details are links too
+        beliefs = client.get(f"/beliefs?scope={SCOPE}").text
+        assert beliefs.count("state-contested") == 2
+        row = beliefs[beliefs.index(f'<tr class="belief"><td><a class="id" href="/memory/{_dashed(a)}'):]
+        assert "Tea is not good for me" in row[:row.index("</tr>")]  # who contests it, by its words
+
+
+def test_a_ranking_says_its_sort_and_shows_its_scores(service, seeded):
+    with running(service) as door:
+        client = signed_in(door)
+        page = client.get(f"/memories?scope={SCOPE}&query=coffee").text
+        assert re.search(r'<select name="sort" id="sort">.*<option selected>relevance</option>', page)
+        assert '<td class="score">' in page and ">match</th>" in page
+        plain = client.get(f"/memories?scope={SCOPE}").text
+        assert '<td class="score">' not in plain and re.search(r"<option selected>newest</option>", plain)
+        assert re.search(r'<span class="tag text">food</span>', plain)  # tags in the list
+        for label in ("Search", "state", "tier", "kind", "tags", "since", "until", "sort"):
+            assert re.search(rf"<label[^>]*>{label} <", plain), label  # every filter says what it is
+
+
+def test_the_graph_starts_from_named_things_and_draws_arrows_that_fit(service):
+    service.learn(SCOPE, "Alice works at Acme. Bob works at Acme. Alice lives in Berlin.")
+    with running(service) as door:
+        client = signed_in(door)
+        start = client.get(f"/graph?scope={SCOPE}").text
+        assert re.search(r'id="graph-start">.*href="/graph\?scope=local%3Adefault&amp;q=Alice"', start)
+        page = client.get(f"/graph?scope={SCOPE}&q=Alice").text
+        lines = re.findall(r"<line [^>]*>", page)
+        assert lines and all('marker-end="url(#arrow)"' in line for line in lines)
+        assert '<marker id="arrow"' in page and not re.search(r'<svg[^>]* width="\d', page)  # the window's width
+        assert "Berlin" in page[page.index('id="relations"'):]
+
+
+def test_sessions_read_by_their_first_message_and_a_rerun_says_what_it_is(service):
+    service.remember(SCOPE, "My dog is called Rex")
+    service.recall(SCOPE, "what is my dog called", session_id="chat-3")
+    ids = service.retain_turn(SCOPE, "chat-3", "what is my dog called", "Rex")
+    with running(service) as door:
+        client = signed_in(door)
+        listed = client.get(f"/sessions?scope={SCOPE}").text
+        assert re.search(r'<a href="/session/chat-3\?scope=local%3Adefault"><span class="text">what is my dog called'
+                         r"</span></a>", listed)
+        timeline = client.get(f"/session/chat-3?scope={SCOPE}").text
+        recalled = timeline[timeline.index('class="recalled"'):]
+        assert "My dog is called Rex" in recalled  # what it got then, with its text
+        rerun = client.get(f"/inspect?scope={SCOPE}&from_memory={ids[0]}").text
+        said = _text(rerun[rerun.index('id="rerun"'):rerun.index("</p>", rerun.index('id="rerun"'))])
+        assert "Run again now" in said and "not what that turn got" in said and "chat-3" in said
+        assert "Run again now" not in client.get(f"/inspect?scope={SCOPE}&prompt=what+is+my+dog+called").text
+
+
+def _dashed(stored: str) -> str:
+    from hermes_cmms.common.ids import shown_id
+
+    return shown_id(stored)
+
+
+@pytest.mark.quick
+def test_the_graph_drawing_centres_what_was_asked_and_stops_arrows_at_the_circles():
+    from hermes_cmms.ui import _graph
+
+    near = [{"entity": {"id": f"e{n}", "name": f"N{n}"}, "predicate": "knows", "forward": n % 2 == 0, "current": n != 3}
+            for n in range(1, 5)]
+    drawn = _graph.draw({"mode": "entity", "entity": {"id": "c", "name": "Centre", "neighbours": near}})
+    nodes = {n["id"]: n for n in drawn["nodes"]}
+    assert (nodes["c"]["x"], nodes["c"]["y"]) == (drawn["width"] / 2, drawn["height"] / 2) and nodes["c"]["centre"]
+    assert nodes["c"]["ty"] < nodes["c"]["y"]  # the centre's name above it, out of the arrows' way
+    for edge in drawn["edges"]:  # each arrow starts and ends off the circles (its head is visible)
+        ends = [(n["x"], n["y"]) for n in drawn["nodes"]]
+        for x, y in ((edge["x1"], edge["y1"]), (edge["x2"], edge["y2"])):
+            assert min(((x - a) ** 2 + (y - b) ** 2) ** 0.5 for a, b in ends) >= _graph.NODE - 0.1
+    assert sorted(e["current"] for e in drawn["edges"]) == [False, True, True, True]
+    assert all(0 <= n["x"] <= drawn["width"] and 0 <= n["y"] <= drawn["height"] for n in drawn["nodes"])

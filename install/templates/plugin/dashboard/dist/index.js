@@ -68,6 +68,29 @@
     return text;
   }
 
+  // a Unix time or an ISO string as the standalone dashboard writes it: 2026-12-03 18:57 UTC
+  function when(ts) {
+    if (ts === null || ts === undefined || ts === "") return "\u2014";
+    var d = typeof ts === "number" ? new Date(ts * 1000) : new Date(String(ts));
+    if (isNaN(d.getTime())) return String(ts);
+    return d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  }
+
+  // a memory's state as it reads true (as the standalone dashboard's macros.state)
+  function stateOf(m) {
+    return m.superseded_by ? "superseded" : (m.contested_by && m.contested_by.length ? "contested" : (m.state || "active"));
+  }
+
+  var TONES = { active: ["#1b7f3b", "rgba(27,127,59,.14)"], ok: ["#1b7f3b", "rgba(27,127,59,.14)"],
+    warn: ["#8a5a00", "rgba(200,140,0,.18)"], contested: ["#8a5a00", "rgba(200,140,0,.18)"],
+    FAIL: ["#b3261e", "rgba(179,38,30,.14)"] };
+
+  function badge(word) {
+    var tone = TONES[word] || ["inherit", "rgba(127,127,127,.18)"];
+    return el("span", { className: "cmms-badge cmms-badge-" + word, style: { color: tone[0], background: tone[1],
+      borderRadius: "4px", padding: "0 6px", fontSize: ".8em", fontWeight: "600", marginRight: "6px" } }, word);
+  }
+
   var BOX = { border: "1px solid rgba(127,127,127,.35)", borderRadius: "6px", padding: "8px 12px", margin: "8px 0" };
   var MONO = { fontFamily: "monospace", whiteSpace: "pre-wrap", overflowWrap: "anywhere" };
 
@@ -99,7 +122,9 @@
       self.scope = answer["default"];
       var names = answer.scopes.map(function (s) { return s.scope; });
       if (names.indexOf(self.scope) < 0) names.unshift(self.scope);
-      names.forEach(function (name) { add(self.scopeSelect, el("option", { value: name }, name)); });
+      names.forEach(function (name) {
+        add(self.scopeSelect, el("option", { value: name }, name + (name === answer["default"] ? " (yours)" : "")));
+      });
       self.scopeSelect.value = self.scope;
       self.show(self.view);  // the view picked meanwhile, if any, now with the scope
     }, function (err) { self.fail(err); });
@@ -137,20 +162,41 @@
         add(body, el("div", { className: "cmms-scope-card", style: BOX },
           el("strong", null, s.scope), " \u2014 " + s.memories + " memories",
           el("div", null, "by tier: " + counts(s.by_tier) + "; by kind: " + counts(s.by_kind)),
-          el("div", null, "waiting to be indexed: " + (s.vectors_pending || 0) + "; newest: " + (s.newest_at || "\u2014"))));
+          el("div", null, "by state: " + counts(s.by_state)),
+          el("div", null, "newest: " + when(s.newest_at) + (s.vectors_pending ? "; waiting to be indexed: " + s.vectors_pending : ""))));
       });
       add(body, el("h3", null, "Health"));
-      add(body, el("ul", null, (o.health || []).map(function (c) {
-        return el("li", null, "[" + c.level + "] " + c.name + ": " + c.detail);
+      var order = { FAIL: 0, warn: 1 };
+      var checks = (o.health || []).slice().sort(function (a, b) {
+        return (order[a.level] === undefined ? 2 : order[a.level]) - (order[b.level] === undefined ? 2 : order[b.level]);
+      });
+      add(body, el("table", { className: "cmms-health", style: { borderCollapse: "collapse" } }, checks.map(function (c) {
+        return el("tr", { className: "cmms-check" }, el("td", { style: CELL }, c.name), el("td", { style: CELL }, badge(c.level)),
+          el("td", { style: Object.assign({}, CELL, { opacity: c.level === "ok" ? 0.7 : 1, overflowWrap: "anywhere" }) }, c.detail));
       })));
       add(body, el("h3", null, "Latest writes"));
       add(body, self.list(o.latest_writes || []));
       add(body, el("h3", null, "Latest recalls"));
-      add(body, el("ul", null, (o.latest_recalls || []).map(function (r) {
-        return el("li", null, (r.at || "") + " session " + (r.session_id || "\u2014") + ": " +
-          ((r.recalled || r.memories || []).length) + " memories");
+      var recalls = o.latest_recalls || [];
+      if (!recalls.length) add(body, el("p", { className: "cmms-empty" }, "Nothing recalled yet."));
+      add(body, el("ul", { className: "cmms-recalls" }, recalls.map(function (r) {
+        var got = r.recalled || [];
+        return el("li", { className: "cmms-recall" }, when(r.at) + " \u00b7 session " + (r.session_id || "\u2014") +
+          (r.turn ? ", turn " + r.turn : "") + ": " + got.length + (got.length === 1 ? " memory" : " memories"),
+          el("ul", null, got.slice(0, 5).map(function (x) {
+            return el("li", null, self.link(x.memory_id), " ", x.text === null || x.text === undefined ? "(forgotten since)" : x.text);
+          })));
       })));
     }, function (err) { if (current()) self.fail(err); });
+  };
+
+  var CELL = { padding: "3px 10px 3px 0", verticalAlign: "top", borderBottom: "1px solid rgba(127,127,127,.2)" };
+
+  // a memory id as a button that opens its page: its first 8 characters, its whole id as the tooltip
+  App.prototype.link = function (id) {
+    var self = this;
+    return el("button", { type: "button", className: "cmms-id", title: id, style: { fontFamily: "monospace", padding: "0 4px", margin: "0 4px 0 0" },
+      onclick: function () { self.memory(id); } }, String(id || "").slice(0, 8));
   };
 
   function counts(map) {
@@ -162,8 +208,10 @@
     if (!items.length) return el("p", { className: "cmms-empty" }, "Nothing here.");
     return el("ul", { className: "cmms-list", style: { listStyle: "none", padding: 0 } }, items.map(function (m) {
       return el("li", { className: "cmms-item", data: { id: m.id }, style: BOX },
-        el("div", { style: { opacity: 0.7, fontSize: ".85em" } },
-          [m.kind, m.tier, m.state, m.pinned ? "pinned" : "", m.created_at, "via " + (m.source || "\u2014")].filter(Boolean).join(" \u00b7 ")),
+        el("div", { style: { fontSize: ".85em" } }, badge(stateOf(m)), m.pinned ? badge("pinned") : null,
+          el("span", { style: { opacity: 0.75 } }, [m.kind, m.tier, when(m.created_at), "via " + (m.source || "\u2014"),
+            typeof m.score === "number" ? "score " + m.score.toFixed(2) : ""].filter(Boolean).join(" \u00b7 ")),
+          (m.tags || []).length ? el("span", { className: "cmms-tags", style: { marginLeft: "8px" } }, "tags: " + m.tags.join(", ")) : null),
         el("div", { className: "cmms-text", style: MONO }, m.content),
         el("button", { type: "button", className: "cmms-open", onclick: function () { self.memory(m.id); } }, "Provenance"));
     }));
@@ -211,16 +259,18 @@
         el("div", { className: "cmms-memory-text", style: Object.assign({}, BOX, MONO) }, m.content),
         el("h3", null, "Provenance"),
         el("dl", { className: "cmms-provenance" }, pairs({
-          "receipt": p.source, "door": p.door, "session": p.session_id, "turn": p.turn, "created": p.created_at,
-          "updated": p.updated_at, "reinforcements": p.reinforcements, "state": m.state, "kind": m.kind, "tier": m.tier,
+          "receipt": p.source, "door": p.door, "session": p.session_id, "turn": p.turn, "created": when(p.created_at),
+          "updated": when(p.updated_at), "reinforcements": p.reinforcements, "state": stateOf(m), "kind": m.kind, "tier": m.tier,
           "tags": (m.tags || []).join(", ")
         })),
         el("h3", null, "Confidence"),
-        el("dl", null, pairs({ "now": c.now, "reliability": c.reliability, "last seen": c.last_seen_at,
+        el("dl", null, pairs({ "now": c.now, "reliability": c.reliability, "last seen": when(c.last_seen_at),
           "after decay": c.after_decay ? c.after_decay.confidence + " (" + c.after_decay.state + ")" : "", "pinned": c.pinned })),
         chain("Supersedes", page.supersedes), chain("Superseded by", page.superseded_by),
         el("h3", null, "Audit"),
-        el("ul", null, (page.audit || []).map(function (a) { return el("li", null, a.at + " " + a.action + " by " + a.actor); }))
+        el("ul", null, (page.audit || []).map(function (a) {
+          return el("li", null, when(a.at) + " " + a.action + " by " + (a.actor || "\u2014") + (a.detail ? " \u00b7 " + counts(a.detail) : ""));
+        }))
       ]);
     }, function (err) { if (current()) self.fail(err); });
   };
@@ -238,7 +288,7 @@
   function chain(title, links) {
     if (!links || !links.length) return null;
     return [el("h3", null, title), el("ul", null, links.map(function (l) {
-      return el("li", { style: MONO }, (l.id || "") + ": " + (l.content || l.text || ""));
+      return el("li", null, badge(stateOf(l)), el("span", { style: MONO }, String(l.id || "").slice(0, 8) + " " + (l.content || l.text || "")));
     }))];
   }
 
@@ -283,8 +333,8 @@
       var verdict = el("span", { className: "cmms-verdict" }), ask = latest();
       return el("li", { className: "cmms-line", style: BOX },
         el("div", { style: MONO }, line.text),
-        el("div", { style: { fontSize: ".85em" } }, "found by: " + counts(line.found_by) +
-          "; fused " + fixed(line.fused) + "; score " + fixed(line.score) + "; nudges: " + nudges(line.nudges)),
+        el("div", { style: { fontSize: ".85em" } }, "found by: " + ranks(line.found_by) +
+          "; fused " + fixed(line.fused) + "; nudges: " + nudges(line.nudges) + "; score " + fixed(line.score)),
         el("button", { type: "button", className: "cmms-open", onclick: function () { self.memory(line.memory_id); } }, "Provenance"),
         " ",
         el("button", { type: "button", className: "cmms-why-not", onclick: function () {
@@ -297,8 +347,17 @@
   };
 
   function fixed(n) { return typeof n === "number" ? n.toFixed(3) : "\u2014"; }
+  function ranks(map) {
+    return Object.keys(map || {}).map(function (k) { return k.replace(/_/g, " ") + " #" + map[k]; }).join(", ") || "\u2014";
+  }
+  // as the standalone dashboard's macros.nudges: factors as \u00d7, additions as +, neutral ones left out
+  var ADDED = { recency: true, neighbour: true };
   function nudges(map) {
-    return Object.keys(map || {}).map(function (k) { return k + " " + fixed(map[k]); }).join(", ") || "\u2014";
+    return Object.keys(map || {}).filter(function (k) {
+      return typeof map[k] === "number" && (ADDED[k] ? map[k] !== 0 : map[k] !== 1);
+    }).map(function (k) {
+      return k.replace(/_/g, " ") + " " + (ADDED[k] ? "+" + map[k].toFixed(3) : "\u00d7" + map[k].toFixed(2));
+    }).join(", ") || "none";
   }
 
   function MemoryTab() {
