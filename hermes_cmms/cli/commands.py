@@ -92,7 +92,7 @@ def cmd_search(args) -> int:
     service = _service(args, vectors=True)
     try:
         hits = service.search(args.scope, query, limit)
-        result = public_ids({"results": [hit.as_dict(HIT_KEYS) for hit in hits]})
+        result = public_ids({"results": [hit.as_dict(HIT_KEYS, superseded_by=hit.superseded_by) for hit in hits]})
     finally:
         service.close(drain_timeout=0)
     if args.json:
