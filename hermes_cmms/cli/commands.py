@@ -94,7 +94,7 @@ def cmd_search(args) -> int:
         steps = Steps(args)
         with steps.step(f"searching {_memories_of(service, args.scope) if steps.shown else ''}"):
             hits = service.search(args.scope, query, limit)
-        result = public_ids({"results": [hit.as_dict(HIT_KEYS, superseded_by=hit.superseded_by) for hit in hits]})
+        result = public_ids({"results": [hit.as_dict(HIT_KEYS) for hit in hits]})
     finally:
         service.close(drain_timeout=0)
     if args.json:
