@@ -116,13 +116,15 @@ class MemoryService:
         self._scrubbed(scope)
         return gone
 
-    def forget(self, scope: str, memory_id: str, actor: str = "") -> None:
-        """Delete a memory from the store and every index (after an audit snapshot);
-        UnknownMemory if not in `scope`."""
+    def forget(self, scope: str, memory_id: str, actor: str = "") -> str:
+        """Delete a memory from the store and every index (after an audit snapshot); answer its
+        stored id (`memory_id` may be short); UnknownMemory if not in `scope`."""
         scope = _scope(scope)
-        if not isinstance(memory_id, str) or not self.store.delete(scope, clean_key(memory_id), actor):
+        key = self._id(scope, memory_id)
+        if not isinstance(key, str) or not self.store.delete(scope, clean_key(key), actor):
             raise UnknownMemory(f"Unknown memory id {memory_id!r} in this scope.")
         self._scrubbed(scope)
+        return clean_key(key)
 
     def forget_all(self, scope: str, actor: str = "", progress: Optional[Callable[[int], None]] = None) -> int:
         """A user's right to be forgotten: delete every memory of `scope` from the store and
@@ -132,6 +134,22 @@ class MemoryService:
         gone = self.store.forget_all(scope, actor, progress)
         self._scrubbed(scope)
         return gone
+
+    def _id(self, scope: str, memory_id):
+        """A memory id as any door prints it, whole (dashed or stored) or short (its first 8 or
+        more digits), as the verbs take it: a short one resolved among `scope`'s memories only
+        (store/short_ids.py); AmbiguousId when it starts several."""
+        from .store.short_ids import resolved
+
+        return resolved(self.store, _scope(scope), memory_id)
+
+    def _ids(self, scope: str, memory_ids):
+        """`_id` of each of a list of ids (anything else as given, for the verb to refuse)."""
+        from .lifecycle.steer import MAX_IDS
+
+        if isinstance(memory_ids, (list, tuple)) and len(memory_ids) <= MAX_IDS:
+            return [self._id(scope, i) for i in memory_ids]
+        return memory_ids
 
     def _scrubbed(self, scope: str) -> None:
         """After a forget: wait (FORGET_WAIT_S at most) for the index writer to delete the vectors
@@ -146,32 +164,32 @@ class MemoryService:
         recalled again); return the new id. See steer.correct."""
         from .lifecycle import steer
 
-        return steer.correct(self.engine, scope, memory_id, text, actor=actor)
+        return steer.correct(self.engine, scope, self._id(scope, memory_id), text, actor=actor)
 
     def pin(self, scope: str, memory_id: str, pinned: bool = True, *, actor: str) -> bool:
         """Pin (never decays, expires or is consolidated) or unpin a memory; return whether it is pinned."""
         from .lifecycle import steer
 
-        return steer.pin(self.engine, scope, memory_id, pinned, actor=actor)
+        return steer.pin(self.engine, scope, self._id(scope, memory_id), pinned, actor=actor)
 
     def tag(self, scope: str, memory_id: str, add: Sequence[str] = (), remove: Sequence[str] = (), *,
             actor: str) -> list[str]:
         """Add and remove tags of a memory; return its tags now."""
         from .lifecycle import steer
 
-        return steer.tag(self.engine, scope, memory_id, add, remove, actor=actor)
+        return steer.tag(self.engine, scope, self._id(scope, memory_id), add, remove, actor=actor)
 
     def forget_preview(self, scope: str, memory_ids: Sequence[str]) -> dict:
         """Everything forgetting these memories would delete, changing nothing (steer.forget_preview)."""
         from .lifecycle import steer
 
-        return steer.forget_preview(self.engine, scope, memory_ids)
+        return steer.forget_preview(self.engine, scope, self._ids(scope, memory_ids))
 
     def forget_many(self, scope: str, memory_ids: Sequence[str], *, actor: str) -> int:
         """Forget these memories of `scope` (all or none) with all that goes with them; return how many."""
         from .lifecycle import steer
 
-        gone = steer.forget_many(self.engine, scope, memory_ids, actor=actor)
+        gone = steer.forget_many(self.engine, scope, self._ids(scope, memory_ids), actor=actor)
         self._scrubbed(_scope(scope))
         return gone
 
@@ -196,6 +214,8 @@ class MemoryService:
         for name, value in (("since", since), ("until", until)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise InvalidInput(f"{name} must be a Unix time, not {value!r}.")
+        if scope is not None and memory_id is not None:  # (a short id names a memory of the asked scope only)
+            memory_id = self._id(scope, memory_id)
         rows = self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
                                        action=clean_key(action), door=clean_key(door), since=since, until=until,
                                        limit=limit, offset=offset)
@@ -266,7 +286,7 @@ class MemoryService:
         decay, supersede chains both ways, fact, links, beliefs, entities and audit events."""
         from .ops.memory_page import memory_page
 
-        return memory_page(self.engine, scope, memory_id)
+        return memory_page(self.engine, scope, self._id(scope, memory_id))
 
     def overview(self, scope: Optional[str] = None) -> dict:
         """The store (or one scope) at a glance: scopes with counts and index lag, health, the
@@ -331,13 +351,15 @@ class MemoryService:
         run again now; see explain.inspect_recall)."""
         from .recall import explain
 
+        why_not = self._id(scope, why_not) if why_not is not None else None
+        leave_out = [self._id(scope, i) for i in leave_out] if isinstance(leave_out, (list, tuple)) else ()
         return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id, why_not, leave_out)
 
     def why_not(self, scope: str, prompt: str, memory_id: str, *, budget_tokens: Optional[int] = None) -> dict:
         """Why a memory is or is not in the block `prompt` gets, in one sentence (explain.why_not)."""
         from .recall import explain
 
-        return explain.why_not(self.engine, scope, prompt, memory_id, budget_tokens)
+        return explain.why_not(self.engine, scope, prompt, self._id(scope, memory_id), budget_tokens)
 
     def sessions(self, scope: str, *, offset: int = 0, limit: int = 50) -> list[dict]:
         """The scope's sessions, newest first, with their turns and recalls counted."""
@@ -367,19 +389,24 @@ class MemoryService:
         """Create, reinforce or supersede a belief (see beliefs.set_belief)."""
         from .knowledge import beliefs
 
+        if kwargs.get("supersedes") is not None:
+            kwargs["supersedes"] = self._id(scope, kwargs["supersedes"])
         return beliefs.set_belief(self.engine, _scope(scope), text, **kwargs)
 
     def get_belief(self, scope: str, **filters) -> dict:
         """Beliefs matching the filters (see beliefs.get_belief)."""
         from .knowledge import beliefs
 
+        if filters.get("belief_id") is not None:
+            filters["belief_id"] = self._id(scope, filters["belief_id"])
         return beliefs.get_belief(self.engine, _scope(scope), **filters)
 
     def resolve_conflict(self, scope: str, belief_a: str, belief_b: str, strategy: str, **kwargs) -> dict:
         """Settle two contradicting beliefs (see beliefs.resolve_conflict)."""
         from .knowledge import beliefs
 
-        return beliefs.resolve_conflict(self.engine, _scope(scope), belief_a, belief_b, strategy, **kwargs)
+        return beliefs.resolve_conflict(self.engine, _scope(scope), self._id(scope, belief_a), self._id(scope, belief_b),
+                                        strategy, **kwargs)
 
     def reflect(self, scope: str, mode: str = "overview", **filters) -> dict:
         """A report computed from the scope's stored beliefs and evidence (see beliefs.reflect)."""

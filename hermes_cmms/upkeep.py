@@ -140,8 +140,12 @@ class Upkeep(_Part):
         (`progress(outbox rows left)` about every half second while it waits)."""
         return self.indexer.drain(timeout, progress)
 
-    def wait_vectors(self, timeout: float) -> bool:
-        """Start the embedder and the vector index if not started; wait up to `timeout` for them."""
+    def wait_vectors(self, timeout: float, *, read_only: bool = False) -> bool:
+        """Start the embedder and the vector index if not started; wait up to `timeout` for them.
+        `read_only`: this process only queries the index (a command that searches): it never
+        writes it, so the vectors queued for the index are left to the process that does."""
+        if read_only:
+            self.indexer.read_only()
         return self.indexer.ready.wait(timeout)
 
     @property

@@ -47,8 +47,7 @@ def tools(service, default_scope: str) -> list[Callable[..., dict]]:
         if memory_id is not None:
             if tier is not None or tags:
                 raise InvalidInput("Give either memory_id or tier/tags, not both.")
-            service.forget(scope, memory_id, actor=receipt("forget_memory", None, actor))
-            gone = [memory_id]
+            gone = [service.forget(scope, memory_id, actor=receipt("forget_memory", None, actor))]  # (whole, if given short)
         else:
             gone = service.forget_where(scope, tier=tier, tags=tags or (), actor=receipt("forget_memory", None, actor))
         return {"forgotten": len(gone), "ids": gone, "scope": scope, "vectors_pending": service.upkeep.vectors_pending(scope)}

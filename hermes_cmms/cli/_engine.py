@@ -1,6 +1,9 @@
 """The engine a `hermes-cmms` command works on, opened from its --hermes-home."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from ..common.config import Settings
 
 VECTORS_WAIT_S = 30.0  # a command that searches waits this long for the embedder and the index
@@ -40,13 +43,57 @@ def _service(args, vectors: bool = False, **overrides):
     """A MemoryService for the command's home, without the background scheduler, whose
     embedder and vector index load only if the command needs them (a write, a drain), or at
     once and waited for with `vectors` (a search: a command, unlike a chat turn, waits for its
-    vector ranking); `overrides` beat the settings (e.g. embedder="none")."""
-    from ..service import MemoryService
+    vector ranking; it only reads the index, never embeds what is queued for it); `overrides`
+    beat the settings (e.g. embedder="none"). On a terminal, each wait is said (Steps)."""
+    steps = Steps(args)
+    with steps.step("opening the memory store"):
+        from ..service import MemoryService
 
-    service = MemoryService(settings_for(args, **overrides), scheduler=False, start_indexer=False)
+        service = MemoryService(settings_for(args, **overrides), scheduler=False, start_indexer=False)
     if vectors:
-        service.upkeep.wait_vectors(VECTORS_WAIT_S)
+        with steps.step("loading the embedding model and opening the vector index"):
+            service.upkeep.wait_vectors(VECTORS_WAIT_S, read_only=True)
     return service
+
+
+class Steps:
+    """What a command is waiting on, said on standard error while it waits: a line a step (a
+    tqdm status line with the time it has taken, redrawn in place and cleared when the step
+    ends). Nothing when standard error is not a terminal (a pipe, a file: `--json` and scripts
+    see nothing) or with --quiet; standard output is never written."""
+
+    TICK_S = 0.25  # how often the line's time is redrawn
+
+    def __init__(self, args=None) -> None:
+        import sys
+
+        self.shown = not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        if not self.shown:
+            yield
+            return
+        import sys
+        import threading
+
+        from tqdm import tqdm
+
+        line = tqdm(total=None, desc=what, bar_format="{desc}… {elapsed}", file=sys.stderr, leave=False)
+        done = threading.Event()
+
+        def tick() -> None:  # (tqdm redraws on an update; a step has none to give)
+            while not done.wait(self.TICK_S):
+                line.refresh()
+
+        ticker = threading.Thread(target=tick, name="cmms-steps", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+            line.close()
 
 
 def storing_only(args) -> dict:

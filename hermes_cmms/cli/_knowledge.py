@@ -58,6 +58,8 @@ def cmd_learn(args) -> int:
 
 
 def cmd_beliefs(args) -> int:
+    from ._browse import inert
+
     action = args.action
     if action == "list":
         result = _run(args, lambda s: s.get_belief(args.scope, text=args.text, state=args.state,
@@ -66,7 +68,7 @@ def cmd_beliefs(args) -> int:
                       vectors=bool(args.text))  # beliefs about a text are ranked by meaning too
         if not args.json:
             for b in result["beliefs"]:
-                print(f"{shown_id(b['id'])}  {b['confidence']:.2f}  {b['state']:<10} {b['text'][:160]}")
+                print(f"{shown_id(b['id'])}  {b['confidence']:.2f}  {b['state']:<10} {inert(b['text'], 160)}")
             print(f"{result['matched']} belief(s) match.")
             return 0
     elif action == "set":
@@ -74,6 +76,9 @@ def cmd_beliefs(args) -> int:
         result = _run(args, lambda s: s.set_belief(args.scope, args.text, confidence=args.confidence,
                                                    evidence=args.evidence, supersedes=stored_id(args.supersedes),
                                                    source="cli:beliefs"))
+        if not args.json:
+            print(belief_line(result))
+            return 0
     elif action == "resolve":
         result = _run(args, lambda s: s.resolve_conflict(args.scope, stored_id(args.belief_a), stored_id(args.belief_b),
                                                          args.strategy, merged_text=args.merged_text,
@@ -82,6 +87,21 @@ def cmd_beliefs(args) -> int:
         result = _run(args, lambda s: s.reflect(args.scope, args.mode))
     _print(result, args)
     return 0
+
+
+SET_SAYS = {"created": "Stored", "superseded": "Stored", "reinforced": "Reinforced",
+            "challenged": "Recorded evidence against"}  # what `beliefs set` did, by its answer's action
+
+
+def belief_line(result: dict) -> str:
+    """What `beliefs set` stored, in one line: what it did, the belief's short id (every door
+    takes it), its confidence and state, its text (inert), and what it replaced."""
+    from ._browse import inert
+
+    b, done = result["belief"], SET_SAYS.get(result["action"], result["action"].capitalize())
+    replaced = "".join(f"; it replaces {shown_id(i)[:8]}" for i in result.get("superseded_ids", ()) if i != result["id"])
+    return (f"{done} belief {shown_id(result['id'])[:8]} (confidence {b['confidence']:.2f}, "
+            f"{b['state']}): {inert(b['text'], 160)}{replaced}")
 
 
 def cmd_graph(args) -> int:
@@ -170,7 +190,8 @@ def _add_beliefs(add: Callable) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     q = _action(actions, "list", "Beliefs, filtered.")
     q.add_argument("--text", help="Beliefs about this, best first.")
-    q.add_argument("--state", help="candidate, validated, active, stale, archived, superseded or contested.")
+    q.add_argument("--state", help="candidate, validated, active, stale, archived, superseded, contested, "
+                                   "or all (the default: any state).")
     q.add_argument("--min-confidence", type=float)
     q.add_argument("--tag", action="append")
     q.add_argument("--source")
@@ -181,6 +202,7 @@ def _add_beliefs(add: Callable) -> None:
     q.add_argument("--confidence", type=float)
     q.add_argument("--evidence", help="A note on why.")
     q.add_argument("--supersedes", help="The id of a belief it replaces.")
+    q.add_argument("--json", action="store_true", help="The whole answer as JSON (the belief, its receipt).")
     may_create(q)
     q = _action(actions, "resolve", "Settle two contradicting beliefs.")
     q.add_argument("belief_a")

@@ -16,7 +16,7 @@ from ..common.bounds import count_in, query_text
 from ..common.errors import CmmsError, InvalidInput
 from ..common.ids import public_ids, stored_id, stored_ids
 from ..common.vocabulary import JOBS, MAX_AUDIT_PAGE, TIERS
-from ._engine import OWNER, SCOPE_HELP, _service, may_create, owner_default, owner_scope, settings_for
+from ._engine import OWNER, SCOPE_HELP, Steps, _service, may_create, owner_default, owner_scope, settings_for
 
 
 def cmd_install(args) -> int:
@@ -91,7 +91,9 @@ def cmd_search(args) -> int:
     query, limit = query_text(args.query), count_in(args.limit, "limit", MAX_SEARCH_LIMIT)
     service = _service(args, vectors=True)
     try:
-        hits = service.search(args.scope, query, limit)
+        steps = Steps(args)
+        with steps.step(f"searching {_memories_of(service, args.scope) if steps.shown else ''}"):
+            hits = service.search(args.scope, query, limit)
         result = public_ids({"results": [hit.as_dict(HIT_KEYS) for hit in hits]})
     finally:
         service.close(drain_timeout=0)
@@ -106,6 +108,14 @@ def cmd_search(args) -> int:
     if not result["results"]:
         print(f"No memories match {args.query!r} in scope {args.scope!r}.")
     return 0
+
+
+def _memories_of(service, scope: str) -> str:
+    """"the N memories of scope S", as a search's step names what it searches."""
+    from ._browse import inert
+
+    count = next((entry["memories"] for entry in service.scopes() if entry["scope"] == scope), 0)
+    return f"the {count:,} memor{'y' if count == 1 else 'ies'} of scope {inert(scope, 80)!r}"
 
 
 FORGET_DRAIN_S = 30.0  # after a forget's own wait, how much longer the command waits for the vector index

@@ -34,3 +34,7 @@ class LlmUnavailable(CmmsError):
 
 class VectorsUnavailable(CmmsError, RuntimeError):
     """The Chroma server did not answer (recall falls back to keyword; the outbox keeps writes)."""
+
+
+class AmbiguousId(InvalidInput):
+    """A short id (the start of an id, as the doors print it) that starts several memories of the scope."""

@@ -2,16 +2,21 @@
 
 Every door (MCP tools, Hermes tools, `--json` CLI output) shows an id dashed (`shown_id`,
 `public_ids`) and accepts it dashed, braced, upper-case or as stored (`stored_id`); the engine
-and the SQL see only the stored form. Only the values of id keys are rewritten, never text: a
+and the SQL see only the stored form. Where a door prints an id short (the dashboard and `list`:
+its first 8 digits), the facade takes that too: `id_prefix` reads a start of an id (at least
+MIN_PREFIX hex digits, dashed or not) and the store finds the one memory of the asked scope it
+starts (store/short_ids.py). Only the values of id keys are rewritten, never text: a
 note whose content is a 32-digit hash stays as it was written.
 """
 from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 STORED = re.compile(r"[0-9a-f]{32}")
+MIN_PREFIX = 8  # hex digits of a short id: the dashed id's first group, as the doors print it
+_PREFIX = re.compile(r"[0-9a-fA-F-]{8,35}")
 ID_KEYS = frozenset({"id", "ids", "superseded_by", "supersedes", "superseded", "superseded_ids",
                      "contested_by", "winner", "merged", "kept", "archived", "cycle", "learned_from",
                      "low_confidence", "summaries", "belief_a", "belief_b"})
@@ -35,6 +40,21 @@ def stored_id(value: Any) -> Any:
         return uuid.UUID(value.strip()).hex
     except ValueError:
         return value
+
+
+def id_prefix(value: Any) -> Optional[str]:
+    """The stored form's start that `value` gives, when it is a start of an id as a door shows it
+    (MIN_PREFIX to 31 hex digits, any case, dashed where a dashed id has its dashes or not at
+    all: `1234abcd`, `1234ABCD-ef`); None for anything else (a whole id, a name, a typo)."""
+    if not isinstance(value, str) or not _PREFIX.fullmatch(value.strip()):
+        return None
+    given = value.strip().lower()
+    digits = given.replace("-", "")
+    if not MIN_PREFIX <= len(digits) < 32:
+        return None
+    if "-" in given and str(uuid.UUID(hex=digits.ljust(32, "0")))[:len(given)] != given:
+        return None  # dashes where no dashed id has them
+    return digits
 
 
 def is_id_key(key: Any) -> bool:

@@ -301,7 +301,7 @@ def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, stat
     """A page of the scope's beliefs matching every filter given, how many it holds (the
     contract's total), how many match in all (for paging with `offset`), and the filters used:
     {"beliefs": [...], "total", "matched", "query"}. With `text`, best hybrid-search match
-    first; else newest first. `state`: a lifecycle state, "superseded" or "contested";
+    first; else newest first. `state`: a lifecycle state, "superseded", "contested" or "all" (any);
     `lifecycle_state`: the contract's coarse one (LIFECYCLE_STATES); `source`: a receipt prefix;
     `creator`: the writing door, whole or up to a colon ("mcp" finds "mcp:set_belief");
     `source_id`: beliefs whose evidence cites it (a memory id or an outside reference);
@@ -331,9 +331,11 @@ def get_belief(engine: "Engine", scope: str, *, text: Optional[str] = None, stat
 
 
 def _narrowed(scope: str, state, min_confidence: Optional[float], tags: tuple[str, ...], source):
-    """The scope's beliefs narrowed by state, confidence, tags and receipt prefix."""
-    if state is not None and state not in BELIEF_STATES:
-        raise InvalidInput(f"Unknown belief state {state!r}; choose one of {', '.join(BELIEF_STATES)}.")
+    """The scope's beliefs narrowed by state ("all", as a page of memories takes it: any state, as
+    none), confidence, tags and receipt prefix."""
+    if state is not None and state not in (*BELIEF_STATES, "all"):
+        raise InvalidInput(f"Unknown belief state {state!r}; choose one of {', '.join(BELIEF_STATES)} or all.")
+    state = None if state == "all" else state
     return belief_rows.narrowed(scope, state, min_confidence, tags, _prefix(source, "source"))
 
 

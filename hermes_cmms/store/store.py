@@ -295,9 +295,10 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
                 {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
                 for _, r in fresh])
             for item, row in fresh:
-                if item.supersedes:
-                    events += self.supersede(conn, row["scope"], list(item.supersedes), row["id"],
-                                              now, conflict=row["tier"] != "episodic")
+                if item.supersedes:  # a correction is audited once, as 'correct' (it names the new memory)
+                    superseded = self.supersede(conn, row["scope"], list(item.supersedes), row["id"],
+                                                now, conflict=row["tier"] != "episodic")
+                    events += [] if item.corrects else superseded
                 if item.corrects:  # in the same transaction: a correction never leaves the wrong one current
                     events += corrected(conn, row["scope"], list(item.supersedes), row, now)
                 if row["id"] in renewed:

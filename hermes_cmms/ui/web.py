@@ -42,5 +42,6 @@ def answer(value: Any) -> Any:
 
 
 def memory_id(text: Any) -> Any:
-    """An id as a door takes it (dashed or stored) in its stored form."""
+    """An id as a door takes it (dashed or stored) in its stored form; a short one (its first 8
+    or more digits, as the pages print it) as given, for the verb to resolve in its scope."""
     return stored_id(text.strip()) if isinstance(text, str) else text

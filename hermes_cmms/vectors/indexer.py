@@ -71,6 +71,7 @@ class Indexer:
         self._thread: Optional[threading.Thread] = None
         self._writes: Optional[ThreadPoolExecutor] = None  # the sentence view's writes, beside the others
         self._starting = threading.Lock()
+        self._reading_only = False  # a process that only queries (a CLI search) never writes the index
         if start:
             self.start()
 
@@ -86,6 +87,12 @@ class Indexer:
                 import numpy  # noqa: F401
 
                 self._thread = self._threads.start(self._run, "cmms-indexer")
+
+    def read_only(self) -> None:
+        """This process only queries the index from now on: it never becomes the index writer,
+        so it leaves the outbox to the process that writes (a `hermes-cmms search` on a store
+        whose vectors are still queued embedded them until it exited: seconds of a command)."""
+        self._reading_only = True
 
     @property
     def started(self) -> bool:
@@ -189,6 +196,8 @@ class Indexer:
 
     def _claim(self) -> bool:
         """Whether this process is (or just became) the index writer."""
+        if self._reading_only:
+            return False
         if self._lock.held and self._lock.keep():
             return True
         if not self._lock.acquire():

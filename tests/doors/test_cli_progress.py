@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import terminal_output
+from db import scalar
 from inprocess import cli
 
 CLI = str(Path(sys.executable).with_name("hermes-cmms"))
@@ -84,3 +85,38 @@ def test_a_command_that_only_stores_vectors_loads_only_the_int8_model(home, monk
     if chosen:
         monkeypatch.setenv("CMMS_EMBEDDER", chosen)
     assert storing_only(argparse.Namespace(hermes_home=str(home))).get("embedder") == used
+
+
+def _queued(home, memories: int) -> None:
+    """`memories` notes stored keyword-only, as an import stores them: their vectors queued, none made."""
+    _keyword_only(home, "import", "--create", str(CHATGPT))
+    assert scalar(home, "SELECT count(*) FROM outbox") >= memories
+
+
+@pytest.mark.quick
+@pytest.mark.one_backend
+def test_a_search_reads_the_vector_index_and_leaves_its_queue_to_the_writer(home, monkeypatch):
+    """A search on a store whose vectors are still queued (an import's) used to become the index
+    writer and embed them until it exited: seconds a person waited on a search (docs/benchmarks.md,
+    "Where search's time goes"). It loads the model and reads the index, and leaves the queue."""
+    _queued(home, 4)
+    queued = scalar(home, "SELECT count(*) FROM outbox")
+    monkeypatch.delenv("CMMS_EMBEDDER", raising=False)  # the default embedder, loaded for real
+    found = cli(home, "search", "a name for the sourdough starter", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["results"], found.stderr
+    assert found.stderr == ""  # standard error is no terminal here: no step is said
+    assert scalar(home, "SELECT count(*) FROM outbox") == queued  # nothing embedded by the search
+
+
+@pytest.mark.slow
+@pytest.mark.one_backend
+def test_a_search_says_what_it_waits_for_on_a_terminal_and_nothing_in_a_pipe(home):
+    _queued(home, 4)
+    code, out, terminal = _on_terminal(home, "search", "a name for the sourdough starter", "--json")
+    assert code == 0 and json.loads(out)["results"], terminal  # standard output: the JSON alone
+    for step in ("opening the memory store…", "loading the embedding model and opening the vector index…",
+                 "searching the ", " memories of scope 'local:default'…"):
+        assert step in terminal, terminal
+    piped = subprocess.run([CLI, "search", "a name for the sourdough starter"], capture_output=True, text=True,
+                           env=dict(os.environ, HERMES_HOME=str(home)))
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr

@@ -109,7 +109,7 @@ def test_cli_knowledge_commands(home):
                                                       "I prefer tea over coffee.")
     assert learned.returncode == 0, learned.stderr
     assert len(json.loads(learned.stdout)["learned"]) >= 3
-    listed = _cli(home, "beliefs", "set", "The staging API is stable", "--confidence", "0.8")
+    listed = _cli(home, "beliefs", "set", "The staging API is stable", "--confidence", "0.8", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout)["action"] == "created"
     beliefs = _cli(home, "beliefs", "list")
     assert "The staging API is stable" in beliefs.stdout and "1 belief(s) match." in beliefs.stdout
@@ -142,6 +142,26 @@ def test_cli_knowledge_commands(home):
     assert bad.returncode == 1 and bad.stderr.startswith("error: Give the text")
     bad = _cli(home, "beliefs", "reflect", "dreams")
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.quick
+def test_cli_beliefs_set_says_what_it_stored_in_one_line_and_list_takes_state_all(home):
+    made = _cli(home, "beliefs", "set", "The staging API is stable\u202e", "--confidence", "0.8", "--create")
+    assert made.returncode == 0, made.stderr
+    [line] = made.stdout.splitlines()
+    short = line.split()[2]
+    assert line == f"Stored belief {short} (confidence 0.80, active): The staging API is stable\\u202e"
+    again = _cli(home, "beliefs", "set", "The staging API is flaky", "--supersedes", short)  # the short id it printed
+    [line] = again.stdout.splitlines()
+    assert again.returncode == 0 and line.startswith("Stored belief ") and line.endswith(f"; it replaces {short}")
+    answer = json.loads(_cli(home, "beliefs", "set", "The staging API is flaky", "--json").stdout)
+    assert answer["action"] == "reinforced" and answer["receipt"]["memory_type"] == "belief"
+    listed = {state: _cli(home, "beliefs", "list", *(("--state", state) if state else ())) for state in ("all", None)}
+    assert listed["all"].returncode == 0 and listed["all"].stdout == listed[None].stdout
+    assert "2 belief(s) match." in listed["all"].stdout and "superseded" in listed["all"].stdout
+    bad = _cli(home, "beliefs", "list", "--state", "every")
+    assert bad.returncode == 1 and bad.stderr.strip() == ("error: Unknown belief state 'every'; choose one of candidate, "
+                                                          "validated, active, stale, archived, superseded, contested or all.")
 
 
 def _sql_write(home, query):

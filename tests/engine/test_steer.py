@@ -45,6 +45,8 @@ def test_a_correction_supersedes_the_old_memory_and_the_next_recall_finds_only_t
     assert before["superseded_by"] == new and before["corrected_at"] is not None  # kept, superseded
     [event] = _events(service, "correct", old)
     assert (event["actor"], event["detail"]) == ("cli:correct", {"corrected_by": new})
+    assert _events(service, "supersede", old) == []  # one correction, one event on the trail
+    assert [e.action for e in service.audit_log(SCOPE, memory_id=old)] == ["correct", "remember"]
     block = service.recall(SCOPE, "What is the storage unit door code?")
     assert "9931" in block and "4412" not in block
     assert [h.id for h in service.search(SCOPE, "storage unit door code")] == [new]

@@ -472,6 +472,9 @@ def test_correct_pin_and_tag_change_the_memory(service, seeded):
         assert post(client, door, f"/memory/{new}/tag", {"scope": SCOPE, "tags": "+cats -nothing"}).status_code == 303
         assert "cats" in service.memory_page(SCOPE, new)["memory"]["tags"]
         assert [e.actor.split(":")[0] for e in service.audit_log(SCOPE, action="correct")] == ["ui"]  # the door
+        old = seeded["cat"].replace("-", "")  # one correction, one event on its trail (no 'supersede' beside it)
+        assert [e.action for e in service.audit_log(SCOPE, memory_id=old)][0] == "correct"
+        assert not service.audit_log(SCOPE, memory_id=old, action="supersede")
 
 
 def test_forget_shows_a_preview_then_forgets(service, seeded):
