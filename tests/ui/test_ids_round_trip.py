@@ -77,7 +77,7 @@ def test_every_id_form_a_door_prints_is_taken_by_every_door(home):
         service.remember(OTHER, "another scope's secret")
         with running(service) as door:  # the dashboard prints a memory's 8 digits as its link's text
             page = signed_in(door).get("/memories", params={"scope": SCOPE}).text
-        printed = {"dashboard": re.search(r'class="id" href="[^"]*">([^<]+)</a>', page).group(1)}
+        printed = {"dashboard": re.search(r'class="id" href="[^"]*"[^>]*>([^<]+)</a>', page).group(1)}
     finally:
         service.close()
     listed = cli(home, "list", env=KEYWORD_ONLY)

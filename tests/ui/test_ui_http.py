@@ -356,7 +356,7 @@ def test_a_memory_page_shows_its_provenance_and_its_chain(service):
         assert "My favourite colour is blue" in words and "Provenance" in words and "Supersedes" in words
         assert "My favourite colour is green" in words  # the chain, with its text
         old_page = _text(client.get(f"/memory/{old}?scope={SCOPE}").text)
-        assert "mcp:store_memory" in old_page and "s-1" in old_page and "superseded by" in old_page
+        assert "mcp:store_memory" in old_page and "s-1" in old_page and "Superseded by" in old_page
 
 
 @pytest.mark.quick
