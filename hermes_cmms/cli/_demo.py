@@ -135,13 +135,20 @@ def _turn(hermes: str, home: Path, text: str) -> subprocess.CompletedProcess:
 
 def _explain(args, home: Path, prompt: str) -> int:
     """What the last prompt recalls and why: `hermes-cmms inspect` on the store as it is now."""
-    from ._engine import owner_scope
+    from ._engine import _service, owner_scope
     from ._inspect import cmd_inspect
 
-    say(f"\nWhat recall gives {prompt!r} and why (hermes-cmms inspect, on the store as it is now: it "
-        "holds the question itself too):")
     shown = argparse.Namespace(prompt=prompt, scope=None, budget=None, why_not=None, json=False, hermes_home=str(home))
     shown.scope = owner_scope(shown)  # the scope Hermes gave the home's owner
+    service = _service(shown)
+    try:  # the last session's own turn, stored after it was recalled: left out, as a re-run of a past turn does
+        last = service.sessions(shown.scope, limit=1)
+        turns = service.session_timeline(shown.scope, last[0]["session_id"])["turns"] if last else []
+        shown.leave_out = [s["memory_id"] for s in turns[-1]["stored"]] if turns else []
+    finally:
+        service.close(drain_timeout=0)
+    say(f"\nWhat recall gives {prompt!r} now and why (hermes-cmms inspect, leaving out the "
+        f"{len(shown.leave_out)} message(s) that session stored):")
     code = cmd_inspect(shown)
     quoted = _quoted(home)
     say("\nLook further (the home is kept" + (")" if not args.remove else "; --remove removes it now)") + ":")

@@ -15,7 +15,8 @@ def cmd_inspect(args) -> int:
     service = _service(args, vectors=True)  # (the block is ranked by meaning too, as in a turn)
     try:
         result = service.inspect_recall(args.scope, prompt, budget_tokens=args.budget,
-                                        why_not=stored_id(args.why_not) if args.why_not else None)
+                                        why_not=stored_id(args.why_not) if args.why_not else None,
+                                        leave_out=[stored_id(i) for i in getattr(args, "leave_out", None) or ()])
     finally:
         service.close(drain_timeout=0)
     if args.json:
@@ -54,4 +55,7 @@ def register(add: Callable) -> None:
     p.add_argument("--scope", default=OWNER, help=SCOPE_HELP)
     p.add_argument("--budget", type=int, help="Token budget (default: the recall_tokens setting).")
     p.add_argument("--why-not", metavar="ID", help="Also say why this memory is or is not in the block.")
+    p.add_argument("--leave-out", action="append", metavar="ID",
+                   help="Never make this memory a line (repeatable): a past turn's own stored messages, when its "
+                        "prompt is run again now (it did not exist when the turn was recalled).")
     p.add_argument("--json", action="store_true")

@@ -130,7 +130,10 @@ def test_the_demo_runs_real_hermes_turns_and_recalls_across_sessions(tmp_path):
     assert "  Hermes: (stand-in model) From memory: fact: user has cat Biscuit" in cat
     where = sessions[4]
     assert "      - fact (now): user lives in Lisbon\n" in where and "      - fact (earlier): user lives in Berlin\n" in where
-    assert "(hermes-cmms inspect, on the store as it is now" in out and "found by keyword #" in out
+    explained = out.split("(hermes-cmms inspect, leaving out the 2 message(s) that session stored):")
+    assert len(explained) == 2 and "found by keyword #" in explained[1]
+    block = explained[1].split("Look further")[0]
+    assert "Lisbon" in block and "Where do I live now?" not in block  # the question's own message left out
     home = re.search(r"A throwaway Hermes home: (\S+)\n", out).group(1)
     assert Path(home).parent == tmp_path and not Path(home).exists()  # removed, as asked
     assert f"Removed the demo's Hermes home {home}." in out
