@@ -135,13 +135,14 @@ class MemoryService:
         self._scrubbed(scope)
         return gone
 
-    def _id(self, scope: str, memory_id):
+    def _id(self, scope: Optional[str], memory_id):
         """A memory id as any door prints it, whole (dashed or stored) or short (its first 8 or
         more digits), as the verbs take it: a short one resolved among `scope`'s memories only
-        (store/short_ids.py); AmbiguousId when it starts several."""
+        (None: every scope's, for a read of every scope; store/short_ids.py); AmbiguousId when it
+        starts several."""
         from .store.short_ids import resolved
 
-        return resolved(self.store, _scope(scope), memory_id)
+        return resolved(self.store, _scope(scope) if scope is not None else None, memory_id)
 
     def _ids(self, scope: str, memory_ids):
         """`_id` of each of a list of ids (anything else as given, for the verb to refuse)."""
@@ -214,7 +215,7 @@ class MemoryService:
         for name, value in (("since", since), ("until", until)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise InvalidInput(f"{name} must be a Unix time, not {value!r}.")
-        if scope is not None and memory_id is not None:  # (a short id names a memory of the asked scope only)
+        if memory_id is not None:  # (a short id: a memory of the asked scope, of any when the log asks every scope)
             memory_id = self._id(scope, memory_id)
         rows = self.store.audit_events(_scope(scope) if scope is not None else None, memory_id=clean_key(memory_id),
                                        action=clean_key(action), door=clean_key(door), since=since, until=until,
@@ -352,7 +353,8 @@ class MemoryService:
         from .recall import explain
 
         why_not = self._id(scope, why_not) if why_not is not None else None
-        leave_out = [self._id(scope, i) for i in leave_out] if isinstance(leave_out, (list, tuple)) else ()
+        if isinstance(leave_out, (list, tuple)) and len(leave_out) <= explain.MOST_LEFT_OUT:
+            leave_out = [self._id(scope, i) for i in leave_out]  # (anything else: refused by explain)
         return explain.inspect_recall(self.engine, scope, prompt, budget_tokens, session_id, why_not, leave_out)
 
     def why_not(self, scope: str, prompt: str, memory_id: str, *, budget_tokens: Optional[int] = None) -> dict:

@@ -11,8 +11,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from ..common.errors import InvalidInput
 
@@ -52,6 +53,14 @@ def demo_home(named: Optional[str]) -> Path:
     return home
 
 
+def demo_env(home: Path) -> dict:
+    """The environment of the demo's Hermes turns and of its own reads of the store: this one
+    without the settings that would point cmms (or Hermes) elsewhere — a store, a Chroma server, a
+    model, a profile of the user's (`CMMS_*`, `HERMES_*`) — so it only ever reads and writes `home`."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("CMMS_", "HERMES_"))}
+    return {**kept, "HERMES_HOME": str(home), **QUIET}
+
+
 def say(text: str = "") -> None:
     print(text, flush=True)
 
@@ -64,17 +73,34 @@ def cmd_demo(args) -> int:
     home = demo_home(args.hermes_home)
     from ..common import standin
 
-    model = standin.start(echo=True)  # stopped below, whatever happens
+    model = standin.start(echo=True)  # stopped below, whatever happens (an interrupt too)
     try:
-        code = _run(args, hermes, home, model)
+        with _only(home):
+            code = _run(args, hermes, home, model)
     finally:
         model.shutdown()
         model.server_close()
-    say(f"The stand-in model on {model.url} has stopped.")
-    if args.remove:
-        shutil.rmtree(home, ignore_errors=True)
-        say(f"Removed the demo's Hermes home {home}.")
+        say(f"The stand-in model on {model.url} has stopped.")
+        if args.remove:
+            shutil.rmtree(home, ignore_errors=True)
+            say(f"Removed the demo's Hermes home {home}.")
+        else:
+            say(f"The demo's Hermes home is kept: {home}")
     return code
+
+
+@contextmanager
+def _only(home: Path) -> Iterator[None]:
+    """This process's own reads of the store (inspect at the end) under `demo_env` too: the
+    user's CMMS_* settings (a store URL, a Chroma server, a model) never reach the demo's store."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(demo_env(home))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _run(args, hermes: str, home: Path, model) -> int:
@@ -128,7 +154,7 @@ def _install(home: Path, url: str) -> None:
 
 
 def _turn(hermes: str, home: Path, text: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HERMES_HOME": str(home), **QUIET}
+    env = demo_env(home)
     return subprocess.run([hermes, "-z", text], env=env, capture_output=True, text=True,
                           timeout=TURN_TIMEOUT_S, stdin=subprocess.DEVNULL)
 

@@ -23,6 +23,9 @@ def cmd_inspect(args) -> int:
         print(json.dumps(public_ids(result), indent=2, ensure_ascii=False))
         return 0
     print(f"The block: {len(result['lines'])} line(s), {result['tokens']} of {result['budget_tokens']} tokens.")
+    if result["left_out"] or result["not_left_out"]:
+        print(f"Left out: {len(result['left_out'])} memory(ies)" + (
+            f"; {result['not_left_out']} id(s) given are no memory of this scope." if result["not_left_out"] else "."))
     for line in result["lines"]:
         print(f"{line['rank']:>3}. {line['text']}")
         print(f"     {_why(line)}")

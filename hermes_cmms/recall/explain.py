@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 from ..common import tokens
 from ..common.checks import scope_of
 from ..common.errors import InvalidInput, UnknownMemory
-from ..common.ids import shown_id, stored_id
-from ..common.text import clean, clean_key
+from ..common.ids import STORED, shown_id, stored_id
+from ..common.text import brief, clean, clean_key
 from . import _rows as recall_events
 from ..vectors.chroma import UNITS, owner
 from ..vectors.indexer import query_vector
@@ -36,13 +36,13 @@ def inspect_recall(engine: "Engine", scope: str, prompt: str, budget_tokens: Opt
     that name says it), read from the same search: a page that shows both searches once. With
     `leave_out` (memory ids of this scope), those are never lines: a past turn run again now
     leaves out its own stored messages, which did not exist when it was recalled (`left_out`
-    in the answer: the ids left out)."""
+    in the answer: the ids left out; `not_left_out`: how many given are no memory of the scope)."""
     scope, budget = scope_of(scope), _budget(engine, budget_tokens)
     asked = _asked(engine, scope, why_not) if why_not is not None else None
     if session_id:
         settled()
     seen = recall_events.recalled_ids(engine.store, scope, clean_key(session_id)) if session_id else None
-    omitted = [clean_key(stored_id(i)) for i in leave_out if isinstance(i, str) and i.strip()]
+    omitted = _left_out(engine, scope, leave_out)
     if omitted:
         seen = (seen or set()) | set(omitted)
     why = _inspected(engine, scope, prompt, budget, seen)
@@ -53,10 +53,28 @@ def inspect_recall(engine: "Engine", scope: str, prompt: str, budget_tokens: Opt
               "tokens": tokens.count(why["block"]) if why["block"] else 0,
               "lines": [_line(why, memory_id, text, rank) for rank, (memory_id, text) in enumerate(why["packed"], 1)],
               "next": [_line(why, memory_id, left_out[memory_id][1], None) for memory_id in unfit],
-              "left_out": omitted}
+              "left_out": omitted, "not_left_out": len(leave_out) - len(omitted)}
     if asked is not None:
         answer["why_not"] = _why_not(engine, scope, prompt, why, asked, budget)
     return answer
+
+
+MOST_LEFT_OUT = 50  # memories a re-run may leave out (a turn stores a few)
+
+
+def _left_out(engine: "Engine", scope: str, given: Sequence[str]) -> list[str]:
+    """The stored ids of `given` (ids as the doors print them) that are memories of `scope`; a
+    value that is no memory id, or more than MOST_LEFT_OUT of them, is refused in one sentence."""
+    if not isinstance(given, (list, tuple)) or len(given) > MOST_LEFT_OUT:
+        raise InvalidInput(f"Leave out a list of at most {MOST_LEFT_OUT} memory ids.")
+    keys = []
+    for value in given:
+        key = clean_key(stored_id(value)) if isinstance(value, str) else None
+        if not key or not STORED.fullmatch(key):
+            raise InvalidInput(f"Only memory ids can be left out, not {brief(repr(value), 60)}.")
+        keys.append(key)
+    present = engine.store.get(keys, scope) if keys else {}
+    return [key for key in dict.fromkeys(keys) if key in present]
 
 
 def why_not(engine: "Engine", scope: str, prompt: str, memory_id: str, budget_tokens: Optional[int] = None) -> dict:

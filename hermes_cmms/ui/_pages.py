@@ -47,7 +47,7 @@ def inspect(request: Request):
     if not prompt.strip() and q.get("from_memory", "").strip():  # a past turn run again now: what its user said
         page = service(request).memory_page(scope, memory_id(q["from_memory"]))
         prompt, rerun = page["memory"].get("content") or "", page["provenance"]
-    leave_out = [memory_id(i) for i in q.getlist("leave_out") if i.strip()][:20]  # the turn's own messages
+    leave_out = [memory_id(i) for i in q.getlist("leave_out") if i.strip()]  # the turn's own messages
     asked = memory_id(q["why_not"]) if q.get("why_not", "").strip() else None
     answer = (service(request).inspect_recall(scope, prompt, budget_tokens=budget, why_not=asked, leave_out=leave_out)
               if prompt.strip() else None)

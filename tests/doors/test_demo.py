@@ -141,3 +141,20 @@ def test_the_demo_runs_real_hermes_turns_and_recalls_across_sessions(tmp_path):
     assert shown == {"ui", "search", "inspect", "list"} and f"--hermes-home {_shell(home)}" in out
     assert shown <= set(next(a for a in build_parser()._actions if a.dest == "command").choices)
     assert re.search(r"\nThe stand-in model on http://127\.0\.0\.1:\d+/v1 has stopped\.\n", out)
+
+
+@pytest.mark.quick
+def test_the_demo_never_reaches_a_store_server_or_model_the_user_set(tmp_path, monkeypatch):
+    """The user's CMMS_* settings (a store URL, a Chroma server, a model) and HERMES_* (a profile)
+    would beat the demo home's own config: the demo's turns and its own reads run without them."""
+    from hermes_cmms.cli._demo import _only, demo_env
+
+    for name, value in {"CMMS_DATABASE_URL": "sqlite:////real/cmms.db", "CMMS_CHROMA_URL": "http://10.0.0.9:8000",
+                        "CMMS_LLM_MODEL": "gpt-real", "HERMES_PROFILE": "work", "HERMES_HOME": "/real/home"}.items():
+        monkeypatch.setenv(name, value)
+    env = demo_env(tmp_path)
+    assert env["HERMES_HOME"] == str(tmp_path) and "PATH" in env
+    assert not [k for k in env if k.startswith("CMMS_") or k in ("HERMES_PROFILE",)]
+    with _only(tmp_path):
+        assert os.environ.get("CMMS_DATABASE_URL") is None and os.environ["HERMES_HOME"] == str(tmp_path)
+    assert os.environ["CMMS_DATABASE_URL"] == "sqlite:////real/cmms.db"  # restored after

@@ -46,6 +46,9 @@ def test_the_facade_takes_a_short_id_of_the_asked_scope_only(keyword_service):
     assert keyword_service.pin(SCOPE, mine[:8], actor="test") is True
     assert keyword_service.tag(SCOPE, shown_id(mine)[:8], ["tea"], actor="test") == ["tea"]
     assert [e.action for e in keyword_service.audit_log(SCOPE, memory_id=mine[:8])][:2] == ["tag", "pin"]
+    # the log of every scope (audit-log asked no --scope) takes it too, as it reads every scope already
+    assert [e.action for e in keyword_service.audit_log(None, memory_id=shown_id(mine)[:8])][:2] == ["tag", "pin"]
+    assert [e.action for e in keyword_service.audit_log(None, memory_id=theirs[:8])] == ["remember"]
     belief = keyword_service.set_belief(SCOPE, "The staging API is stable")["id"]
     assert keyword_service.get_belief(SCOPE, belief_id=shown_id(belief)[:8])["beliefs"][0]["id"] == belief
     newer = keyword_service.set_belief(SCOPE, "The staging API is flaky", supersedes=belief[:10])

@@ -9,6 +9,7 @@ import pytest
 
 from dashboard import base, running, signed_in
 from hermes_cmms import MemoryService, Settings
+from hermes_cmms.common.errors import InvalidInput
 from hermes_cmms.common.ids import shown_id
 from hermes_cmms.recall.block import settled
 from test_hermes_e2e import CAT, QUESTION, hermes_bin, hermes_home, llm, run  # noqa: F401 - fixtures
@@ -43,6 +44,12 @@ def test_run_again_now_leaves_out_the_turns_own_messages(keyword_service):
     again = svc.inspect_recall(SCOPE, "What is my cat called?", leave_out=[shown_id(asked)], why_not=asked)
     assert [line["memory_id"] for line in again["lines"]] == [fact] and again["left_out"] == [asked]
     assert "left out on purpose" in again["why_not"]["verdict"]
+    other = svc.remember("user:telegram:9", "What is my cat called? Another scope's.")
+    counted = svc.inspect_recall(SCOPE, "What is my cat called?", leave_out=[asked, other, "f" * 32])
+    assert counted["left_out"] == [asked] and counted["not_left_out"] == 2  # said, not silently dropped
+    for wrong in (["garbage"], [7], ["ab"] * 51, "not a list"):
+        with pytest.raises(InvalidInput):
+            svc.inspect_recall(SCOPE, "What is my cat called?", leave_out=wrong)
 
 
 @pytest.mark.slow
