@@ -92,6 +92,12 @@ def _scope(scope: Optional[str]) -> str:
     return scope[:TEXT_MOST] if scope else _opened()[1]
 
 
+def _names() -> list[str]:
+    """The scope picker's list: the owner's first, then the store's other scopes."""
+    owner = _opened()[1]
+    return [owner, *(entry["scope"] for entry in _service().scopes() if entry["scope"] != owner)]
+
+
 def _prompt(prompt: str) -> str:
     """The prompt to inspect, asked before the store is opened."""
     if not prompt.strip():
@@ -145,3 +151,25 @@ def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,
             budget: Optional[int] = None) -> Any:
     prompt = _prompt(prompt)
     return _service().why_not(_scope(scope), prompt, memory_id(id), budget_tokens=budget)
+
+
+@router.get("/page")
+def page(path: str = "/") -> Any:
+    """A page of `hermes-cmms ui` as the tab shows it: {"title", "html"}, the same view and template
+    rendered read-only without its head (`path` is its address, as its own links write it)."""
+    from ..ui._fragment import fragment
+
+    try:
+        return fragment(path, _service(), _scope(None), _names)
+    except CmmsError as exc:
+        return error_json(exc)
+
+
+STYLE = Path(__file__).resolve().parents[1] / "ui" / "static" / "app.css"
+
+
+@router.get("/style")
+def style() -> Any:
+    """The dashboard's stylesheet, each rule scoped to class `cmms`, for the tab to put in a <style>
+    (an answer behind the session token, as a <link> could not send it)."""
+    return {"css": STYLE.read_text(encoding="utf-8")}
