@@ -37,7 +37,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=5, help="Fetches of each page (the median is reported).")
     parser.add_argument("--screenshots", metavar="DIR", help="Photograph every page into DIR instead.")
     parser.add_argument("--hermes-tab", metavar="DIR", help="Photograph the Memory tab in the real `hermes "
-                        "dashboard` into DIR (hermes-tab-<width>.png, and its memory page).")
+                        "dashboard` into DIR (hermes-tab-<width>.png, a memory's page and the graph).")
     parser.add_argument("--json", metavar="OUT", help="Also write the figures to this file.")
     parser.add_argument("--home", metavar="DIR", help="Keep the timed store in this Hermes home, and reuse it "
                         "when it is there already (filled by an earlier run) instead of filling it again.")
@@ -239,7 +239,7 @@ def demo(service) -> None:
 
 def hermes_tab(directory: Path) -> list[Path]:
     """The Memory tab in Hermes' own dashboard (`hermes dashboard`, the Hermes installed beside this
-    Python) over the same demo store, at each of WIDTHS: its overview and a memory's page."""
+    Python) over the same demo store, at each of WIDTHS: its overview, a memory's page, the graph."""
     import os
     import signal
     import subprocess
@@ -283,7 +283,7 @@ def hermes_tab(directory: Path) -> list[Path]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(log.read_text(errors="replace"))
                 time.sleep(0.2)
-            shown = {"": "/", "-memory": f"/memory/{cat}?scope={SCOPE}"}
+            shown = {"": "/", "-memory": f"/memory/{cat}?scope={SCOPE}", "-graph": f"/graph?scope={SCOPE}&q=Alice"}
             for width in WIDTHS:
                 for suffix, path in shown.items():
                     driver.set_window_size(width, 900)

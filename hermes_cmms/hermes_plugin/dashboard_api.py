@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from ..common.errors import CmmsError, InvalidInput
-from ..ui.web import answer, error_json, memory_id
+from ..ui.web import answer, error_json, memory_id, status
 
 if TYPE_CHECKING:  # the verbs a route calls, checked by a type checker (and by tests/ui/test_web_doors.py)
     from ..service import MemoryService
@@ -156,13 +157,14 @@ def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,
 @router.get("/page")
 def page(path: str = "/") -> Any:
     """A page of `hermes-cmms ui` as the tab shows it: {"title", "html"}, the same view and template
-    rendered read-only without its head (`path` is its address, as its own links write it)."""
-    from ..ui._fragment import fragment
+    rendered read-only without its head (`path` is its address, as its own links write it); an
+    error is the dashboard's error page with {"detail": sentence} and the one map's status."""
+    from ..ui._fragment import failed, fragment
 
     try:
         return fragment(path, _service(), _scope(None), _names)
     except CmmsError as exc:
-        return error_json(exc)
+        return JSONResponse(failed(path, exc), status_code=status(exc))
 
 
 STYLE = Path(__file__).resolve().parents[1] / "ui" / "static" / "app.css"

@@ -11,10 +11,10 @@ from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.routing import compile_path
 
-from ..common.errors import InvalidInput
+from ..common.errors import CmmsError, InvalidInput
 from . import _pages
 from ._render import Pages
-from .web import NotHere
+from .web import NotHere, sentence
 
 if TYPE_CHECKING:
     from ..service import MemoryService
@@ -41,8 +41,23 @@ def fragment(address: str, service: MemoryService, owner: str, names: Callable[[
     view, params = _view(path)
     ask = _pages.Asked(QueryParams(query), params, service, owner, None, names)
     page = view(ask)
-    request = Request({"type": "http", "method": "GET", "path": path, "query_string": query.encode(), "headers": []})
-    return PAGES.fragment(page.template, request=request, **_pages.shown(page, ask))
+    return PAGES.fragment(page.template, request=_request(path, query), **_pages.shown(page, ask))
+
+
+def failed(address: str, exc: CmmsError) -> dict:
+    """An error as the tab shows it: the dashboard's error page (its header, the one sentence)
+    as {"title", "html"}, and the sentence alone as `detail`, as every web door answers it."""
+    try:
+        path, query = _split(address)
+    except InvalidInput:
+        path, query = "/", ""
+    shown = PAGES.fragment("error.html", request=_request(path, query), message=sentence(exc), scope=None)
+    return {"detail": sentence(exc), **shown}
+
+
+def _request(path: str, query: str) -> Request:
+    """The request a template reads its page's path and query from, as if this dashboard was asked."""
+    return Request({"type": "http", "method": "GET", "path": path, "query_string": query.encode(), "headers": []})
 
 
 def _split(address: str) -> tuple[str, str]:

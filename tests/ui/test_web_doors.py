@@ -180,7 +180,10 @@ def test_the_tabs_page_route_renders_the_dashboards_own_page_read_only(tab, kw_h
     other = page("/memories?scope=user%3Atelegram%3A9&query=kiwi")["html"]
     assert ids["other"] in other and ids["own"] not in other
     assert page(f"/memory/{ids['other']}", 404)["detail"].endswith(" in this scope.")
-    assert page("/nowhere", 404)["detail"] == "No page '/nowhere' in the Memory tab."
+    nowhere = page("/nowhere", 404)  # the dashboard's error page, with its header: a way on
+    assert nowhere["detail"] == "No page '/nowhere' in the Memory tab." and nowhere["title"] == "Not shown"
+    assert '<p class="error">No page &#39;/nowhere&#39; in the Memory tab.</p>' in nowhere["html"]
+    assert '<a href="/memories">Memories</a>' in nowhere["html"]
     assert page("//evil.example/x", 400)["detail"].startswith("A page's address starts with one '/'")
     assert page("/memories?offset=-1", 400)["detail"] == "offset must be a whole number from 0 to 1,000,000,000, not '-1'."
     assert client.get("/api/plugins/cmms/style").json()["css"] == (PACKAGE / "ui" / "static" / "app.css").read_text()

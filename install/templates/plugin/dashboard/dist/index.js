@@ -15,11 +15,11 @@
   var API = "/api/plugins/cmms";
   var STYLE_ID = "cmms-style";
 
-  function problem(err) {  // fetchJSON throws Error("<status>: <body>")
+  // fetchJSON throws Error("<status>: <body>"); the page route's body is {"detail", "title", "html"}
+  function problem(err) {
     var text = String(err && err.message || err);
-    var body = text.replace(/^\d+:\s*/, "");
-    try { var parsed = JSON.parse(body); if (parsed && typeof parsed.detail === "string") return parsed.detail; } catch (e) { /* plain text */ }
-    return text;
+    try { var parsed = JSON.parse(text.replace(/^\d+:\s*/, "")); if (parsed && typeof parsed.detail === "string") return parsed; } catch (e) { /* plain text */ }
+    return { detail: text };
   }
 
   function empty(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
@@ -50,12 +50,13 @@
   Tab.prototype.load = function (path) {
     var self = this, mine = ++this.last;
     this.root.setAttribute("aria-busy", "true");
-    SDK.fetchJSON(API + "/page?path=" + encodeURIComponent(path)).then(function (page) {
+    function shown(page) {
       if (mine !== self.last) return;
-      self.draw(page.html);
-      self.root.setAttribute("aria-label", "Memory: " + page.title);
+      if (typeof page.html === "string") self.draw(page.html); else self.fail(page.detail);
+      self.root.setAttribute("aria-label", "Memory: " + (page.title || page.detail));
       self.root.setAttribute("data-path", path);
-    }, function (err) { if (mine === self.last) self.fail(err); });
+    }
+    SDK.fetchJSON(API + "/page?path=" + encodeURIComponent(path)).then(shown, function (err) { shown(problem(err)); });
   };
 
   Tab.prototype.draw = function (html) {
@@ -69,12 +70,12 @@
     this.root.removeAttribute("aria-busy");
   };
 
-  Tab.prototype.fail = function (err) {
+  Tab.prototype.fail = function (sentence) {  // an answer that is no page (a network error, a proxy's)
     var box = document.createElement("div"), main = document.createElement("main"), p = document.createElement("p");
     box.className = "cmms cmms-page";
     p.className = "error";
     p.setAttribute("role", "alert");
-    p.textContent = problem(err);
+    p.textContent = sentence;
     main.appendChild(p);
     box.appendChild(main);
     empty(this.root).appendChild(box);
