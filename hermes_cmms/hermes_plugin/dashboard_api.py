@@ -14,6 +14,7 @@ the first request, once per Hermes home (the active profile's, as Hermes resolve
 from __future__ import annotations
 
 import threading
+import time
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -33,6 +34,8 @@ LIMIT = 50  # memories a page, at most
 TEXT_MOST = 4000  # characters of a prompt or query
 _homes: dict[str, tuple[MemoryService, str]] = {}  # each Hermes home's service and owner's scope, once opened
 _lock = threading.Lock()
+SCOPES_SECONDS = 30.0  # the scope picker's list is read again after this long (as `hermes-cmms ui` does)
+_picker: dict[str, tuple[float, list[str]]] = {}  # each home's picker list and when it was read
 
 
 def _home() -> Path:
@@ -72,6 +75,7 @@ def close_all() -> None:
     with _lock:
         opened = [service for service, _owner in _homes.values()]
         _homes.clear()
+        _picker.clear()
     for service in opened:
         service.close(drain_timeout=5.0)
 
@@ -94,9 +98,14 @@ def _scope(scope: Optional[str]) -> str:
 
 
 def _names() -> list[str]:
-    """The scope picker's list: the owner's first, then the store's other scopes."""
-    owner = _opened()[1]
-    return [owner, *(entry["scope"] for entry in _service().scopes() if entry["scope"] != owner)]
+    """The scope picker's list: the owner's first, then the store's other scopes (read again after
+    SCOPES_SECONDS, as counting them costs a scan of a large store)."""
+    owner, key = _opened()[1], str(_home().expanduser().resolve())
+    at, names = _picker.get(key, (0.0, []))
+    if time.monotonic() - at > SCOPES_SECONDS:
+        names = [owner, *(entry["scope"] for entry in _service().scopes() if entry["scope"] != owner)]
+        _picker[key] = (time.monotonic(), names)
+    return names
 
 
 def _prompt(prompt: str) -> str:

@@ -6,6 +6,7 @@ hermes_cmms/ui/web.py. Then the tab's routes, each walked once over a real store
 from __future__ import annotations
 
 import ast
+import re
 import inspect
 import uuid
 from pathlib import Path
@@ -192,7 +193,6 @@ def test_the_tabs_page_route_renders_the_dashboards_own_page_read_only(tab, kw_h
 @pytest.mark.quick
 def test_every_rule_of_the_stylesheet_is_scoped_to_the_cmms_class():
     """app.css styles the Hermes Dashboard's tab too: no rule may reach outside class cmms."""
-    import re
 
     css = re.sub(r"/\*.*?\*/", "", (PACKAGE / "ui" / "static" / "app.css").read_text(), flags=re.S)
     css = re.sub(r"@media[^{]*\{", "", css)  # a media block's rules are checked as the others
@@ -200,3 +200,25 @@ def test_every_rule_of_the_stylesheet_is_scoped_to_the_cmms_class():
     selectors = [s.strip() for rule in rules for s in re.split(r",(?![^()]*\))", rule)]  # not a comma in :not(…)
     assert len(selectors) > 100
     assert [s for s in selectors if not (s == ".cmms" or s.startswith(".cmms "))] == []
+
+
+def test_the_tabs_scope_picker_is_read_again_after_its_interval(tab, kw_home, monkeypatch):
+    """Counting the scopes scans the store: the tab's picker, like the dashboard's, keeps its list
+    for SCOPES_SECONDS, then lists a scope written meanwhile."""
+    from hermes_cmms.hermes_plugin import dashboard_api
+
+    client, _ids = tab
+
+    def offered() -> list[str]:
+        html = client.get("/api/plugins/cmms/page", params={"path": "/memories"}).json()["html"]
+        return re.findall(r'<option value="([^"]+)"', html.split('id="scope-pick"')[1].split("</select>")[0])
+
+    assert offered() == ["local:default", "user:telegram:9"]  # the owner's first
+    service = MemoryService(Settings.load(kw_home), scheduler=False)
+    try:
+        service.remember("user:discord:5", "a note of a third scope")
+    finally:
+        service.close()
+    assert offered() == ["local:default", "user:telegram:9"]  # read within the interval: kept
+    monkeypatch.setattr(dashboard_api, "SCOPES_SECONDS", 0.0)
+    assert offered() == ["local:default", "user:discord:5", "user:telegram:9"]
