@@ -3,6 +3,7 @@
     python benchmarks/dashboard.py --memories 100000          # each page's time at that size
     python benchmarks/dashboard.py --home /tmp/h100k          # the same, the store kept there (and reused)
     python benchmarks/dashboard.py --screenshots docs/dashboard   # a PNG of every page
+    python benchmarks/dashboard.py --hermes-tab docs/dashboard    # the Memory tab in `hermes dashboard`
 
 Timing: a keyword-only store (CMMS_EMBEDDER=none) in a temporary Hermes home is filled with
 synthetic chat turns (benchmarks/chat.py) straight into SQL, 5,000 rows a transaction, as the
@@ -35,6 +36,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--memories", type=int, default=100_000, help="Memories in the timed store.")
     parser.add_argument("--runs", type=int, default=5, help="Fetches of each page (the median is reported).")
     parser.add_argument("--screenshots", metavar="DIR", help="Photograph every page into DIR instead.")
+    parser.add_argument("--hermes-tab", metavar="DIR", help="Photograph the Memory tab in the real `hermes "
+                        "dashboard` into DIR (hermes-tab-<width>.png, a memory's page and the graph).")
     parser.add_argument("--json", metavar="OUT", help="Also write the figures to this file.")
     parser.add_argument("--home", metavar="DIR", help="Keep the timed store in this Hermes home, and reuse it "
                         "when it is there already (filled by an earlier run) instead of filling it again.")
@@ -234,8 +237,79 @@ def demo(service) -> None:
     service.set_belief(SCOPE, "Coffee is not good for me", confidence=0.6)
 
 
+def hermes_tab(directory: Path) -> list[Path]:
+    """The Memory tab in Hermes' own dashboard (`hermes dashboard`, the Hermes installed beside this
+    Python) over the same demo store, at each of WIDTHS: its overview, a memory's page, the graph."""
+    import os
+    import signal
+    import subprocess
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.cli.commands import main as cli
+    from hermes_cmms.ui._serve import bind
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as home:
+        (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
+        with contextlib.redirect_stdout(sys.stderr):
+            cli(["install-hermes-plugin", "--hermes-home", home])
+        service = MemoryService(Settings.load(home), scheduler=False)
+        service.upkeep.wait_vectors(120)
+        demo(service)
+        service.upkeep.drain(60)
+        cat = service.browse(SCOPE, query="coffee black")["items"][0]["id"]
+        service.close()
+        with bind("127.0.0.1", 0) as sock:
+            port = sock.getsockname()[1]
+        log = Path(home) / "dashboard.log"
+        env = dict(os.environ, HERMES_HOME=home)
+        with log.open("wb") as out:
+            proc = subprocess.Popen([str(Path(sys.executable).with_name("hermes")), "dashboard", "--no-open",
+                                     "--skip-build", "--isolated", "--port", str(port)], env=env, cwd=home,
+                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        options = webdriver.ChromeOptions()
+        options.binary_location = "/usr/bin/chromium"
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900", "--hide-scrollbars"):
+            options.add_argument(flag)
+        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+        written = []
+        try:
+            deadline = time.monotonic() + 90
+            while b"HERMES_DASHBOARD_READY" not in log.read_bytes():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(log.read_text(errors="replace"))
+                time.sleep(0.2)
+            shown = {"": "/", "-memory": f"/memory/{cat}?scope={SCOPE}", "-graph": f"/graph?scope={SCOPE}&q=Alice"}
+            for width in WIDTHS:
+                for suffix, path in shown.items():
+                    driver.set_window_size(width, 900)
+                    driver.get(f"http://127.0.0.1:{port}/cmms#{path}")
+                    WebDriverWait(driver, 60).until(lambda d: d.execute_script(
+                        "var t = document.querySelector('.cmms-tab'); return t && t.dataset.path === arguments[0] "
+                        "&& document.getElementById('cmms-style') && document.getElementById('cmms-style').textContent",
+                        path))
+                    height = driver.execute_script("var t = document.querySelector('.cmms-tab'); "
+                                                   "return t.getBoundingClientRect().top + t.scrollHeight")
+                    driver.set_window_size(width, min(max(int(height) + 140, 600), 4000))  # the window's own bars
+                    written.append(directory / f"hermes-tab{suffix}-{width}.png")
+                    driver.save_screenshot(str(written[-1]))
+        finally:
+            driver.quit()
+            os.killpg(proc.pid, signal.SIGTERM)  # the dashboard's own process group, started above
+            proc.wait(15)
+    return written
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.hermes_tab:
+        for path in hermes_tab(Path(args.hermes_tab)):
+            print(path)
+        return
     if args.screenshots:
         for path in screenshots(Path(args.screenshots)):
             print(path)

@@ -14,14 +14,16 @@ the first request, once per Hermes home (the active profile's, as Hermes resolve
 from __future__ import annotations
 
 import threading
+import time
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
 
 from ..common.errors import CmmsError, InvalidInput
-from ..ui.web import answer, error_json, memory_id
+from ..ui.web import answer, error_json, memory_id, status
 
 if TYPE_CHECKING:  # the verbs a route calls, checked by a type checker (and by tests/ui/test_web_doors.py)
     from ..service import MemoryService
@@ -32,6 +34,8 @@ LIMIT = 50  # memories a page, at most
 TEXT_MOST = 4000  # characters of a prompt or query
 _homes: dict[str, tuple[MemoryService, str]] = {}  # each Hermes home's service and owner's scope, once opened
 _lock = threading.Lock()
+SCOPES_SECONDS = 30.0  # the scope picker's list is read again after this long (as `hermes-cmms ui` does)
+_picker: dict[str, tuple[float, list[str]]] = {}  # each home's picker list and when it was read
 
 
 def _home() -> Path:
@@ -71,6 +75,7 @@ def close_all() -> None:
     with _lock:
         opened = [service for service, _owner in _homes.values()]
         _homes.clear()
+        _picker.clear()
     for service in opened:
         service.close(drain_timeout=5.0)
 
@@ -90,6 +95,17 @@ def answered(route: Callable[..., Any]) -> Callable[..., Any]:
 def _scope(scope: Optional[str]) -> str:
     """The scope a request names, or the profile owner's."""
     return scope[:TEXT_MOST] if scope else _opened()[1]
+
+
+def _names() -> list[str]:
+    """The scope picker's list: the owner's first, then the store's other scopes (read again after
+    SCOPES_SECONDS, as counting them costs a scan of a large store)."""
+    owner, key = _opened()[1], str(_home().expanduser().resolve())
+    at, names = _picker.get(key, (0.0, []))
+    if time.monotonic() - at > SCOPES_SECONDS:
+        names = [owner, *(entry["scope"] for entry in _service().scopes() if entry["scope"] != owner)]
+        _picker[key] = (time.monotonic(), names)
+    return names
 
 
 def _prompt(prompt: str) -> str:
@@ -145,3 +161,26 @@ def why_not(prompt: str = "", id: str = "", scope: Optional[str] = None,
             budget: Optional[int] = None) -> Any:
     prompt = _prompt(prompt)
     return _service().why_not(_scope(scope), prompt, memory_id(id), budget_tokens=budget)
+
+
+@router.get("/page")
+def page(path: str = "/") -> Any:
+    """A page of `hermes-cmms ui` as the tab shows it: {"title", "html"}, the same view and template
+    rendered read-only without its head (`path` is its address, as its own links write it); an
+    error is the dashboard's error page with {"detail": sentence} and the one map's status."""
+    from ..ui._fragment import failed, fragment
+
+    try:
+        return fragment(path, _service(), _scope(None), _names)
+    except CmmsError as exc:
+        return JSONResponse(failed(path, exc), status_code=status(exc))
+
+
+STYLE = Path(__file__).resolve().parents[1] / "ui" / "static" / "app.css"
+
+
+@router.get("/style")
+def style() -> Any:
+    """The dashboard's stylesheet, each rule scoped to class `cmms`, for the tab to put in a <style>
+    (an answer behind the session token, as a <link> could not send it)."""
+    return {"css": STYLE.read_text(encoding="utf-8")}

@@ -115,3 +115,11 @@ class Pages:
     def __call__(self, name: str, status: int = 200, **values) -> HTMLResponse:
         page = self.env.get_template(name).render(door=self.door, **values)
         return HTMLResponse(page, status_code=status)
+
+    def fragment(self, name: str, **values) -> dict:
+        """The page without its head (its header and <main> in a <div class="cmms">), for a
+        host page to show, and its title: {"title": ..., "html": ...}."""
+        template = self.env.get_template(name)
+        context = template.new_context(dict(values, door=self.door, fragment=True))
+        title = "".join(context.blocks["title"][0](context))
+        return {"title": title, "html": template.render(door=self.door, fragment=True, **values)}

@@ -37,10 +37,15 @@ def scope_of(request: Request, asked: Optional[str] = None) -> str:
     """The scope a request names (`scope` in its query or form), the one --scope fixed, or else
     the home owner's (the provider's rule, as at every door)."""
     asked = asked if asked is not None else request.query_params.get("scope")
-    fixed = door(request).scope
+    return chosen(door(request).scope, owner(request), asked)
+
+
+def chosen(fixed: Optional[str], home_owner: str, asked: Optional[str]) -> str:
+    """The scope asked for, the one a door shows alone (`fixed`), or else the home owner's; a
+    NotHere error for another scope than the fixed one."""
     if fixed is not None and asked not in (None, "", fixed):
         raise NotHere(f"No scope {asked[:80]!r} here: this dashboard shows {fixed!r} only.")
-    return fixed or asked or owner(request)
+    return fixed or asked or home_owner
 
 
 def scope_names(request: Request) -> list[str]:

@@ -12,10 +12,7 @@ from ._guard import Door, Guard
 from ._render import HERE, Pages
 from ._request import error_page
 
-READ = [("/", _pages.overview), ("/memories", _pages.memories), ("/memory/{memory_id}", _pages.memory),
-        ("/inspect", _pages.inspect), ("/sessions", _pages.sessions), ("/session/{session_id:path}", _pages.session),
-        ("/beliefs", _pages.beliefs), ("/graph", _pages.graph), ("/audit", _pages.audit),
-        ("/forget", _pages.forget_preview)]
+READ = [(path, _pages.served(view)) for path, view in _pages.VIEWS]
 CHANGE = [("/memory/{memory_id}/correct", _steer.correct), ("/memory/{memory_id}/pin", _steer.pin),
           ("/memory/{memory_id}/tag", _steer.tag), ("/forget", _steer.forget),
           ("/scope/forget", _steer.forget_scope), ("/beliefs/resolve", _steer.resolve)]

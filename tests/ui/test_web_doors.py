@@ -6,6 +6,7 @@ hermes_cmms/ui/web.py. Then the tab's routes, each walked once over a real store
 from __future__ import annotations
 
 import ast
+import re
 import inspect
 import uuid
 from pathlib import Path
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.one_backend  # the doors' own behaviour; the store test
 
 PACKAGE = Path(web.__file__).resolve().parents[1]
 SOURCES = [*sorted((PACKAGE / "ui").glob("*.py")), PACKAGE / "hermes_plugin" / "dashboard_api.py"]
-ACCESSORS = ("service", "_service")  # ui/_request.service(request), dashboard_api._service()
+ACCESSORS = ("service", "_service")  # ui/_pages.service(ask), dashboard_api._service()
+RENDERERS = ("fragment",)  # the tab's page route hands the service to ui/_fragment.fragment: the views of ui/_pages
 
 
 def verbs_called(source: str) -> set[str]:
@@ -36,6 +38,9 @@ def verbs_called(source: str) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ACCESSORS:
             attribute = above[node]
+            if isinstance(attribute, ast.Call) and isinstance(attribute.func, ast.Name) and attribute.func.id in RENDERERS:
+                verbs.add(f"<{attribute.func.id}>")  # the views' verbs, seen in ui/_pages.py
+                continue
             assert isinstance(attribute, ast.Attribute) and isinstance(above[attribute], ast.Call) \
                 and above[attribute].func is attribute, f"line {node.lineno}: the service is used but to call a verb"
             verbs.add(attribute.attr)
@@ -43,23 +48,31 @@ def verbs_called(source: str) -> set[str]:
 
 
 def _lacking(verbs: set[str]) -> list[str]:
-    return sorted(v for v in verbs if v.startswith("_") or not callable(inspect.getattr_static(MemoryService, v, None)))
+    return sorted(v for v in verbs if v.startswith("_") or v.startswith("<") or not callable(inspect.getattr_static(MemoryService, v, None)))
 
 
 @pytest.mark.quick
 def test_every_verb_the_web_doors_call_is_a_method_of_the_service():
     called = {path.name: verbs_called(path.read_text()) for path in SOURCES}
+    called["dashboard_api.py"].discard("<fragment>")  # the tab's pages: the views of ui/_pages, checked there
     assert not _lacking(set().union(*called.values())), "renamed or removed verbs a web door still calls"
     assert called["dashboard_api.py"] == {"scopes", "overview", "browse", "memory_page", "inspect_recall", "why_not"}
+    assert called["_pages.py"] >= {"overview", "browse", "memory_page", "inspect_recall", "sessions", "session_timeline",
+                                   "get_belief", "graph_search", "audit_log", "forget_preview"}
 
 
 def test_every_route_of_both_doors_calls_a_verb_the_check_sees():
     """So the check above misses no handler: each route's own code calls a verb the way it reads."""
     from hermes_cmms.hermes_plugin.dashboard_api import router
 
-    handlers = [endpoint for _path, endpoint in READ + CHANGE] + [route.endpoint for route in router.routes]
+    from hermes_cmms.ui._fragment import ROUTES
+
+    handlers = [endpoint for _path, endpoint in READ + CHANGE] + [route.endpoint for route in router.routes
+                                                                   if route.path != "/style"]  # a file, no verb
     for handler in handlers:
         assert verbs_called(inspect.getsource(inspect.unwrap(handler))), handler.__qualname__
+    assert [view for _pattern, view in ROUTES] == [inspect.unwrap(endpoint) for _path, endpoint in READ], \
+        "the tab's page route serves the views this dashboard's routes serve, and no other"
 
 
 def test_the_check_catches_a_verb_the_service_lacks_and_a_verb_by_name():
@@ -134,3 +147,78 @@ def test_each_route_of_the_tab_answers_over_a_real_store(tab):
     assert get("/inspect", 400, prompt=" ")["detail"] == "Give a prompt to inspect."
     assert get("/why_not", 400, id=ids["own"])["detail"] == "Give a prompt to inspect."
     assert "<nope>" in get("/memories", 400, state="<nope>")["detail"]
+
+
+HOSTILE = "Bob pays <script>alert(1)</script><img src=x onerror=alert(2)> \u202eevil\u202c now"
+
+
+def test_the_tabs_page_route_renders_the_dashboards_own_page_read_only(tab, kw_home):
+    """/page: the standalone dashboard's view and template (the same table, ids, badges), read-only
+    (no change form, no CSRF token), the owner's scope by default, stored text escaped and marked."""
+    client, ids = tab
+    service = MemoryService(Settings.load(kw_home), scheduler=False)
+    try:
+        hostile = shown_id(service.remember("local:default", HOSTILE, source="cli:<b>x</b>"))
+    finally:
+        service.close()
+
+    def page(path, status=200):
+        answer = client.get("/api/plugins/cmms/page", params={"path": path})
+        assert answer.status_code == status, (path, answer.text)
+        return answer.json()
+
+    listed = page("/memories")
+    assert listed["title"] == "Memories" and listed["html"].startswith('<div class="cmms cmms-page">')
+    html = listed["html"]
+    assert f'href="/memory/{ids["own"]}?scope=local%3Adefault"' in html and ids["other"] not in html
+    assert '<span class="badge state-active">active</span>' in html and '<table class="memories">' in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt; \u27e6U+202E\u27e7evil" in html
+    assert "<script" not in html and "<img" not in html and "\u202e" not in html
+    assert 'method="post"' not in html and "csrf" not in html.lower() and ">read-only<" in html
+    assert "<!doctype" not in html.lower() and "<head>" not in html and "<html" not in html  # no head
+    shown = page(f"/memory/{hostile}")
+    assert shown["title"] == f"Memory {hostile[:8]}" and "cli:&lt;b&gt;x&lt;/b&gt;" in shown["html"]
+    other = page("/memories?scope=user%3Atelegram%3A9&query=kiwi")["html"]
+    assert ids["other"] in other and ids["own"] not in other
+    assert page(f"/memory/{ids['other']}", 404)["detail"].endswith(" in this scope.")
+    nowhere = page("/nowhere", 404)  # the dashboard's error page, with its header: a way on
+    assert nowhere["detail"] == "No page '/nowhere' in the Memory tab." and nowhere["title"] == "Not shown"
+    assert '<p class="error">No page &#39;/nowhere&#39; in the Memory tab.</p>' in nowhere["html"]
+    assert '<a href="/memories">Memories</a>' in nowhere["html"]
+    assert page("//evil.example/x", 400)["detail"].startswith("A page's address starts with one '/'")
+    assert page("/memories?offset=-1", 400)["detail"] == "offset must be a whole number from 0 to 1,000,000,000, not '-1'."
+    assert client.get("/api/plugins/cmms/style").json()["css"] == (PACKAGE / "ui" / "static" / "app.css").read_text()
+
+
+@pytest.mark.quick
+def test_every_rule_of_the_stylesheet_is_scoped_to_the_cmms_class():
+    """app.css styles the Hermes Dashboard's tab too: no rule may reach outside class cmms."""
+
+    css = re.sub(r"/\*.*?\*/", "", (PACKAGE / "ui" / "static" / "app.css").read_text(), flags=re.S)
+    css = re.sub(r"@media[^{]*\{", "", css)  # a media block's rules are checked as the others
+    rules = re.findall(r"([^{}]+)\{[^{}]*\}", css)
+    selectors = [s.strip() for rule in rules for s in re.split(r",(?![^()]*\))", rule)]  # not a comma in :not(…)
+    assert len(selectors) > 100
+    assert [s for s in selectors if not (s == ".cmms" or s.startswith(".cmms "))] == []
+
+
+def test_the_tabs_scope_picker_is_read_again_after_its_interval(tab, kw_home, monkeypatch):
+    """Counting the scopes scans the store: the tab's picker, like the dashboard's, keeps its list
+    for SCOPES_SECONDS, then lists a scope written meanwhile."""
+    from hermes_cmms.hermes_plugin import dashboard_api
+
+    client, _ids = tab
+
+    def offered() -> list[str]:
+        html = client.get("/api/plugins/cmms/page", params={"path": "/memories"}).json()["html"]
+        return re.findall(r'<option value="([^"]+)"', html.split('id="scope-pick"')[1].split("</select>")[0])
+
+    assert offered() == ["local:default", "user:telegram:9"]  # the owner's first
+    service = MemoryService(Settings.load(kw_home), scheduler=False)
+    try:
+        service.remember("user:discord:5", "a note of a third scope")
+    finally:
+        service.close()
+    assert offered() == ["local:default", "user:telegram:9"]  # read within the interval: kept
+    monkeypatch.setattr(dashboard_api, "SCOPES_SECONDS", 0.0)
+    assert offered() == ["local:default", "user:discord:5", "user:telegram:9"]
