@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..common.checks import scope_of
 from ..common.errors import InvalidInput
-from ..common.text import clean_key
+from ..common.text import brief, clean_key
 from ..common.vocabulary import MAX_HISTORY_PAGE
 from . import _rows as recall_events
 from ..store.models import Memory
@@ -50,7 +50,7 @@ def session_timeline(engine: "Engine", scope: str, session_id: str) -> dict:
     stored, recalls = recall_events.session_memories(engine.store, scope, key), recall_events.of_session(
         engine.store, scope, key)
     if not stored and not recalls:
-        raise InvalidInput(f"No session {session_id!r} in this scope.")
+        raise InvalidInput(f"No session {brief(repr(session_id), 80)} in this scope.")
     turns: dict[int, dict] = {}
     for memory in stored:
         turn = turns.setdefault(_turn_of(memory, stored), {"turn": _turn_of(memory, stored), "at": memory.created_at,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.responses import HTMLResponse
 
 from ..common.ids import STORED, shown_id
@@ -96,11 +96,18 @@ def blank(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, (list, tuple)) and not value)
 
 
+def raw(value: Any) -> Any:
+    """A string escaped as any other, but without the visible markers: for a form's value (a
+    scope's name, a prompt) that must go back exactly as stored; what the page shows of it is
+    marked where it is shown."""
+    return Markup(escape(value)) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True),
                       finalize=visible, trim_blocks=True, lstrip_blocks=True,
                       extensions=["jinja2.ext.do"])
-    env.filters.update(when=when, ago=ago, iso=iso, short=short, shown_id=shown_id, visible=visible)
+    env.filters.update(when=when, ago=ago, iso=iso, short=short, shown_id=shown_id, visible=visible, raw=raw)
     env.tests["blank"] = blank
     env.tests["an_id"] = stored_like
     return env

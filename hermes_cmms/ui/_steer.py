@@ -102,7 +102,7 @@ def forget_scope(request: Request, form: FormData) -> Response:
     if form.get("typed", "") != scope:
         raise InvalidInput(f"Type the scope's name, {scope!r}, exactly to forget all of it.")
     service(request).forget_all(scope, actor=ACTOR)
-    return go(request, "/?done=forgotten")
+    return go(request, "/?done=scope-forgotten")
 
 
 @a_change

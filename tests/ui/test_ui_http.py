@@ -647,3 +647,31 @@ def test_the_graph_drawing_centres_what_was_asked_and_stops_arrows_at_the_circle
             assert min(((x - a) ** 2 + (y - b) ** 2) ** 0.5 for a, b in ends) >= _graph.NODE - 0.1
     assert sorted(e["current"] for e in drawn["edges"]) == [False, True, True, True]
     assert all(0 <= n["x"] <= drawn["width"] and 0 <= n["y"] <= drawn["height"] for n in drawn["nodes"])
+
+
+def test_the_picker_names_the_scope_shown_and_a_confirmation_only_its_page(service):
+    """The scope picker selects the scope the page shows (every scope on an overview asked none, a
+    scope not in its cached list too), its values go back exactly as stored (a name with a bidi
+    mark is shown marked, not changed), a compaction's recall is no turn, and a `done` word shows
+    only on the page its change goes to, its count only in ASCII digits."""
+    odd = "user:x\u202eevil"
+    mid = service.remember(SCOPE, "I keep the spare key under the blue pot")
+    service.remember(odd, "a note of the odd scope")
+    service.retain_turn(SCOPE, "cmp", "Where is the spare key?", "Under the blue pot.")
+    service.recall(SCOPE, "spare key", session_id="cmp", kind="summary")
+    with running(service) as door:
+        client = signed_in(door)
+        overview = client.get("/").text
+        assert re.search(r'<option value="" selected>every scope</option>', overview)
+        assert "a compaction's summary" in overview and "turn 2" not in overview
+        page = client.get("/memories", params={"scope": odd}).text
+        assert f'<option value="{odd}" selected>' in page and f'name="scope" value="{odd}"' in page
+        assert "a note of the odd scope" in page and "user:x\u27e6U+202E\u27e7evil" in page  # shown marked
+        typo = client.get("/inspect", params={"scope": "local:Default"}).text
+        assert '<option value="local:Default" selected>' in typo
+        assert 'id="done"' in client.get(f"/memory/{mid}", params={"scope": SCOPE, "done": "pinned"}).text
+        assert 'id="done"' not in client.get("/memories", params={"scope": SCOPE, "done": "pinned"}).text
+        told = client.get("/memories", params={"scope": SCOPE, "done": "forgotten", "forgotten": "\u0661\u0662"}).text
+        assert "Forgotten." in told and "Forgotten: 12" not in told
+        assert "Forgotten: 3." in client.get("/memories", params={"scope": SCOPE, "done": "forgotten",
+                                                                   "forgotten": "3"}).text
