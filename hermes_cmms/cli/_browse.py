@@ -48,6 +48,8 @@ def cmd_list(args) -> int:
         print(f"{shown_id(item['id'])}  {item['created_at'][:10]}  {item['tier']:<8} {inert(item['kind'], 12):<11} "
               f"{marks(item)}{inert(item['content'], LINE_CHARS)}")
     _page_line(args, page)
+    if page.get("below_floor"):
+        print(f"{page['below_floor']} more of the nearest are below cosine 0.2 from the query: no match by meaning.")
     return 0
 
 

@@ -14,6 +14,7 @@ from ..common.errors import InvalidInput
 from ..common.text import brief, clean
 from ..common.vocabulary import MAX_OFFSET, MAX_PAGE, MODES, SORTS, STATES
 from ..common.answers import ITEM_KEYS, iso
+from ..recall.search import VECTOR_FLOOR
 from ..recall.shape import memory_dict
 from ..store.store import Filters
 from ..vectors.indexer import query_vector
@@ -55,7 +56,8 @@ def browse(engine: "Engine", scope: str, *, tier: Optional[str] = None, kind: Op
     if mode == "meaning" and query is not None and vector is None:
         answer.update(mode="keyword", notice=NO_VECTORS)
     if vector is not None:
-        rows, total = _by_meaning(engine, scope, filters, vector, sort, offset, limit)
+        rows, total, weak = _by_meaning(engine, scope, filters, vector, sort, offset, limit)
+        answer["below_floor"] = weak
     else:
         rows, total = engine.store.browse_rows(scope, filters, query=query, sort=sort, offset=offset, limit=limit)
     facts = engine.store.facts([m.id for m, _ in rows])
@@ -64,14 +66,20 @@ def browse(engine: "Engine", scope: str, *, tier: Optional[str] = None, kind: Op
 
 
 def _by_meaning(engine: "Engine", scope: str, filters: Filters, vector, sort: str, offset: int, limit: int):
-    """The nearest MEANING_CANDIDATES memories that pass the filters (in SQL), sorted, paged."""
-    similar = dict(engine.indexer.vectors.query(scope, vector, MEANING_CANDIDATES))
+    """The nearest MEANING_CANDIDATES memories within recall's cosine floor (VECTOR_FLOOR: below
+    it a memory is no match by meaning, so a page does not list it as one) that pass the filters
+    (in SQL), sorted, paged; and how many nearest ones the floor left out."""
+    nearest = engine.indexer.vectors.query(scope, vector, MEANING_CANDIDATES)
+    similar = {memory_id: score for memory_id, score in nearest if score >= VECTOR_FLOOR}
+    weak = len(nearest) - len(similar)
+    if not similar:
+        return [], 0, weak
     if sort != "relevance":
         rows, total = engine.store.browse_rows(scope, filters, ids=list(similar), sort=sort, offset=offset, limit=limit)
-        return [(m, similar.get(m.id)) for m, _ in rows], total
+        return [(m, similar.get(m.id)) for m, _ in rows], total, weak
     rows, total = engine.store.browse_rows(scope, filters, ids=list(similar), limit=MEANING_CANDIDATES)
     rows = sorted(((m, similar[m.id]) for m, _ in rows), key=lambda pair: -pair[1])
-    return rows[offset:offset + limit], total
+    return rows[offset:offset + limit], total, weak
 
 
 def item(memory: "Memory", facts=None, **extra) -> dict:

@@ -86,10 +86,11 @@ def recent(store: Store, scope: Optional[str], limit: int) -> list[dict]:
 
 
 def of_session(store: Store, scope: str, session_id: str) -> list[dict]:
-    """A session's recall events, oldest first."""
+    """A session's recall events, oldest first by when each recall began (a turn's early recall
+    that ended after the one its prompt made again comes first)."""
     with store.read() as conn:
         events = list(conn.execute(select(RecallEvent).where(
-            RecallEvent.scope == scope, RecallEvent.session_id == session_id).order_by(RecallEvent.id)))
+            RecallEvent.scope == scope, RecallEvent.session_id == session_id).order_by(RecallEvent.at, RecallEvent.id)))
         items = _items(conn, [e.id for e in events])
     return [_shown(e, items[e.id]) for e in events]
 

@@ -53,6 +53,7 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
     what the search saw under "searched" (search.search). `prepared`: the hits and what the
     search saw of a search of this very query already made (any limit: a limit only cuts the
     one ranking), packed instead of searching again."""
+    begun = time.time()  # an event is dated when its recall began: of two for one turn, the later asked is the one given
     ranked = packing = None
     searched: dict = {}
     if explain is not None:
@@ -75,7 +76,7 @@ def recall_block(engine: "Engine", scope: str, query: str, budget_tokens: int, s
         return render(hits, budget_tokens, query, seen, packing)
     packing = {}
     text = render(hits, budget_tokens, query, seen, packing)
-    _record(engine, scope, session_id, [memory_id for memory_id, _ in packing.get("packed", ())], kind)
+    _record(engine, scope, session_id, [memory_id for memory_id, _ in packing.get("packed", ())], kind, begun)
     return text
 
 
@@ -129,11 +130,12 @@ def settled(timeout: float = SETTLE_S) -> bool:
     return not wait([_writer.submit(lambda: None)], timeout).not_done
 
 
-def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str], kind: str) -> None:
-    """Queue the recall event of a block that gave something (see _writer)."""
+def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str], kind: str,
+            begun: float) -> None:
+    """Queue the recall event of a block that gave something (see _writer), dated `begun`."""
     if memory_ids:
         _writer.submit(engine.settings.threads.bind(_write), engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
-                       memory_ids, engine.settings.recall_events, time.time(), kind)
+                       memory_ids, engine.settings.recall_events, begun, kind)
 
 
 def _write(store, scope: str, session_id: Optional[str], memory_ids: list[str], keep: int, at: float,

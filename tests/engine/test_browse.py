@@ -98,8 +98,12 @@ def test_search_by_meaning_filters_the_nearest_in_sql(service):
     service.upkeep.drain(60)
     page = service.browse(S, query="where is my vessel docked", mode="meaning", sort="relevance")
     assert page["mode"] == "meaning" and "notice" not in page
-    assert page["items"][-1]["content"] == "Quarterly taxes are due in April."
-    assert all(isinstance(item["score"], float) for item in page["items"])
+    assert [m["content"] for m in page["items"]][:1] in (["The boat is moored at pier 9."],
+                                                        ["The sailing dinghy is tied up at the jetty."])
+    assert all(isinstance(item["score"], float) and item["score"] >= 0.2 for item in page["items"])
+    # taxes are no match by meaning (below recall's cosine floor): counted, not listed as one
+    assert "Quarterly taxes are due in April." not in [m["content"] for m in page["items"]]
+    assert page["below_floor"] >= 1 and page["total"] == len(page["items"])
     tagged = service.browse(S, query="where is my vessel docked", mode="meaning", tags=["harbour"])
     assert [m["content"] for m in tagged["items"]] == ["The boat is moored at pier 9."]
 

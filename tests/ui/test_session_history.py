@@ -81,3 +81,21 @@ def test_a_one_turn_hermes_session_shows_one_turn_and_a_labelled_rerun(browser, 
             assert "Biscuit" in block and QUESTION not in block  # the prompt's own message is left out
     finally:
         svc.close()
+
+
+@pytest.mark.quick
+def test_of_two_recalls_for_a_turn_the_later_asked_is_what_it_got(keyword_service):
+    """A turn's early recall (on_turn_start) that ends after the one its prompt made again (Hermes'
+    prefetch, once the early one was late) is written last; the turn got the one asked last."""
+    import time
+
+    from hermes_cmms.recall import _rows as recall_events
+
+    svc = keyword_service
+    svc.retain_turn(SCOPE, "s1", "My sister lives in Tromso.", "Noted.", source="hermes:cli")
+    late, given = svc.retain_turn(SCOPE, "s0", "I like tea.", "OK.")[0], svc.remember(SCOPE, "Tromso is far north.")
+    now = time.time()
+    recall_events.record(svc.store, SCOPE, "s1", [given], keep=100, at=now + 1.0)  # asked last, written first
+    recall_events.record(svc.store, SCOPE, "s1", [late], keep=100, at=now + 0.5)  # asked first, ended late
+    turns = svc.session_timeline(SCOPE, "s1")["turns"]
+    assert [r["memory_id"] for r in turns[-1]["recalled"]] == [given]
