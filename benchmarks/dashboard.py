@@ -212,7 +212,10 @@ def shot_pages(service) -> dict[str, str]:
     """The pages photographed: every page of the navigation, and what a click opens from them."""
     cat = service.browse(SCOPE, query="coffee black")["items"]  # a corrected memory: its chain shows
     lisbon = service.browse(SCOPE, query="Lisbon", kind="fact")["items"][0]["id"]
-    return {"overview": "/", "memories": f"/memories?scope={SCOPE}",
+    asked = service.session_timeline(SCOPE, "chat-1")["turns"][-1]["stored"]  # the page's "Run this prompt again now"
+    rerun = f"/inspect?scope={SCOPE}&from_memory={asked[0]['memory_id']}" + "".join(
+        f"&leave_out={s['memory_id']}" for s in asked)
+    return {"why-recalled-rerun": rerun, "overview": "/", "memories": f"/memories?scope={SCOPE}",
             "memories-meaning": f"/memories?scope={SCOPE}&query=hot+drinks&mode=meaning",
             "memory": f"/memory/{cat[0]['id']}?scope={SCOPE}&done=corrected",
             "why-recalled": f"/inspect?scope={SCOPE}&prompt=What+is+my+cat+called%3F&why_not={lisbon}",
