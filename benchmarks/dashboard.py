@@ -168,27 +168,11 @@ WIDTHS = (1280, 800)  # a laptop's window, and a narrow one (photographed into D
 def screenshots(directory: Path) -> list[Path]:
     """Every page of a healthy demo store (the plugin's files installed, the default embedder
     loaded, its vectors written) at each of WIDTHS, each page as tall as it is."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    from hermes_cmms import MemoryService, Settings
-    from hermes_cmms.cli.commands import main as cli
-
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as home:
-        (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
-        with contextlib.redirect_stdout(sys.stderr):
-            cli(["install-hermes-plugin", "--hermes-home", home])
-        service = MemoryService(Settings.load(home), scheduler=False)
-        service.upkeep.wait_vectors(120)
-        demo(service)
-        service.upkeep.drain(60)
+        service = demo_home(home)
         door, server = start(service, allow_changes=True)
-        options = webdriver.ChromeOptions()
-        options.binary_location = "/usr/bin/chromium"
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900", "--hide-scrollbars"):
-            options.add_argument(flag)
-        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+        driver = chromium()
         base = f"http://127.0.0.1:{door.port}"
         driver.get(door.url())
         written = []
@@ -206,6 +190,34 @@ def screenshots(directory: Path) -> list[Path]:
         server.should_exit = True
         service.close()
     return written
+
+
+def demo_home(home: str):
+    """A healthy store in `home` to photograph: the plugin's files installed, the default embedder
+    loaded, the demo's memories and their vectors written; its service, open."""
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.cli.commands import main as cli
+
+    (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
+    with contextlib.redirect_stdout(sys.stderr):
+        cli(["install-hermes-plugin", "--hermes-home", home])
+    service = MemoryService(Settings.load(home), scheduler=False)
+    service.upkeep.wait_vectors(120)
+    demo(service)
+    service.upkeep.drain(60)
+    return service
+
+
+def chromium():
+    """Debian's headless Chromium through its chromedriver (nothing downloads a browser)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900", "--hide-scrollbars"):
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
 
 
 def shot_pages(service) -> dict[str, str]:
@@ -247,23 +259,13 @@ def hermes_tab(directory: Path) -> list[Path]:
     import signal
     import subprocess
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from hermes_cmms import MemoryService, Settings
-    from hermes_cmms.cli.commands import main as cli
     from hermes_cmms.ui._serve import bind
 
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as home:
-        (Path(home) / "config.yaml").write_text("memory:\n  provider: cmms\n")
-        with contextlib.redirect_stdout(sys.stderr):
-            cli(["install-hermes-plugin", "--hermes-home", home])
-        service = MemoryService(Settings.load(home), scheduler=False)
-        service.upkeep.wait_vectors(120)
-        demo(service)
-        service.upkeep.drain(60)
+        service = demo_home(home)
         cat = service.browse(SCOPE, query="coffee black")["items"][0]["id"]
         service.close()
         with bind("127.0.0.1", 0) as sock:
@@ -274,11 +276,7 @@ def hermes_tab(directory: Path) -> list[Path]:
             proc = subprocess.Popen([str(Path(sys.executable).with_name("hermes")), "dashboard", "--no-open",
                                      "--skip-build", "--isolated", "--port", str(port)], env=env, cwd=home,
                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        options = webdriver.ChromeOptions()
-        options.binary_location = "/usr/bin/chromium"
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900", "--hide-scrollbars"):
-            options.add_argument(flag)
-        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+        driver = chromium()
         written = []
         try:
             deadline = time.monotonic() + 90
