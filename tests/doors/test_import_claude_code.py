@@ -145,3 +145,20 @@ def test_fields_of_the_wrong_type_are_left_out_not_a_crash(tmp_path):
     assert said(records) == [("user", 1, "kept"), ("assistant", 1, "ok")]
     assert skipped["line of an unknown type"] == 1 and skipped["unknown block"] == 2
     assert skipped["slash command or CLI notice"] == 1  # a user line without words
+
+
+@pytest.mark.quick
+def test_a_byte_that_is_not_utf8_costs_one_character_not_the_message(tmp_path):
+    """Claude Code writes its transcripts as UTF-8 JSON lines, but text pasted from a terminal in
+    Latin-1 reaches it as a lone byte (here 0xE9 for "é" inside a JSON string): the line is read
+    with U+FFFD for that byte, as the provider reads what Hermes hands it."""
+    first = json.dumps({"type": "user", "uuid": "u1", "sessionId": "s", "parentUuid": None,
+                        "message": {"role": "user", "content": "Our cafe is called Le Petit CAFE_BYTE."}})
+    reply = json.dumps({"type": "assistant", "uuid": "a1", "sessionId": "s", "parentUuid": "u1",
+                        "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "Noted."}]}})
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_bytes(first.encode().replace(b"CAFE_BYTE", b"Caf\xe9") + b"\n" + reply.encode() + b"\n")
+    assert claude_code.sniff(transcript)
+    records, skipped = read(claude_code, transcript)
+    assert said(records) == [("user", 1, "Our cafe is called Le Petit Caf\ufffd."), ("assistant", 1, "Noted.")]
+    assert "line that is not JSON" not in skipped

@@ -57,13 +57,19 @@ def _looks_like_transcript(path: Path) -> bool:
         return False
     for raw in head.splitlines()[:20]:
         try:
-            line = json.loads(raw)
+            line = json.loads(_decoded(raw))
         except ValueError:
             continue
         if isinstance(line, dict) and (line.get("type") in CONVERSATION and "sessionId" in line
                                        or line.get("type") == "summary" and "leafUuid" in line):
             return True
     return False
+
+
+def _decoded(raw: bytes) -> str:
+    """A line as text: a byte that is not UTF-8 (a terminal's Latin-1 pasted into a prompt) is
+    U+FFFD, as the provider reads what Hermes hands it, so one byte never costs the whole message."""
+    return raw.decode("utf-8", "replace")
 
 
 def records(path: Path, *, scope: str) -> Iterator[dict | Skipped]:
@@ -152,8 +158,8 @@ class _Reading:
         if not raw.strip():
             return None
         try:
-            line = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            line = json.loads(_decoded(raw))
+        except ValueError:
             yield Skipped("unfinished last line (file being written)" if last else "line that is not JSON", where)
             return f"Line {number}"
         if not isinstance(line, dict):
