@@ -50,6 +50,9 @@ def cmd_list(args) -> int:
     _page_line(args, page)
     if page.get("below_floor"):
         print(f"{page['below_floor']} more of the nearest are below cosine 0.2 from the query: no match by meaning.")
+    if page.get("vectors_pending"):
+        print(f"{page['vectors_pending']} memories of this scope wait for the vector index: a search by meaning "
+              "finds them once they are indexed (hermes-cmms status --vectors says how far it is).")
     return 0
 
 

@@ -57,7 +57,8 @@ def browse(engine: "Engine", scope: str, *, tier: Optional[str] = None, kind: Op
         answer.update(mode="keyword", notice=NO_VECTORS)
     if vector is not None:
         rows, total, weak = _by_meaning(engine, scope, filters, vector, sort, offset, limit)
-        answer["below_floor"] = weak
+        answer["below_floor"] = weak  # and those meaning cannot find yet, their vectors still queued:
+        answer["vectors_pending"] = browse_rows.waiting_vectors(engine.store, scope)
     else:
         rows, total = engine.store.browse_rows(scope, filters, query=query, sort=sort, offset=offset, limit=limit)
     facts = engine.store.facts([m.id for m, _ in rows])

@@ -106,6 +106,10 @@ def test_a_search_reads_the_vector_index_and_leaves_its_queue_to_the_writer(home
     assert found.returncode == 0 and json.loads(found.stdout)["results"], found.stderr
     assert found.stderr == ""  # standard error is no terminal here: no step is said
     assert scalar(home, "SELECT count(*) FROM outbox") == queued  # nothing embedded by the search
+    listed = cli(home, "list", "-q", "sourdough starter", "--meaning")  # issue 41: not a bare "No memories match"
+    assert listed.returncode == 0, listed.stderr
+    waiting = scalar(home, "SELECT count(*) FROM outbox WHERE op = 'upsert' AND scope = 'local:default'")
+    assert f"{waiting} memories of this scope wait for the vector index" in listed.stdout, listed.stdout
 
 
 @pytest.mark.slow

@@ -43,6 +43,13 @@ def outbox_by_scope(store: Store) -> dict[str, int]:
         return dict(conn.execute(select(Outbox.scope, func.count()).group_by(Outbox.scope)).all())
 
 
+def waiting_vectors(store: Store, scope: str) -> int:
+    """Memories of `scope` whose vectors are still queued to be written (not a forget's deletes)."""
+    with store.read() as conn:
+        return conn.execute(select(func.count()).select_from(Outbox)
+                            .where(Outbox.scope == scope, Outbox.op == "upsert")).scalar_one()
+
+
 def newest_rows(store: Store, scope: Optional[str], limit: int) -> list[Memory]:
     """The newest memories written, of one scope or of every scope not being forgotten."""
     query = select(Memory).where(Memory.scope.not_in(select(Forgetting.scope)))
