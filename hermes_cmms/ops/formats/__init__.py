@@ -36,7 +36,7 @@ from typing import IO, Any, Iterator, Optional
 
 from ...common.errors import InvalidInput
 
-__all__ = ["DAMAGED", "READERS", "Skipped", "damaged", "detect", "fact", "json_error", "memory", "session", "stable_id",
+__all__ = ["DAMAGED", "READERS", "Skipped", "check_whole", "damaged", "detect", "fact", "json_error", "memory", "session", "stable_id",
            "streamed_json_array", "timestamp"]
 
 _NAMESPACE = uuid.UUID("5b0c3c2e-6d1f-5f0e-9a57-0c6d2f6a1e29")  # hermes-cmms imports; never change it
