@@ -2,6 +2,7 @@
 times of mem0 before 1.0.8, a repeated id, an expired and an empty memory, a gateway user of
 Hermes' mem0 provider, graph relations) and OpenMemory's backup ZIP (deleted, archived and
 paused memories, metadata as JSON text), through the command line on a real store."""
+import gzip
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -168,3 +169,20 @@ def test_no_two_users_share_a_scope(tmp_path):
     path.write_text(json.dumps({"results": items}), encoding="utf-8")
     scopes = [r.get("scope") for r in mem0.records(path, scope="local:default")]
     assert scopes == [None, "user:mem0:default_user", None, "user:mem0:default_user", "user:mem0:bo"]
+
+
+@pytest.mark.quick
+@pytest.mark.store
+@pytest.mark.parametrize("name", ["mem0-memories.jsonl", "mem0-memories.jsonl.gz"])
+def test_mem0s_own_objects_one_a_line_are_taken_for_mem0(home, tmp_path, name):
+    # What a user writes when dumping mem0 (OSS 1.x) as JSON Lines: each item of `get_all`'s
+    # results, as mem0 returns it (id, memory, hash, metadata, the times with mem0's offset,
+    # user_id), json.dumps'd one a line, gzipped or not.
+    items = json.loads(GET_ALL.read_text())["results"][:3]
+    lines = "".join(json.dumps({key: item[key] for key in ("id", "memory", "hash", "metadata", "created_at",
+                                                            "updated_at", "user_id") if key in item}) + "\n" for item in items)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(lines.encode()) if name.endswith(".gz") else lines.encode())
+    dry = imported(home, "--dry-run", str(path))
+    assert dry["format"] == "mem0"
+    assert dry["read"]["memories"] == 3 and dry["skipped"] == {}

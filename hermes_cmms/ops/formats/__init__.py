@@ -21,10 +21,13 @@ A reader is a module of this package (every module whose name does not start wit
 """
 from __future__ import annotations
 
+import gzip
 import importlib
 import math
 import pkgutil
 import uuid
+import zipfile
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,11 +36,13 @@ from typing import IO, Any, Iterator, Optional
 
 from ...common.errors import InvalidInput
 
-__all__ = ["READERS", "Skipped", "detect", "fact", "json_error", "memory", "session", "stable_id",
+__all__ = ["DAMAGED", "READERS", "Skipped", "check_whole", "damaged", "detect", "fact", "json_error", "memory", "session", "stable_id",
            "streamed_json_array", "timestamp"]
 
 _NAMESPACE = uuid.UUID("5b0c3c2e-6d1f-5f0e-9a57-0c6d2f6a1e29")  # hermes-cmms imports; never change it
 _NOT_READERS = frozenset({"run"})
+DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, gzip.BadGzipFile)  # what a damaged ZIP or gzip raises
+_MAGIC = {b"PK\x03\x04": "ZIP", b"\x1f\x8b": "gzip file"}
 
 
 @dataclass(frozen=True)
@@ -70,9 +75,12 @@ def detect(path: Path) -> str:
     """The name of the format whose reader recognises `path`. A file no reader recognises but
     named *.jsonl is taken for a hermes-cmms export, whose import names its bad line."""
     readers = _readers()
+    check_whole(path)
     for name, reader in sorted(readers.items(), key=lambda item: item[0] != "cmms"):  # our own first
         if _sniffed(reader, path):
             return name
+    if _compressed(path) == "gzip file":  # none recognised it: is it whole?
+        _read_through(path)
     if path.suffix.lower() == ".jsonl" and "cmms" in readers:
         return "cmms"
     raise InvalidInput(f"{str(path)!r} is not a file of a format hermes-cmms imports "
@@ -81,11 +89,56 @@ def detect(path: Path) -> str:
 
 def _sniffed(reader: ModuleType, path: Path) -> bool:
     """Whether the reader recognises the file; a sniff that fails on a hostile file (deep
-    nesting, bad bytes, an unreadable path) recognises nothing."""
+    nesting, bad bytes, an unreadable path) recognises nothing; one that finds the file's
+    compressed data damaged says so (InvalidInput)."""
     try:
         return bool(reader.sniff(path))
+    except DAMAGED as exc:
+        raise InvalidInput(damaged(path, exc)) from None
     except (OSError, ValueError, RecursionError, UnicodeError, InvalidInput):
         return False
+
+
+def check_whole(path: Path) -> None:
+    """InvalidInput if `path` starts as a ZIP does but is not one a reader can open (a download
+    cut short: its table of contents, at the end, is missing), whatever format was named."""
+    if _compressed(path) == "ZIP" and not zipfile.is_zipfile(path):
+        raise InvalidInput(damaged(path, EOFError()))
+
+
+def _read_through(path: Path) -> None:
+    """InvalidInput if the gzip file `path` cannot be decompressed to its end."""
+    try:
+        with gzip.open(path, "rb") as handle:
+            while handle.read(2**20):
+                pass
+    except DAMAGED as exc:
+        raise InvalidInput(damaged(path, exc)) from None
+
+
+def damaged(path: Path, exc: BaseException) -> str:
+    """The sentence for a file whose compressed data a reader could not read (`exc`, one of
+    DAMAGED): what the file is (by its first bytes) and what is wrong with it."""
+    what = _compressed(path) or "compressed file"
+    if isinstance(exc, zipfile.BadZipFile) and "CRC" in str(exc):
+        wrong = "a file in it fails its CRC-32 check"
+    elif isinstance(exc, (zlib.error, gzip.BadGzipFile)):
+        wrong = "its compressed data is corrupt"
+    elif isinstance(exc, EOFError) or "Truncated" in str(exc) or not zipfile.is_zipfile(path):
+        wrong = "it is cut short"
+    else:
+        wrong = "its table of contents is corrupt"
+    return f"{str(path)!r} is a damaged {what} ({wrong}); nothing was imported."
+
+
+def _compressed(path: Path) -> Optional[str]:
+    """"ZIP" or "gzip file" if `path` is a file starting as one does, else None."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return None
+    return next((what for magic, what in _MAGIC.items() if head.startswith(magic)), None)
 
 
 def stable_id(fmt: str, *parts: Any) -> str:

@@ -1,7 +1,7 @@
 """mem0 and OpenMemory exports: OpenMemory's backup ZIP (`memories.jsonl.gz` beside
 `memories.json`), that `memories.jsonl(.gz)` alone, and a dump of mem0's `get_all` (the
 library's `{"results": [...], "relations": [...]}`, the hosted platform's pages with `count` and
-`next`, or a bare list of items). Field notes: ../shared/formats/mem0-openmemory.md.
+`next`, or a bare list of items), or those items one a line (JSON Lines, gzipped or not). Field notes: ../shared/formats/mem0-openmemory.md.
 
 Each memory becomes a semantic observation at its original times (offsets kept: older mem0
 stamped US/Pacific), tagged with its categories; `run_id` / `session_id` become a session.
@@ -36,7 +36,8 @@ MAX_TAGS = 32
 
 
 def sniff(path: Path) -> bool:
-    """An OpenMemory ZIP, a memories.jsonl(.gz), or JSON whose first item has `memory`."""
+    """An OpenMemory ZIP, a memories.jsonl(.gz), JSON whose first item has `memory`, or JSON
+    Lines of mem0's own items (gzipped or not)."""
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
@@ -52,14 +53,26 @@ def sniff(path: Path) -> bool:
     squeezed = "".join(head[:300].split())
     if head.startswith("[") or squeezed.startswith(('{"count"', '{"results"', '{"next"')):
         return '"memory"' in head and '"chat_messages"' not in head and '"mapping"' not in head
-    if head.startswith("{"):  # JSON Lines of OpenMemory: content and state
+    if head.startswith("{"):  # JSON Lines: OpenMemory's (content and state) or mem0's own items
         first = head.split("\n", 1)[0]
         try:
             item = json.loads(first)
         except ValueError:
             return False
-        return isinstance(item, dict) and "content" in item and ("state" in item or "categories" in item)
+        return isinstance(item, dict) and (_openmemory_line(item) or _mem0_item(item))
     return False
+
+
+def _openmemory_line(item: dict) -> bool:
+    return "content" in item and ("state" in item or "categories" in item)
+
+
+def _mem0_item(item: dict) -> bool:
+    """One of mem0's own memory objects (an item of `get_all`): its text at `memory`, an id,
+    and a field only mem0's items have together (`hash`, `user_id`, `metadata`); no `type`
+    (hermes-cmms' own export records have one)."""
+    return (isinstance(item.get("memory"), str) and "id" in item and "type" not in item
+            and any(key in item for key in ("hash", "user_id", "metadata")))
 
 
 def records(path: Path, *, scope: str) -> Iterator[Union[dict, Skipped]]:

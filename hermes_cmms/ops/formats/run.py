@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import sqlite3
 import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Callable, Optional, Union
+from typing import IO, TYPE_CHECKING, Callable, Iterator, Optional, Union
 
-from . import Skipped, _readers, detect
+from . import DAMAGED, Skipped, _readers, check_whole, damaged, detect
 from .. import transfer
 from .._transfer_records import FORMAT, KINDS, VERSION, Kind, check_header, row_of, stored_id
 from ...common.checks import scope_of
@@ -50,6 +51,13 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
     name = fmt or detect(path)
     if name not in readers:
         raise InvalidInput(f"Unknown format {name!r}; choose one of {', '.join(readers)}.")
+    check_whole(path)
+    return _imported(engine, path, readers[name], name, scope=scope, dry_run=dry_run, progress=progress,
+                     actor=actor, named=fmt is not None)
+
+
+def _imported(engine: "Engine", path: Path, reader, name: str, *, scope: Optional[str], dry_run: bool,
+              progress: Optional[transfer.Progress], actor: str, named: bool) -> dict:
     if name == "cmms" and not dry_run:  # our own export: its import checks the header's counts too
         return {"format": name, **transfer.import_file(engine, path, scope=scope, progress=progress, actor=actor)}
     progress = progress or (lambda phase, done, total: None)
@@ -57,7 +65,7 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
     reading = _Reading(path, scope is not None, default, partial(_kept_live, engine), hold=not dry_run)
     size, by_bytes = (path.stat().st_size if path.is_file() else None), None
     try:
-        for done, item in enumerate(readers[name].records(path, scope=default), 1):
+        for done, item in enumerate(_guarded(path, reader.records(path, scope=default)), 1):
             reading.take(item)
             if done % transfer.CHUNK == 0:
                 at = read_at(path) if size and by_bytes is not False else None
@@ -67,6 +75,8 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
                 else:
                     progress("reading", done, None)
         reading.close()
+        if named and not reading.spools:
+            reading.refuse_empty(path, name)
         summary = {"format": name, "path": str(path), "dry_run": dry_run, **reading.summary()}
         if dry_run:
             summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
@@ -78,6 +88,18 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
         for spool in reading.spools.values():
             if spool.held is not None:
                 spool.held.close()
+
+
+def _guarded(path: Path, records: Iterator) -> Iterator:
+    """A reader's records, a damaged ZIP or gzip, or a file SQLite cannot read (of Hermes'
+    formats), met while it reads turned into one sentence naming the file (nothing is written
+    yet)."""
+    try:
+        yield from records
+    except DAMAGED as exc:
+        raise InvalidInput(damaged(path, exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise InvalidInput(f"{str(path)!r} is not a SQLite database of Hermes' ({exc}); nothing was imported.") from None
 
 
 def read_at(path: Path) -> Optional[int]:
@@ -255,6 +277,20 @@ class _Reading:
     def close(self) -> None:
         for spool in self.spools.values():
             spool.close()
+
+    def refuse_empty(self, path: Path, name: str) -> None:
+        """InvalidInput for a file named as of format `name` that gave nothing to import: it is
+        not of that format, or everything in it was left out (unless as already kept live)."""
+        if not self.skipped:
+            raise InvalidInput(f"Nothing in {str(path)!r} is a {name} export (no conversation, message or memory "
+                               f"of one); nothing was imported.")
+        if any("kept while it ran" in reason for reason in self.skipped):
+            return  # (stored already: an honest 0)
+        reason, count = self.skipped.most_common(1)[0]
+        total = sum(self.skipped.values())
+        raise InvalidInput(f"Nothing in {str(path)!r} could be imported as a {name} export: all {total} item(s) were "
+                           f"left out, {count} as {reason!r} (the first at {self.examples[reason]!r}); nothing was "
+                           f"imported.")
 
     def summary(self) -> dict:
         def shown(moment):
