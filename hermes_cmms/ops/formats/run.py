@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
 import time
 from collections import Counter
@@ -68,16 +69,28 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
                     progress("reading", done, None)
         reading.close()
         summary = {"format": name, "path": str(path), "dry_run": dry_run, **reading.summary()}
-        if dry_run:
-            summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
-        else:
-            summary["scopes"] = {s: _written(engine, spool, progress, actor or f"import:{name}")
-                                 for s, spool in reading.spools.items()}
+        try:
+            if dry_run:
+                summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
+            else:
+                summary["scopes"] = {s: _written(engine, spool, progress, actor or f"import:{name}")
+                                     for s, spool in reading.spools.items()}
+        except InvalidInput as exc:
+            raise InvalidInput(_unlined(str(exc))) from None
         return summary
     finally:
         for spool in reading.spools.values():
             if spool.held is not None:
                 spool.held.close()
+
+
+_SPOOL_LINE = re.compile(r"Line \d+: (.)")
+
+
+def _unlined(message: str) -> str:
+    """A refusal of the whole file (an id another scope owns) without the line of the spool it
+    names: the records of a foreign file are no lines a user can look up."""
+    return _SPOOL_LINE.sub(lambda m: m.group(1).upper(), message, count=1) if message.startswith("Line ") else message
 
 
 def read_at(path: Path) -> Optional[int]:
