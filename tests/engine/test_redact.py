@@ -171,6 +171,9 @@ HOSTILE = [
     ("password is", " ", ","),  # white space, split every way
     ("token", " ", "!"),
     ("\npassword: x", " ", "y"),
+    ("", "4111.", ""),  # dotted groups of digits, one long run
+    ("", "Zm9v-_", ""),  # URL-safe base64, one long run
+    ("", "ab-c ", ""),  # many short hyphenated runs, each decoded
 ]
 
 
