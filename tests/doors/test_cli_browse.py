@@ -87,6 +87,23 @@ def test_show_prints_an_import_receipt_without_a_time_it_does_not_have(home):
 
 
 @pytest.mark.store
+def test_show_prints_a_receipts_time_inert(home, tmp_path):
+    """A receipt's time is a stored string too: one an export file brings with a terminal escape and
+    a right-to-left override in it is printed with both shown, not obeyed."""
+    imported(home, str(CHATGPT))
+    lines = run(home, "export").stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "memory")
+    record = json.loads(lines[first])
+    record["receipts"] = [{"source": "import:chatgpt", "at": "\x1b[31mnow\u202e"}]
+    lines[first] = json.dumps(record)
+    (tmp_path / "edited.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    other = tmp_path / "other"
+    assert run(other, "import", "--create", str(tmp_path / "edited.jsonl")).returncode == 0
+    out = run(other, "show", shown_id(record["id"])).stdout
+    assert "repeated by import:chatgpt at " in out and "\x1b" not in out and "\u202e" not in out
+
+
+@pytest.mark.store
 def test_show_refuses_another_scopes_id_as_a_missing_one(home, stored):
     for given in (shown_id(stored["theirs"]), shown_id("0" * 32)):
         result = run(home, "show", given)
