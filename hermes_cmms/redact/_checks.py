@@ -155,10 +155,12 @@ def basic_credentials(text: str, anywhere: bool = False) -> bool:
     """Whether base64 `text` (standard or URL-safe alphabet) decodes to printable `user:password`. `anywhere` (a base64 value with
     no "Basic" before it, as in a Docker `auth` or an npm `_auth`): a user name of 2-64 name
     characters with a letter, a password of 2+ with no space, and no URL (`http://…`)."""
-    if ("-" in text or "_" in text) and ("+" in text or "/" in text):
-        return False  # the two alphabets mixed: no encoder writes that
+    url_safe = "-" in text or "_" in text
+    if (url_safe and ("+" in text or "/" in text)) or len(text.rstrip("=")) % 4 == 1:
+        return False  # the two alphabets mixed, or a length no base64 has ("eu-west-1")
     try:
-        decoded = base64.b64decode(text.translate(_URL_SAFE) + "=" * (-len(text) % 4), validate=True).decode("ascii")
+        decoded = base64.b64decode((text.translate(_URL_SAFE) if url_safe else text) + "=" * (-len(text) % 4),
+                                   validate=True).decode("ascii")
     except (binascii.Error, ValueError):
         return False
     if anywhere:
