@@ -99,8 +99,13 @@ def _provenance(page: dict) -> list[str]:
     where = f"  session {inert(p['session_id'], 120)} turn {p['turn']}" if p["session_id"] else ""
     lines = ["Provenance", f"  receipt: {inert(p['source'], 200) or '-'}  door: {inert(p['door'], 60) or '-'}{where}",
              f"  written {p['created_at']}, updated {p['updated_at']}, reinforced {p['reinforcements']} times"]
-    lines += [f"    repeated by {inert(r.get('source'), 200)} at {r.get('at')}" for r in p["receipts"]]
+    lines += [f"    repeated by {inert(r.get('source'), 200)}{_when(r.get('at'))}" for r in p["receipts"]]
     return lines + [""]
+
+
+def _when(at) -> str:
+    """" at <time>" for a receipt that has one (an import's receipt has none), shown inert."""
+    return "" if at in (None, "") else f" at {inert(str(at), 40)}"
 
 
 def _confidence(page: dict) -> list[str]:

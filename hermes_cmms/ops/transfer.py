@@ -38,6 +38,7 @@ from ._transfer_records import FORMAT, KINDS, REFERENCES, VERSION, Kind, bad, ch
     record_of, row_of, stored_id
 from ..common.checks import scope_of as _scope
 from ..common.errors import InvalidInput, StoreUnavailable
+from ..common.ids import shown_id
 from ..common.plugins import run_redactors
 from ..retain.admission import retain_imported
 
@@ -226,7 +227,7 @@ class Plan:
             owners = transfer_rows.owners(conn, list(self.memories), CHUNK)
             for memory_id, owner in owners.items():
                 if owner != scope:
-                    raise bad(self.memories[memory_id], f"memory id {memory_id!r} already belongs to scope "
+                    raise bad(self.memories[memory_id], f"memory id '{shown_id(memory_id)}' already belongs to scope "
                                                         f"{owner!r} in this store, and ids are unique across "
                                                         f"scopes, so it cannot be imported into {scope!r}")
             missing = [i for i in self.pointers if i not in self.memories]

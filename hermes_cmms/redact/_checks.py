@@ -129,7 +129,7 @@ _NOT_CARD = re.compile(r"(?i)(?<![a-z])(?:order|invoice|tracking|ticket|shipment
 def card_number(text: str) -> bool:
     """A payment card number: a card network's prefix, a length that network issues, and a
     valid Luhn sum."""
-    digits = re.sub(r"[ -]", "", text)
+    digits = re.sub(r"[ .-]", "", text)
     return any(prefix.match(digits) and len(digits) in lengths for prefix, lengths in _NETWORK_PREFIXES) \
         and luhn(digits)
 
@@ -148,12 +148,19 @@ def card_context(text: str, start: int, end: int) -> bool:
 _USER_PASSWORD = re.compile(r"(?=[^:]*[A-Za-z])[\w.@+\-]{2,64}:(?!//)[!-~]{2,}", re.A)
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
 def basic_credentials(text: str, anywhere: bool = False) -> bool:
-    """Whether base64 `text` decodes to printable `user:password`. `anywhere` (a base64 value with
+    """Whether base64 `text` (standard or URL-safe alphabet) decodes to printable `user:password`. `anywhere` (a base64 value with
     no "Basic" before it, as in a Docker `auth` or an npm `_auth`): a user name of 2-64 name
     characters with a letter, a password of 2+ with no space, and no URL (`http://…`)."""
+    url_safe = "-" in text or "_" in text
+    if (url_safe and ("+" in text or "/" in text)) or len(text.rstrip("=")) % 4 == 1:
+        return False  # the two alphabets mixed, or a length no base64 has ("eu-west-1")
     try:
-        decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True).decode("ascii")
+        decoded = base64.b64decode((text.translate(_URL_SAFE) if url_safe else text) + "=" * (-len(text) % 4),
+                                   validate=True).decode("ascii")
     except (binascii.Error, ValueError):
         return False
     if anywhere:

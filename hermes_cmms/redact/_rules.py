@@ -187,7 +187,7 @@ _VENDOR = [
     _rule("anthropic-key", r"sk-ant-[A-Za-z0-9_\-]{20,}", check=_T),
     _rule("openai-key", r"sk-[A-Za-z0-9_\-]{16,}", check=_all(_T, _random)),
     _rule("stripe-key", r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}", ["k_live_", "k_test_", "k_prod_"], _T),
-    _rule("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/=]{16,}", check=_T),
+    _rule("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/_\-=]{16,}", check=_T),
     _rule("github-token", r"gh[pousr]_[A-Za-z0-9]{20,}", check=_T),
     _rule("github-token", r"github_pat_[A-Za-z0-9_]{20,}", check=_T),
     _rule("gitlab-token", r"gl(?:pat|dt|rt|ptt|ft|imt|agent|oas|soat|cbt|ffct|wt)-[A-Za-z0-9_\-.]{19,}[A-Za-z0-9_\-]",
@@ -225,7 +225,7 @@ _VENDOR = [
     _rule("aws-secret-key", r"[Aa](?i:ws)[^\n]{0,20}?(?i:secret)[^\n]{0,25}?(?<![A-Za-z0-9/+=])"
                             r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])", ["aws"]),
     _rule("api-token", r"(?:dapi[a-f0-9]{32}|lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}"
-                       r"|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glc_[A-Za-z0-9+/]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"
+                       r"|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|glc_[A-Za-z0-9+/_\-]{32,}={0,2}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}"
                        r"|r8_[A-Za-z0-9]{37}|gsk_[A-Za-z0-9]{52}|xai-[A-Za-z0-9]{70,}|pplx-[A-Za-z0-9]{40,}"
                        r"|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,43}|HRKU-[A-Za-z0-9_\-]{20,}"
                        r"|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,})" + _E,
@@ -255,11 +255,13 @@ def _command(names: str) -> str:
 
 _WEB = [
     _rule("bearer-token", r"[Bb](?i:earer)\s+(?P<secret>[A-Za-z0-9_\-.=~+/]{16,})", ["bearer"], _W),
-    _rule("basic-auth", r"[Bb](?i:asic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])", ["basic"],
+    _rule("basic-auth", r"[Bb](?i:asic)\s+(?P<secret>[A-Za-z0-9+/_\-]{6,}={0,2})(?![A-Za-z0-9+/_\-=])", ["basic"],
           _all(_W, lambda m: _checks.basic_credentials(m.group("secret")))),
-    # base64 of user:password anywhere (Docker's `auth`, npm's `_auth`); a run that is a plain word (lower
-    # case, Title or CAPITALS: nothing after [A-Z]*[a-z]*) is not decoded
-    _rule("basic-auth", r"(?<![A-Za-z0-9+/])(?=[A-Z]*+[a-z]*+[A-Z0-9+/])[A-Za-z0-9+/]{6,}+={0,2}(?![A-Za-z0-9+/=])",
+    # base64 of user:password anywhere (Docker's `auth`, npm's `_auth`), in either alphabet (the URL-safe
+    # one writes "-" and "_" for "+" and "/"); a run that is a plain word (lower case, Title or CAPITALS:
+    # nothing after [A-Z]*[a-z]*) is not decoded
+    _rule("basic-auth", r"(?<![A-Za-z0-9+/_\-])(?=[A-Z]*+[a-z]*+[A-Z0-9+/_\-])[A-Za-z0-9+/_\-]{6,}+={0,2}"
+                        r"(?![A-Za-z0-9+/_\-=])",
           check=lambda m: _checks.basic_credentials(m.group(0), anywhere=True)),
     _rule("auth-header", r"(?:[Pp]roxy-)?[Aa](?i:uthorization)[\"']?\s*[:=]\s*[\"']?"
                          r"(?:(?i:bearer|basic|token|digest|apikey|key|sso-key|gitlab-token|dsn)\s+)?"
@@ -347,6 +349,10 @@ _SAID = [
     _rule("card-number", r"\d(?<![\w.\-+]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}(?![\w\-]|\.\d)", (),
           lambda m: _checks.card_number(m.group(0)) and _checks.card_context(m.string, m.start(), m.end()),
           precheck=_digits),
+    # four groups of four digits split by dots (4111.1111.1111.1111): not a version, an IP address or a date,
+    # whose parts are shorter or fewer, nor a part of a longer dotted run
+    _rule("card-number", r"\d(?<![\w.]\d)\d{3}(?:\.\d{4}){3}(?![\w\-]|\.\w)", (),
+          lambda m: _checks.card_number(m.group(0)), precheck=_digits),
 ]
 
 RULES: list[Rule] = [*_VENDOR, *_WEB, *_CONFIG, *_SAID]

@@ -2,12 +2,17 @@
 `search` marking superseded memories and `status` naming the scopes; through main(argv), as a
 user's command runs, on a real store. Every stored string is printed inert."""
 import json
+from pathlib import Path
 
 import pytest
 
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.ids import shown_id
+from hermes_cmms.ops.formats import stable_id
+from imports import imported
 from inprocess import cli
+
+CHATGPT = Path(__file__).parents[1] / "data" / "imports" / "chatgpt" / "conversations.json"
 
 S, OTHER = "local:default", "user:telegram:7"
 
@@ -69,6 +74,33 @@ def test_show_prints_the_memory_page(home, stored):
     assert "Fact: user | lives in | Lisbon" in out and "Audit" in out and "remember" in out
     older = run(home, "show", stored["berlin"], "--json")
     assert json.loads(older.stdout)["superseded_by"][0]["id"] == shown_id(stored["lisbon"])
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_show_prints_an_import_receipt_without_a_time_it_does_not_have(home):
+    """An imported memory's receipt names the import and the original, with no time: `show` says
+    "repeated by import:chatgpt", not "... at None" (the ChatGPT export of tests/data/imports)."""
+    assert imported(home, str(CHATGPT))["scopes"][S]["memories"] == {"added": 7, "skipped": 0}
+    out = run(home, "show", shown_id(stable_id("chatgpt", "0d4c6a52-1111-4a7e-9e1e-000000000001", "u-3"))).stdout
+    assert "    repeated by import:chatgpt\n" in out and "None" not in out
+
+
+@pytest.mark.store
+def test_show_prints_a_receipts_time_inert(home, tmp_path):
+    """A receipt's time is a stored string too: one an export file brings with a terminal escape and
+    a right-to-left override in it is printed with both shown, not obeyed."""
+    imported(home, str(CHATGPT))
+    lines = run(home, "export").stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "memory")
+    record = json.loads(lines[first])
+    record["receipts"] = [{"source": "import:chatgpt", "at": "\x1b[31mnow\u202e"}]
+    lines[first] = json.dumps(record)
+    (tmp_path / "edited.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    other = tmp_path / "other"
+    assert run(other, "import", "--create", str(tmp_path / "edited.jsonl")).returncode == 0
+    out = run(other, "show", shown_id(record["id"])).stdout
+    assert "repeated by import:chatgpt at " in out and "\x1b" not in out and "\u202e" not in out
 
 
 @pytest.mark.store

@@ -120,3 +120,22 @@ def test_a_killed_import_keeps_its_committed_batches_and_the_next_run_adds_the_r
     rest = imported(home, str(path))["scopes"]["local:default"]["memories"]
     assert rest == {"added": 3000 - early, "skipped": early}
     assert stored(home) == 3000
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_an_entity_type_with_a_vowel_sound_reads_is_an(home, tmp_path):
+    """The sentence of an entity's fact takes the article its type's sound wants ("Fjordbrød is an
+    organization", "a unit", "an hour"); the fact's predicate stays "is a", the format's word. The
+    file is written as the MCP memory server's create_entities writes memory.jsonl."""
+    path = tmp_path / "memory.jsonl"
+    path.write_text("".join(json.dumps({"type": "entity", "name": name, "entityType": kind, "observations": []},
+                                       ensure_ascii=False) + "\n"
+                            for name, kind in [("Fjordbrød", "organization"), ("Ilse", "person"),
+                                               ("Kitchen", "unit"), ("Lunch", "hour")]), encoding="utf-8")
+    imported(home, str(path))
+    listed = json.loads(run(home, "list", "--kind", "fact", "--json").stdout)["items"]
+    assert sorted(m["content"] for m in listed) == [
+        "Fjordbrød is an organization", "Ilse is a person", "Kitchen is a unit", "Lunch is an hour"]
+    facts = [r for r in memory_json.records(path, scope="s") if not isinstance(r, Skipped) and r["type"] == "fact"]
+    assert {f["predicate"] for f in facts} == {"is a"}

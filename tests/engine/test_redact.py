@@ -40,6 +40,15 @@ SECRETS = [
      "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9P"),
     ("slack-token", "bot token xoxb-2048-1234567890-AbCdEfGhIjKl", "1234567890-AbCdEfGhIjKl"),
     ("url-password", "DATABASE_URL=postgres://app:s3cr3tPw0rd@db.internal:5432/app", "s3cr3tPw0rd"),
+    # card numbers in dotted groups, as some forms and European receipts write them (Luhn-valid test numbers)
+    ("card-number", "my card is 4111.1111.1111.1111.", "4111.1111.1111.1111"),
+    ("card-number", "pay with 5425.2334.3010.9903 (exp 04/29)", "5425.2334.3010.9903"),
+    # base64 of user:password in the URL-safe alphabet ("-" and "_" for "+" and "/"), as a Docker auth and
+    # after "Basic": base64.urlsafe_b64encode(b"admin:p>?~x>>") and (b"deploy:k?~>Zr")
+    ("basic-auth", '{"auths": {"ghcr.io": {"auth": "YWRtaW46cD4_fng-Pg=="}}}', "fng-Pg"),
+    ("basic-auth", "Authorization: Basic ZGVwbG95Oms_fj5acg==", "ZGVwbG95Oms_fj5acg"),
+    # a Svix/Stripe-style webhook secret whose base64 is URL-safe
+    ("stripe-webhook-secret", "WEBHOOK whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La-_Sw9x", "-_Sw9x"),
 ]
 
 ORDINARY = [
@@ -56,6 +65,16 @@ ORDINARY = [
     "See https://example.com/docs:intro for details",
     "Ask about the secret ingredient: nutmeg",
     "ratio 3:2, sk-8 is a shoe size",
+    # dotted numbers that are no card: versions, IP addresses, dates, a Luhn failure, a longer dotted run
+    "upgrade to 4.1.1111.1111 then 10.4.2.1",
+    "the host at 192.168.100.200 and 10.0.0.1",
+    "released 2024.01.15, tagged 2024.0115.1230.4567",
+    "order 4111.1111.1111.1112 shipped",
+    "oid 4111.1111.1111.1111.2222 and 1.4111.1111.1111.1111",
+    # URL-safe alphabet that is no credential: hyphenated and snake_case words, UUIDs, slugs
+    "a state-of-the-art well-known_thing, snake_case_identifier_name",
+    "run 0733759b-3297-4675-aa05-6cc9ba31b0b0 and 123e4567-e89b-12d3-a456-426614174000",
+    "see docs/how-to_set-up-the-CI_pipeline-v2 and a1b2-c3d4-e5f6",
 ]
 
 
@@ -152,6 +171,9 @@ HOSTILE = [
     ("password is", " ", ","),  # white space, split every way
     ("token", " ", "!"),
     ("\npassword: x", " ", "y"),
+    ("", "4111.", ""),  # dotted groups of digits, one long run
+    ("", "Zm9v-_", ""),  # URL-safe base64, one long run
+    ("", "ab-c ", ""),  # many short hyphenated runs, each decoded
 ]
 
 
@@ -200,3 +222,25 @@ def test_only_a_marker_as_redaction_writes_it_is_skipped():
     assert redact_text(once) == once == "push with [REDACTED:github-token]"
     assert redact_text(f"[REDACTED: see below {'-' * 60} {token}]") == \
         f"[REDACTED: see below {'-' * 60} [REDACTED:github-token]]"
+
+
+@pytest.mark.quick
+def test_dotted_cards_and_url_safe_credentials_are_not_found_by_search(keyword_service, home):
+    """A dotted card number and a URL-safe base64 `user:password` remembered are masked whole:
+    a search for them finds the words around them, never the raw value."""
+    memory_id = keyword_service.remember(
+        SCOPE, "billing card 4111.1111.1111.1111 and registry auth YWRtaW46cD4_fng-Pg== for ghcr")
+    stored = keyword_service.store.get([memory_id], SCOPE)[memory_id].content
+    assert stored == "billing card [REDACTED:card-number] and registry auth [REDACTED:basic-auth] for ghcr"
+    assert [h.id for h in keyword_service.search(SCOPE, "billing registry")] == [memory_id]
+    assert keyword_service.search(SCOPE, "4111") == [] and keyword_service.search(SCOPE, "fng") == []
+    assert _stored_nowhere(home, "4111.1111.1111.1111") and _stored_nowhere(home, "YWRtaW46cD4")
+
+
+@pytest.mark.quick
+def test_the_two_base64_alphabets_mixed_are_no_credential():
+    """base64 of user:password in one alphabet is masked; a run mixing "+" or "/" with "-" or "_" is
+    no encoder's output and is kept."""
+    assert redact_text("auth dXNlcjpzM2Nyfn50Pz8= ok") == "auth [REDACTED:basic-auth] ok"
+    assert redact_text("auth YWRtaW46cD4/fng-Pg== ok") == "auth YWRtaW46cD4/fng-Pg== ok"
+    assert redact_text("x glc_eyJvIjoiMTIzNDU2Iiwibi-_I6InN0YWNrLWFwaSIsImsiOiJ y") == "x [REDACTED:api-token] y"

@@ -313,7 +313,28 @@ def test_ids_of_another_scope_are_refused(keyword_service):
         import_records(keyword_service.engine, lines, scope="user:telegram:123")
     assert "already belongs to scope 'local:default'" in str(error.value)
     assert "ids are unique across scopes" in str(error.value)
+    assert re.match(r"Line \d+: memory id '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}' ",
+                    str(error.value))  # the export's own line, the id dashed as every door shows it
     assert everything(keyword_service) == before
+
+
+@pytest.mark.quick
+@embedded_only
+def test_a_foreign_file_an_other_scope_owns_is_refused_without_a_spool_line(home):
+    """A ChatGPT export imported into one scope, then into another: the refusal names the memory
+    by its dashed id and no line (its records are no lines of the file), and changes nothing."""
+    chatgpt = Path(__file__).parents[1] / "data" / "imports" / "chatgpt" / "conversations.json"
+    env = {"CMMS_EMBEDDER": "none"}
+    assert cli(home, "import", "--create", str(chatgpt), env=env).returncode == 0
+    database = next((home / "cmms").glob("cmms.db"))
+    before = database.read_bytes()
+    for dry in ((), ("--dry-run",)):
+        refused = cli(home, "import", *dry, "--scope", "user:other", str(chatgpt), env=env)
+        assert refused.returncode == 1 and re.fullmatch(
+            r"error: Memory id '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}' already belongs to scope "
+            r"'local:default' in this store, and ids are unique across scopes, so it cannot be imported into "
+            r"'user:other'; nothing was imported.\n", refused.stderr), refused.stderr
+    assert database.read_bytes() == before
 
 
 def test_a_file_that_cannot_be_read(keyword_service, tmp_path):

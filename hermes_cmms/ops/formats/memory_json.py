@@ -2,7 +2,7 @@
 too): entity lines (name, entityType, observations) and relation lines (from, to,
 relationType). See ../shared/formats/mcp-memory-server.md.
 
-Each entity becomes a fact memory `<name> is a <entityType>` (so it is an entity of the graph
+Each entity becomes a fact memory `<name> is a(n) <entityType>` (so it is an entity of the graph
 even without relations), each observation a semantic observation memory `<name>: <text>` (its
 entity named in `detail`, for the export back), each relation a fact memory
 `<from> <relationType> <to>` whose fact row puts the edge in the graph (a relation to a name
@@ -18,6 +18,7 @@ records are read too.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
@@ -180,7 +181,7 @@ class _Reader:
     def fact(self, key: tuple, subject: str, predicate: str, target: str, origin: str) -> Iterator[dict]:
         if not self.fresh(stable_id(NAME, *key)):
             return
-        content = f"{subject} {predicate.replace('_', ' ')} {target}"
+        content = f"{subject} {_spoken(predicate, target)} {target}"
         yield self.memory(key, "fact", content, origin)
         yield fact(NAME, key, subject, predicate, target)
 
@@ -198,6 +199,19 @@ class _Reader:
         if detail:
             record["detail"] = detail
         return record
+
+
+# words whose first letter is a vowel but whose sound is not ("a unit", "a one-off"), and the reverse ("an hour")
+_CONSONANT_SOUND = re.compile(r"(?i)(?:u(?:ni|s[eu]|r[aeiou]|t[aeiou]|bi|ku)|eu|ew|one(?![a-z])|once)")
+_VOWEL_SOUND = re.compile(r"(?i)(?:[aeiou]|hour|honou?r|honest|heir)")
+
+
+def _spoken(predicate: str, target: str) -> str:
+    """The predicate as the fact's sentence says it: "is an organization", "is a person" (the
+    stored predicate stays "is a", the entity type's name in the format)."""
+    if predicate == "is a" and _VOWEL_SOUND.match(target) and not _CONSONANT_SOUND.match(target):
+        return "is an"
+    return predicate.replace("_", " ")
 
 
 def _first(record: dict, *names: str):

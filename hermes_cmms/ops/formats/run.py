@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import sqlite3
 import tempfile
 import time
@@ -78,11 +79,14 @@ def _imported(engine: "Engine", path: Path, reader, name: str, *, scope: Optiona
         if named and not reading.spools:
             reading.refuse_empty(path, name)
         summary = {"format": name, "path": str(path), "dry_run": dry_run, **reading.summary()}
-        if dry_run:
-            summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
-        else:
-            summary["scopes"] = {s: _written(engine, spool, progress, actor or f"import:{name}")
-                                 for s, spool in reading.spools.items()}
+        try:
+            if dry_run:
+                summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
+            else:
+                summary["scopes"] = {s: _written(engine, spool, progress, actor or f"import:{name}")
+                                     for s, spool in reading.spools.items()}
+        except InvalidInput as exc:
+            raise InvalidInput(_unlined(str(exc))) from None
         return summary
     finally:
         for spool in reading.spools.values():
@@ -100,6 +104,15 @@ def _guarded(path: Path, records: Iterator) -> Iterator:
         raise InvalidInput(damaged(path, exc)) from None
     except sqlite3.DatabaseError as exc:
         raise InvalidInput(f"{str(path)!r} is not a SQLite database of Hermes' ({exc}); nothing was imported.") from None
+
+
+_SPOOL_LINE = re.compile(r"Line \d+: (.)")
+
+
+def _unlined(message: str) -> str:
+    """A refusal of the whole file (an id another scope owns) without the line of the spool it
+    names: the records of a foreign file are no lines a user can look up."""
+    return _SPOOL_LINE.sub(lambda m: m.group(1).upper(), message, count=1) if message.startswith("Line ") else message
 
 
 def read_at(path: Path) -> Optional[int]:
