@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import embedded_only
 from hermes_cmms import MemoryService, Settings
 from hermes_cmms.common.ids import shown_id
 from hermes_cmms.ops.formats import stable_id
@@ -87,6 +88,7 @@ def test_show_prints_an_import_receipt_without_a_time_it_does_not_have(home):
 
 
 @pytest.mark.store
+@embedded_only  # (a second store beside the first: on a server pass both homes name the one test database)
 def test_show_prints_a_receipts_time_inert(home, tmp_path):
     """A receipt's time is a stored string too: one an export file brings with a terminal escape and
     a right-to-left override in it is printed with both shown, not obeyed."""
