@@ -14,7 +14,6 @@ the first request, once per Hermes home (the active profile's, as Hermes resolve
 from __future__ import annotations
 
 import threading
-import time
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -23,7 +22,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from ..common.errors import CmmsError, InvalidInput
-from ..ui.web import answer, error_json, memory_id, status
+from ..ui.web import ScopeList, answer, error_json, memory_id, status
 
 if TYPE_CHECKING:  # the verbs a route calls, checked by a type checker (and by tests/ui/test_web_doors.py)
     from ..service import MemoryService
@@ -34,8 +33,7 @@ LIMIT = 50  # memories a page, at most
 TEXT_MOST = 4000  # characters of a prompt or query
 _homes: dict[str, tuple[MemoryService, str]] = {}  # each Hermes home's service and owner's scope, once opened
 _lock = threading.Lock()
-SCOPES_SECONDS = 30.0  # the scope picker's list is read again after this long (as `hermes-cmms ui` does)
-_picker: dict[str, tuple[float, list[str]]] = {}  # each home's picker list and when it was read
+_picker: dict[str, ScopeList] = {}  # each home's scope picker list
 
 
 def _home() -> Path:
@@ -98,14 +96,9 @@ def _scope(scope: Optional[str]) -> str:
 
 
 def _names() -> list[str]:
-    """The scope picker's list: the owner's first, then the store's other scopes (read again after
-    SCOPES_SECONDS, as counting them costs a scan of a large store)."""
+    """The scope picker's list of the active home (web.ScopeList, as `hermes-cmms ui` offers it)."""
     owner, key = _opened()[1], str(_home().expanduser().resolve())
-    at, names = _picker.get(key, (0.0, []))
-    if time.monotonic() - at > SCOPES_SECONDS:
-        names = [owner, *(entry["scope"] for entry in _service().scopes() if entry["scope"] != owner)]
-        _picker[key] = (time.monotonic(), names)
-    return names
+    return _picker.setdefault(key, ScopeList())(owner, lambda: _service().scopes())
 
 
 def _prompt(prompt: str) -> str:

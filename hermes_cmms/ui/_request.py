@@ -2,7 +2,6 @@
 one under --scope), a number from its query, and the page an engine error becomes."""
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Optional
 
 from starlette.requests import Request
@@ -15,7 +14,6 @@ if TYPE_CHECKING:  # the verbs a handler calls, checked by a type checker (and b
     from ..service import MemoryService
 
 PAGE = 50  # memories, sessions, audit events per page
-SCOPES_SECONDS = 30.0  # the scope picker's list is read again after this long
 
 
 def door(request: Request):
@@ -49,16 +47,11 @@ def chosen(fixed: Optional[str], home_owner: str, asked: Optional[str]) -> str:
 
 
 def scope_names(request: Request) -> list[str]:
-    """The scopes the picker offers: the store's (read again after SCOPES_SECONDS, as counting
-    them costs a scan of a large store), the owner's first even while it holds nothing yet."""
+    """The scopes the picker offers (web.ScopeList: the owner's first, even while it holds nothing
+    yet), or the one --scope fixed."""
     if door(request).scope is not None:
         return [door(request).scope]
-    state = request.app.state
-    at, names = getattr(state, "scope_names", (0.0, []))
-    if time.monotonic() - at > SCOPES_SECONDS:
-        names = [entry["scope"] for entry in service(request).scopes()]
-        state.scope_names = (time.monotonic(), names)
-    return [owner(request), *(n for n in names if n != owner(request))]
+    return request.app.state.scope_list(owner(request), lambda: service(request).scopes())
 
 
 def number(text: Optional[str], name: str, default: int, most: int = 10**9) -> int:

@@ -11,6 +11,7 @@ from . import _pages, _steer
 from ._guard import Door, Guard
 from ._render import HERE, Pages
 from ._request import error_page
+from .web import ScopeList
 
 READ = [(path, _pages.served(view)) for path, view in _pages.VIEWS]
 CHANGE = [("/memory/{memory_id}/correct", _steer.correct), ("/memory/{memory_id}/pin", _steer.pin),
@@ -26,5 +27,6 @@ def make_app(service, door: Door) -> Starlette:
     app = Starlette(routes=routes, exception_handlers={CmmsError: error_page})
     app.state.service, app.state.door, app.state.pages = service, door, Pages(door)
     app.state.owner = local_scope(service.settings.home)  # the provider's rule: every page's default
+    app.state.scope_list = ScopeList()
     app.add_middleware(Guard, door=door)
     return app

@@ -4,7 +4,8 @@ as an HTTP status and its one sentence), an answer with its ids shown dashed, an
 door takes it."""
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 from starlette.responses import JSONResponse
 
@@ -34,6 +35,22 @@ def sentence(exc: CmmsError) -> str:
 def error_json(exc: CmmsError) -> JSONResponse:
     """An engine error as the JSON doors answer it: {"detail": sentence}, with its status."""
     return JSONResponse({"detail": sentence(exc)}, status_code=status(exc))
+
+
+SCOPES_SECONDS = 30.0  # the scope picker's list is read again after this long
+
+
+class ScopeList:
+    """The scope picker's list, as both web doors offer it: the owner's scope first, then the
+    store's others, read again after SCOPES_SECONDS (counting the scopes scans a large store)."""
+
+    def __init__(self) -> None:
+        self.at, self.names = float("-inf"), []
+
+    def __call__(self, owner: str, scopes: Callable[[], list[dict]]) -> list[str]:
+        if time.monotonic() - self.at > SCOPES_SECONDS:
+            self.names, self.at = [entry["scope"] for entry in scopes()], time.monotonic()
+        return [owner, *(name for name in self.names if name != owner)]
 
 
 def answer(value: Any) -> Any:

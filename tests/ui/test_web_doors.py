@@ -205,7 +205,7 @@ def test_every_rule_of_the_stylesheet_is_scoped_to_the_cmms_class():
 def test_the_tabs_scope_picker_is_read_again_after_its_interval(tab, kw_home, monkeypatch):
     """Counting the scopes scans the store: the tab's picker, like the dashboard's, keeps its list
     for SCOPES_SECONDS, then lists a scope written meanwhile."""
-    from hermes_cmms.hermes_plugin import dashboard_api
+    from hermes_cmms.ui import web
 
     client, _ids = tab
 
@@ -220,5 +220,5 @@ def test_the_tabs_scope_picker_is_read_again_after_its_interval(tab, kw_home, mo
     finally:
         service.close()
     assert offered() == ["local:default", "user:telegram:9"]  # read within the interval: kept
-    monkeypatch.setattr(dashboard_api, "SCOPES_SECONDS", 0.0)
+    monkeypatch.setattr(web, "SCOPES_SECONDS", 0.0)
     assert offered() == ["local:default", "user:discord:5", "user:telegram:9"]
