@@ -39,7 +39,9 @@ def test_memory_json_round_trips_through_its_importer(home, tmp_path):
     run(home, "import", "--create", str(FIXTURE))
     exported = tmp_path / "memory.jsonl"
     summary = json.loads(run(home, "export", "--format", "memory-json", "--output", str(exported)))
-    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    marked = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert all(isinstance(r.get("hermes_cmms"), dict) for r in marked)  # the ids of what each line stands for
+    lines = [{k: v for k, v in r.items() if k != "hermes_cmms"} for r in marked]
     assert summary["counts"] == {"entities": sum(r["type"] == "entity" for r in lines),
                                  "relations": sum(r["type"] == "relation" for r in lines)}
     assert {"type": "relation", "from": "Bakery Project", "to": "Flour_Supplier",

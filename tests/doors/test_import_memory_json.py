@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_cmms import MemoryService, Settings
 from hermes_cmms.ops.formats import Skipped, memory_json
 from imports import imported, killed_mid_import, memories_and_peak, run, stored
 
@@ -139,3 +140,65 @@ def test_an_entity_type_with_a_vowel_sound_reads_is_an(home, tmp_path):
         "Fjordbrød is an organization", "Ilse is a person", "Kitchen is a unit", "Lunch is an hour"]
     facts = [r for r in memory_json.records(path, scope="s") if not isinstance(r, Skipped) and r["type"] == "fact"]
     assert {f["predicate"] for f in facts} == {"is a"}
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_our_own_memory_json_export_comes_back_as_nothing_new(home, tmp_path):
+    """`learn` of one sentence (the text kept, three facts learned), a turn kept in a session,
+    `export --format memory-json` (our export, whose lines carry the ids of the memories they
+    stand for), then `import --from memory-json` of that file: into the same store it adds
+    nothing and recall shows each fact once; into a fresh store each memory comes back once,
+    under its own id, without a made-up "user is a person" or "session … is a session" fact."""
+    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
+    finally:
+        svc.close()
+    before = _contents(home)
+    exported = tmp_path / "memory.jsonl"
+    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
+
+    again = imported(home, "--from", "memory-json", str(exported))["scopes"]["local:default"]
+    assert (again["memories"]["added"], again["facts"]["added"]) == (0, 0)
+    assert _contents(home) == before
+    found = json.loads(run(home, "search", "Ilse Tromsø", "--json").stdout)["results"]
+    assert [m["content"] for m in found].count("Ilse lives in Tromsø") == 1
+
+    other = tmp_path / "other_home"
+    other.mkdir()
+    imported(other, "--from", "memory-json", str(exported))
+    fresh = _contents(other)
+    assert set(fresh) == set(before)  # the same ids, each once
+    assert sorted(fresh.values()) == sorted(["My sister Ilse lives in Tromsø and works at Equinor.",
+                                             "user has sister Ilse", "Ilse lives in Tromsø", "Ilse works at Equinor",
+                                             "user: Remind me to water the plants", "assistant: I will."])
+    assert imported(other, str(exported))["scopes"]["local:default"]["memories"]["added"] == 0
+
+
+def test_marks_whose_observations_changed_since_are_not_taken():
+    """An entity line of our export whose observations the MCP server's tools changed since
+    (one added; the old servers kept unknown keys) is read as anyone's: its ids are not taken."""
+    from hermes_cmms.ops.formats._exports import memory_json as exported
+
+    line = next(exported([{"type": "memory", "id": "ab" * 16, "kind": "observation", "content": "Likes figs"}]))
+    assert line["hermes_cmms"]["ids"] == ["ab" * 16]
+    assert [m["id"] for m in _read_lines(line)] == ["ab" * 16]
+    line["observations"].append("Likes dates")
+    line["hermes_cmms"]["ids"].append("cd" * 16)
+    assert "ab" * 16 not in [m["id"] for m in _read_lines(line)]
+
+
+def _read_lines(*lines: dict) -> list[dict]:
+    reader = memory_json._Reader()
+    return [r for line in lines for r in reader.read(line, "line 1") if r["type"] == "memory"]
+
+
+def _contents(home: Path) -> dict[str, str]:
+    """Every memory of the local scope, id -> content."""
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        return {r["id"]: r["content"] for r in svc.transfer.export("local:default") if r["type"] == "memory"}
+    finally:
+        svc.close()

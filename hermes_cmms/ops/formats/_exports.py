@@ -9,7 +9,12 @@ written `<role>: <text>`), else `user` (type `person`). A fact is a relation, ex
 which is X's entityType. Superseded memories are left out. An entity's observations are
 gathered into one line, up to GROUP_BYTES of text held at once: past that, what is held is
 written and gathering starts again, so only in a very large store can an entity have several
-lines (our import merges them; the MCP server's tools use the first).
+lines (our import merges them; the MCP server's tools use the first). Each line carries, under
+the key `hermes_cmms` (MARKS; the MCP server's reader takes only the keys it knows), the ids of
+the memories it stands for: an entity line `ids` (one per observation) with a `digest` of its
+observations, and `holder` for an entity made up to hold memories (a session, `user`); an
+entity or relation line written for a fact that fact's `id`. Our import takes those ids, so the
+file imported into the store it came from adds nothing, and into another adds each memory once.
 
 markdown: one note per session (`sessions/<date>-<id>.md`) and one per day for memories outside
 a session (`days/<date>.md`), dates in UTC; front matter (title, type, permalink, created,
@@ -40,8 +45,9 @@ MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>#~&])")  # what can start marku
 YAML_BREAKS = {"\u0085": "\\N", "\u2028": "\\L", "\u2029": "\\P"}
 OPEN_FILES = 64  # note parts kept open at once while writing
 GROUP_BYTES = 32 * 2**20  # observations (characters) a memory-json export gathers per entity line at most
+MARKS = "hermes_cmms"  # the key of a memory-json line that names the memories it stands for
 
-__all__ = ["export_open", "memory_json", "markdown"]
+__all__ = ["MARKS", "export_open", "memory_json", "markdown", "observations_digest"]
 
 
 def export_open(engine: "Engine", scope: str, fmt: str, directory=None, actor: str = ""):
@@ -62,54 +68,73 @@ def export_open(engine: "Engine", scope: str, fmt: str, directory=None, actor: s
 def memory_json(records: Iterable[dict], budget: int = GROUP_BYTES) -> Iterator[dict]:
     """The MCP memory server's lines (entity, relation) of an export's records: one line per
     entity, its observations gathered until `budget` characters are held (then written, and
-    gathering starts again: only a store bigger than that writes an entity on several lines)."""
+    gathering starts again: only a store bigger than that writes an entity on several lines).
+    Each line carries MARKS: the ids of the memories it stands for (see the module docstring)."""
     superseded: set[str] = set()
     typed: dict[str, str] = {}  # entity -> the entityType written for it
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, list[tuple[str, str]]] = {}  # entity -> (memory id, observation)
+    holders: set[str] = set()  # entities made up to hold memories (a session, the user)
     held = 0
     for record in records:
         if record.get("type") == "memory":
             if record.get("superseded_by"):
                 superseded.add(record["id"])
             elif record.get("kind") != "fact":
-                name, kind, text = _observation(record)
+                name, kind, text, holder = _observation(record)
                 typed.setdefault(name, kind)
-                groups.setdefault(name, []).append(text)
+                if holder:
+                    holders.add(name)
+                groups.setdefault(name, []).append((record["id"], text))
                 held += len(text)
                 if held > budget:
-                    yield from _entities(groups, typed)
+                    yield from _entities(groups, typed, holders)
                     held = 0
         elif record.get("type") == "fact" and record["memory_id"] not in superseded:
-            yield from _entities(groups, typed)  # (facts come after every memory)
+            yield from _entities(groups, typed, holders)  # (facts come after every memory)
             subject, predicate, target = record["subject"], record["predicate"], record["object"]
+            marks = {MARKS: {"id": record["memory_id"]}}
             if predicate == "is a" and typed.get(subject, target) == target:
                 if subject not in typed:  # (one whose observations were written has its type)
                     typed[subject] = target
-                    yield {"type": "entity", "name": subject, "entityType": target, "observations": []}
+                    yield {"type": "entity", "name": subject, "entityType": target, "observations": [], **marks}
             else:
-                yield {"type": "relation", "from": subject, "to": target, "relationType": predicate}
-    yield from _entities(groups, typed)
+                yield {"type": "relation", "from": subject, "to": target, "relationType": predicate, **marks}
+    yield from _entities(groups, typed, holders)
 
 
-def _entities(groups: dict[str, list[str]], typed: dict[str, str]) -> Iterator[dict]:
+def _entities(groups: dict[str, list[tuple[str, str]]], typed: dict[str, str], holders: set[str]) -> Iterator[dict]:
     """The entity lines of the observations gathered (in the order the entities were met),
     which are then let go."""
-    for name, observations in groups.items():
-        yield {"type": "entity", "name": name, "entityType": typed[name], "observations": observations}
+    for name, gathered in groups.items():
+        observations = [text for _, text in gathered]
+        marks = {"ids": [memory_id for memory_id, _ in gathered], "digest": observations_digest(observations)}
+        if name in holders:
+            marks["holder"] = True
+        yield {"type": "entity", "name": name, "entityType": typed[name], "observations": observations,
+               MARKS: marks}
     groups.clear()
 
 
-def _observation(record: dict) -> tuple[str, str, str]:
-    """(entity, entityType, observation) of a memory that is not a fact."""
+def observations_digest(observations: list) -> str:
+    """What an entity line's marks say its observations were, so a line whose observations were
+    changed since (by the MCP server's tools) is not matched to their ids."""
+    return hashlib.sha256("\x1f".join(map(str, observations)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _observation(record: dict) -> tuple[str, str, str, bool]:
+    """(entity, entityType, observation, whether the entity is made up to hold it) of a memory
+    that is not a fact."""
     detail = record.get("detail") if isinstance(record.get("detail"), dict) else {}
     entity, content = detail.get("entity"), record["content"]
     if isinstance(entity, str) and entity:
         kind = detail.get("entity_type") if isinstance(detail.get("entity_type"), str) else "entity"
-        return entity, kind or "entity", content.removeprefix(f"{entity}: ")
+        if detail.get("holder") is True:  # (imported from such a line: its text is the content)
+            return entity, kind or "entity", content, True
+        return entity, kind or "entity", content.removeprefix(f"{entity}: "), False
     if record.get("session_id"):
         text = f"{record['role']}: {content}" if record.get("role") else content
-        return f"session {record['session_id']}", "session", text
-    return "user", "person", content
+        return f"session {record['session_id']}", "session", text, True
+    return "user", "person", content, True
 
 
 # -- markdown -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Iterator, Optional, Union
 from ...common.errors import InvalidInput
 from ..transfer import bounded_lines
 from . import Skipped, fact, memory, stable_id
+from ._exports import MARKS, observations_digest
 
 NAME = "memory-json"
 SOURCE = f"import:{NAME}"
@@ -155,18 +156,24 @@ class _Reader:
             yield Skipped("an entity without a name", where)
             return
         kind = self.types.setdefault(name, _text(record.get("entityType")) or "entity")
-        yield from self.fact(("entity", name), name, "is a", kind, f"entity/{name}")
+        marks = _marks(record)
+        if not marks.get("holder"):  # (a session or `user` our export made up is no entity of the graph)
+            yield from self.fact(("entity", name), name, "is a", kind, f"entity/{name}", marks.get("id"))
         observations = record.get("observations") or []
         if not isinstance(observations, list):
             observations = [observations]
-        for observation in observations:
+        ids = _ids(marks, observations)
+        for index, observation in enumerate(observations):
             text = _text(observation)
             if not text:
                 continue
             key = ("observation", name, text)
-            if self.fresh(stable_id(NAME, *key)):
-                yield self.memory(key, "observation", f"{name}: {text}", f"entity/{name}", tags=[kind],
-                                  detail={"entity": name, "entity_type": kind})
+            memory_id = ids[index] if ids else stable_id(NAME, *key)
+            if self.fresh(memory_id):
+                detail = {"entity": name, "entity_type": kind} | ({"holder": True} if marks.get("holder") else {})
+                content = text if marks.get("holder") else f"{name}: {text}"
+                yield self.memory(key, "observation", content, f"entity/{name}", tags=[kind], detail=detail,
+                                  memory_id=memory_id)
 
     def relation(self, record: dict, where: str) -> Iterator[Union[dict, Skipped]]:
         ends = (_text(_first(record, "from", "from_id")), _text(_first(record, "relationType", "relation_type")),
@@ -176,14 +183,16 @@ class _Reader:
             return
         subject, predicate, target = ends
         yield from self.fact(("relation", *ends), subject, predicate, target,
-                             f"relation/{subject}/{predicate}/{target}")
+                             f"relation/{subject}/{predicate}/{target}", _marks(record).get("id"))
 
-    def fact(self, key: tuple, subject: str, predicate: str, target: str, origin: str) -> Iterator[dict]:
-        if not self.fresh(stable_id(NAME, *key)):
+    def fact(self, key: tuple, subject: str, predicate: str, target: str, origin: str,
+             memory_id: Optional[str] = None) -> Iterator[dict]:
+        memory_id = memory_id or stable_id(NAME, *key)
+        if not self.fresh(memory_id):
             return
         content = f"{subject} {_spoken(predicate, target)} {target}"
-        yield self.memory(key, "fact", content, origin)
-        yield fact(NAME, key, subject, predicate, target)
+        yield self.memory(key, "fact", content, origin, memory_id=memory_id)
+        yield fact(NAME, key, subject, predicate, target) | {"memory_id": memory_id}
 
     def fresh(self, memory_id: str) -> bool:
         """Whether the memory is new to this file (the import refuses an id twice)."""
@@ -193,12 +202,36 @@ class _Reader:
         return True
 
     def memory(self, key: tuple, kind: str, content: str, origin: str, *, tags=(),
-               detail: Optional[dict] = None) -> dict:
+               detail: Optional[dict] = None, memory_id: str) -> dict:
         record = memory(NAME, key, content, original=f"mcp-memory:{origin}", created_at=None,
-                        tier="semantic", kind=kind, tags=tuple(t for t in tags if t.strip()))
+                        tier="semantic", kind=kind, tags=tuple(t for t in tags if t.strip())) | {"id": memory_id}
         if detail:
             record["detail"] = detail
         return record
+
+
+def _marks(record: dict) -> dict:
+    """What a line of our own export says of the memories it stands for (MARKS in
+    _exports.py); {} for a line of anyone else's, or marks that are not of that shape."""
+    marks = record.get(MARKS)
+    if not isinstance(marks, dict):
+        return {}
+    if "id" in marks and not _an_id(marks["id"]):
+        marks = {k: v for k, v in marks.items() if k != "id"}
+    return marks
+
+
+def _ids(marks: dict, observations: list) -> Optional[list[str]]:
+    """The memory ids of an entity line's observations, if its marks name one per observation
+    and the observations are still those the export wrote (their digest); else None."""
+    ids = marks.get("ids")
+    if not (isinstance(ids, list) and len(ids) == len(observations) and all(map(_an_id, ids))):
+        return None
+    return ids if marks.get("digest") == observations_digest(observations) else None
+
+
+def _an_id(value) -> bool:
+    return isinstance(value, str) and 0 < len(value.strip()) <= 64
 
 
 # words whose first letter is a vowel but whose sound is not ("a unit", "a one-off"), and the reverse ("an hour")
