@@ -192,3 +192,46 @@ def test_fields_of_the_wrong_type_are_left_out_not_a_crash(tmp_path):
     assert [(r["role"], r["content"]) for r in records if r["type"] == "memory"] == [
         ("user", "kept"), ("assistant", "also kept")]
     assert skipped["message from an unknown sender"] == 1 and skipped["unknown block"] == 2
+
+
+REPLY = (" Here is a plan.\n\n<antThinking>The user wants a checklist; an artifact fits. SECRETREASONING</antThinking>"
+         "\n\n<antArtifact identifier=\"seed-list\" type=\"text/markdown\" title=\"Seed list\">\n- ARTIFACTBODY tomatoes\n"
+         "- basil\n</antArtifact>\n\nHappy sowing!")
+
+
+def _reply_blocks(text: str) -> list[dict]:
+    """The `content` list a reply carries beside its `text`: one text block repeating it."""
+    return [{"start_timestamp": "2024-10-18T05:30:12.000000Z", "stop_timestamp": "2024-10-18T05:30:20.000000Z",
+             "type": "text", "text": text, "citations": []}]
+
+
+@pytest.mark.quick
+@pytest.mark.store
+@pytest.mark.parametrize("shape", ["2024", "2025"])
+def test_a_reply_whose_text_blocks_hold_inline_markup_is_stripped(home, tmp_path, shape):
+    """A Claude.ai 2024 export writes each reply's `text` and, beside it, a `content` list of
+    text blocks repeating it (inline `<antThinking>` and `<antArtifact>` included; no
+    parent_message_uuid: the flat list); a 2025 export has the tree (parent_message_uuid) and the
+    blocks. Either way the hidden reasoning and the artifact's body are not stored, recalled or
+    exported: the reply keeps its words and `[artifact: Seed list]`."""
+    human = {"uuid": "m-1", "text": "Which seeds should I sow in March?", "sender": "human",
+             "created_at": "2024-10-18T05:30:10.325754Z", "updated_at": "2024-10-18T05:30:10.325754Z",
+             "attachments": [], "files": [], "content": _reply_blocks("Which seeds should I sow in March?")}
+    reply = {"uuid": "m-2", "text": REPLY, "sender": "assistant", "created_at": "2024-10-18T05:30:12.000000Z",
+             "updated_at": "2024-10-18T05:30:20.000000Z", "attachments": [], "files": [],
+             "content": _reply_blocks(REPLY)}
+    if shape == "2025":
+        human["parent_message_uuid"], reply["parent_message_uuid"] = ROOT, "m-1"
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"uuid": "c-1", "name": "Seeds", "created_at": "2024-10-18T05:30:10.325754Z",
+                                 "updated_at": "2024-10-18T05:30:20.000000Z", "chat_messages": [human, reply]}]),
+                    encoding="utf-8")
+    summary = imported(home, "--from", "claude", str(path))
+    assert summary["skipped"]["thinking (reasoning) block"]["count"] == 1
+    assert summary["skipped"]["artifact body"]["count"] == 1
+    found = json.loads(run(home, "search", "plan sowing seed list", "--json").stdout)["results"]
+    assert [r["content"] for r in found if r["role"] == "assistant"] == [
+        "Here is a plan.\n\n[artifact: Seed list]\n\nHappy sowing!"]
+    assert not json.loads(run(home, "search", "SECRETREASONING ARTIFACTBODY", "--json").stdout)["results"]
+    exported = run(home, "export").stdout
+    assert "Seed list" in exported and "SECRETREASONING" not in exported and "ARTIFACTBODY" not in exported

@@ -9,7 +9,8 @@ to the root, the other branches skipped; 2024 exports are a flat list in no reli
 sorted by time (a person's message before the reply stamped the same second). A message is its
 `text` blocks only: thinking, tool calls and tool results (which sit inside the assistant's
 message) are skipped and counted; a long paste lives in an attachment's `extracted_content`;
-2024 text's inline `<antThinking>` is dropped and an `<antArtifact>` is left as its title; the
+a 2024 reply's inline `<antThinking>` is dropped and an `<antArtifact>` is left as its title
+(in its `text` and in the text blocks of the `content` beside it alike); the
 files attached are named (`[attached: a.png]`: the export has their names, not their bytes).
 The conversation's summary (model-written) is a `summary` memory; `memories.json` gives one
 semantic note per memory file, per paragraph of the account's memory, per project memory.
@@ -139,7 +140,7 @@ def _conversation(conversation: dict, index: int) -> Iterator[dict | Skipped]:
         if role is None:
             yield Skipped("message from an unknown sender", mwhere)
             continue
-        content, skipped = _content(message)
+        content, skipped = _content(message, role)
         for reason in skipped:
             yield Skipped(reason, mwhere)
         if not content:
@@ -184,8 +185,10 @@ def _active_branch(messages: list[dict]) -> tuple[list[dict], list[dict]]:
     return path[::-1], [m for m in messages if id(m) not in kept]
 
 
-def _content(message: dict) -> tuple[str, list[str]]:
-    """The message's words and the reasons for what was left out of them."""
+def _content(message: dict, role: str) -> tuple[str, list[str]]:
+    """The message's words and the reasons for what was left out of them: its `text` blocks, or
+    its `text` where it has none; the assistant's inline markup (2024 replies have it in both
+    shapes, `text` alone and `text` beside a `content` list of text blocks) stripped."""
     blocks, skipped = message.get("content"), []
     if isinstance(blocks, list) and blocks:
         parts = []
@@ -197,7 +200,9 @@ def _content(message: dict) -> tuple[str, list[str]]:
                 skipped.append(BLOCKS_SKIPPED.get(kind, f"{kind or 'unknown'} block"))
         text = "\n\n".join(p for p in parts if p)
     else:
-        text, removed = _without_markup(_text(message.get("text")))
+        text = _text(message.get("text"))
+    if role == "assistant":
+        text, removed = _without_markup(text)
         skipped += removed
     pasted = [_text(a.get("extracted_content")).strip() for a in _list(message.get("attachments"))
               if isinstance(a, dict)]
