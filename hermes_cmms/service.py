@@ -531,6 +531,23 @@ def door_settings(home, create: Optional[bool], **overrides) -> Settings:
     return settings_for(home, create, **overrides)
 
 
+def has_store(settings: Settings) -> bool:
+    """Whether the store of these settings is there: its SQLite file exists (a database server's
+    store is there once named)."""
+    from .store.availability import store_file
+
+    where = store_file(settings)
+    return where is None or where.exists()
+
+
+def plan_import(settings: Settings, path, **kwargs) -> dict:
+    """What importing `path` would add where there is no store yet (has_store false), without
+    creating one: MemoryService.transfer.import_foreign's dry run (ops.formats.run.plan_foreign)."""
+    from .ops.formats.run import plan_foreign
+
+    return plan_foreign(settings.home, path, **kwargs)
+
+
 def store_problem(settings: Settings) -> str:
     """Why this store cannot be written, in one sentence; '' when nothing local stands in the way."""
     from .store.availability import store_problem as problem
@@ -573,5 +590,6 @@ def prepared_minilm(source: Path, int8: bool = False, again: bool = False, cache
     return prepared(source, int8, again, cache)
 
 
-__all__ = ["MemoryService", "acquire", "release", "hosted_by_hermes", "door_settings", "store_problem", "run_checks", "external_paths",
+__all__ = ["MemoryService", "acquire", "release", "hosted_by_hermes", "door_settings", "has_store", "plan_import",
+           "store_problem", "run_checks", "external_paths",
            "hermes_history", "packaged_int8_minilm", "prepared_minilm", "safe_url", "Report"]

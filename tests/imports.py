@@ -32,6 +32,15 @@ def imported(home: Path, *args: str) -> dict:
     return json.loads(result.stdout)
 
 
+def nothing_stored(home: Path) -> bool:
+    """Whether the store in `home` holds no memory, or is not there (a dry run where there was
+    no store makes none)."""
+    result = run(home, "status", "--json")
+    if result.returncode != 0:
+        return "No cmms store at " in result.stderr
+    return json.loads(result.stdout)["memories"] == 0
+
+
 def read(reader, path: Path) -> tuple[list[dict], Counter]:
     """What `reader` (a module of hermes_cmms.ops.formats) keeps of `path`, and how many
     records it skipped for each reason."""

@@ -125,16 +125,14 @@ def _line(record: dict) -> bytes:
 
 
 def cmd_import(args) -> int:
-    service = _service(args, embedder=_engine.storing_only(args).get("embedder") if args.wait else "none")
-    bars: dict[str, object] = {}
+    if args.dry_run and args.file != "-":
+        from ..service import has_store
 
-    def progress(phase: str, done: int, total: Optional[int]) -> None:
-        if phase not in bars:
-            bars[phase] = _bar(args, phase, total)
-        bar = bars[phase]
-        if bar is not None:
-            bar.total = total
-            bar.update(done - bar.n)
+        settings = _engine.settings_for(args, embedder="none")
+        if not has_store(settings):  # (no store yet: the dry run does not make one)
+            return _dry_run_without_store(args, settings)
+    service = _service(args, embedder=_engine.storing_only(args).get("embedder") if args.wait else "none")
+    bars, progress = _bars(args)
 
     try:
         kwargs = {"scope": args.scope, "progress": progress, "actor": "cli:import"}
@@ -152,12 +150,43 @@ def cmd_import(args) -> int:
             finally:
                 bar.close()
     finally:
-        for bar in bars.values():
-            if bar is not None:
-                bar.close()
+        _closed(bars)
         service.close(drain_timeout=0.0)
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0
+
+
+def _dry_run_without_store(args, settings) -> int:
+    """The dry run where there is no store yet: what the file would add, with no store made."""
+    from ..service import plan_import
+
+    bars, progress = _bars(args)
+    try:
+        summary = plan_import(settings, args.file, fmt=args.source, scope=args.scope, progress=progress)
+    finally:
+        _closed(bars)
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _bars(args) -> tuple[dict, Callable]:
+    """The import's progress bars, one per phase, and the `progress` callback that feeds them."""
+    bars: dict[str, object] = {}
+
+    def progress(phase: str, done: int, total: Optional[int]) -> None:
+        if phase not in bars:
+            bars[phase] = _bar(args, phase, total)
+        bar = bars[phase]
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+    return bars, progress
+
+
+def _closed(bars: dict) -> None:
+    for bar in bars.values():
+        if bar is not None:
+            bar.close()
 
 
 def register(add: Callable) -> None:

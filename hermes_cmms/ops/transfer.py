@@ -212,8 +212,9 @@ class Plan:
 
     def finish(self, store, scope: Optional[str]) -> str:
         """The checks that need the whole file and the store: the header's counts, ids of
-        another scope, ids pointed at that are neither in the file nor in the scope. Returns
-        the scope to import into: `scope`, else the file's."""
+        another scope, ids pointed at that are neither in the file nor in the scope (`store`
+        None: a store not made yet, which holds nothing). Returns the scope to import into:
+        `scope`, else the file's."""
         if self.header is None:
             raise InvalidInput("The file is empty: its first line must be the header of a hermes-cmms "
                                "export; nothing was imported.")
@@ -223,20 +224,25 @@ class Plan:
             if said != found:
                 raise InvalidInput(f"The file holds {found} {kind.plural} records but its header says {said}: "
                                    f"it may be cut short or edited; nothing was imported.")
-        with store.read() as conn:
-            owners = transfer_rows.owners(conn, list(self.memories), CHUNK)
-            for memory_id, owner in owners.items():
-                if owner != scope:
-                    raise bad(self.memories[memory_id], f"memory id '{shown_id(memory_id)}' already belongs to scope "
-                                                        f"{owner!r} in this store, and ids are unique across "
-                                                        f"scopes, so it cannot be imported into {scope!r}")
-            missing = [i for i in self.pointers if i not in self.memories]
-            known = transfer_rows.owners(conn, missing, CHUNK)
+        missing = [i for i in self.pointers if i not in self.memories]
+        known = {}
+        if store is not None:
+            with store.read() as conn:
+                self._not_owned(transfer_rows.owners(conn, list(self.memories), CHUNK), scope)
+                known = transfer_rows.owners(conn, missing, CHUNK)
         for memory_id in missing:
             if known.get(memory_id) != scope:
                 line, name = self.pointers[memory_id]
                 raise bad(line, f"{name} {memory_id!r} is not a memory of this file or of scope {scope!r}")
         return scope
+
+    def _not_owned(self, owners: dict[str, str], scope: str) -> None:
+        """InvalidInput if a memory id of the file belongs to another scope than `scope`."""
+        for memory_id, owner in owners.items():
+            if owner != scope:
+                raise bad(self.memories[memory_id], f"memory id '{shown_id(memory_id)}' already belongs to scope "
+                                                    f"{owner!r} in this store, and ids are unique across "
+                                                    f"scopes, so it cannot be imported into {scope!r}")
 
 
 def _shown(key: tuple) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import Skipped, chatgpt, detect, stable_id
-from imports import imported, killed_mid_import, run
+from imports import imported, killed_mid_import, nothing_stored, run
 from test_hermes_e2e import llm  # noqa: F401 (the fake LLM fixture)
 
 FIXTURES = Path(__file__).parents[1] / "data" / "imports" / "chatgpt"
@@ -59,7 +59,7 @@ def test_dry_run_import_reimport_and_recall(home, tmp_path):
     assert dry["from"] == "2024-06-01T10:00:00+00:00" and dry["to"] == "2024-07-01T10:34:10+00:00"
     assert dry["dated"] == {}
     assert dry["skipped"]["a tool call"]["count"] == 1
-    assert json.loads(run(home, "status", "--json").stdout)["memories"] == 0  # the dry run wrote nothing
+    assert nothing_stored(home)  # the dry run wrote nothing
 
     first = imported(home, str(FILE))["scopes"]["local:default"]
     assert (first["sessions"]["added"], first["memories"]["added"]) == (2, 7)

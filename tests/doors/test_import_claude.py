@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import claude, detect
-from imports import database, imported, killed_mid_import, read, run, stored
+from imports import database, imported, killed_mid_import, nothing_stored, read, run, stored
 
 FOLDER = Path(__file__).parents[1] / "data" / "imports" / "claude"
 CONVERSATIONS = FOLDER / "conversations.json"
@@ -97,7 +97,7 @@ def test_dry_run_import_reimport_and_recall(home):
         "count": 1, "first": f"conversation 1 ({TOMATOES}), message 019a0000-0000-7000-8000-000000000003"}
     assert dry["dated"] == {"memories dated by the file's modification time": 3}  # the undated account memory
     assert dry["from"] == "2024-09-02T07:10:05+00:00"
-    assert json.loads(run(home, "status", "--json").stdout)["memories"] == 0  # the dry run wrote nothing
+    assert nothing_stored(home)  # the dry run wrote nothing
 
     first = imported(home, str(FOLDER))["scopes"]["local:default"]
     assert (first["sessions"]["added"], first["memories"]["added"]) == (3, 15)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hermes_cmms.ops.formats import claude_code, detect
-from imports import imported, read, run
+from imports import imported, nothing_stored, read, run
 
 PROJECTS = Path(__file__).parents[1] / "data" / "imports" / "claude-code" / "projects"
 PROJECT = PROJECTS / "-home-ana-src-demo-app"
@@ -93,7 +93,7 @@ def test_dry_run_import_reimport_and_recall(home):
     assert dry["scopes"]["local:default"]["memories"] == {"new": 13, "present": 0}
     assert dry["skipped"]["tool result"]["count"] == 2
     assert dry["from"] == "2026-02-10T09:00:05+00:00" and dry["to"] == "2026-03-02T09:00:00+00:00"
-    assert json.loads(run(home, "status", "--json").stdout)["memories"] == 0  # the dry run wrote nothing
+    assert nothing_stored(home)  # the dry run wrote nothing
 
     first = imported(home, str(PROJECTS))["scopes"]["local:default"]
     assert (first["sessions"]["added"], first["memories"]["added"]) == (3, 13)

@@ -34,7 +34,7 @@ HELD_BYTES = 128 * 2**20  # a scope's records held in memory up to about this mu
 ROW_BYTES = 1024  # what a held row costs besides its strings (about)
 KEYS = {"session": "session_id", "memory": "id", "fact": "memory_id"}
 
-__all__ = ["import_foreign"]
+__all__ = ["NO_STORE", "import_foreign", "plan_foreign"]
 
 
 def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Optional[str] = None,
@@ -53,17 +53,41 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
     if name not in readers:
         raise InvalidInput(f"Unknown format {name!r}; choose one of {', '.join(readers)}.")
     check_whole(path)
-    return _imported(engine, path, readers[name], name, scope=scope, dry_run=dry_run, progress=progress,
-                     actor=actor, named=fmt is not None)
+    return _imported(engine, Path(engine.settings.home), path, readers[name], name, scope=scope, dry_run=dry_run,
+                     progress=progress, actor=actor, named=fmt is not None)
 
 
-def _imported(engine: "Engine", path: Path, reader, name: str, *, scope: Optional[str], dry_run: bool,
-              progress: Optional[transfer.Progress], actor: str, named: bool) -> dict:
+def plan_foreign(home: Union[str, os.PathLike], path: Union[str, os.PathLike], *, fmt: Optional[str] = None,
+                 scope: Optional[str] = None, progress: Optional[transfer.Progress] = None) -> dict:
+    """The dry run of `import_foreign` for a Hermes home (`home`) that has no store yet, which it
+    does not create: the file read and checked the same way; every memory and session is new,
+    and none was kept live (there is no store to have kept it: the summary's `store` says so)."""
+    path = Path(path)
+    try:
+        path.stat()
+    except OSError as exc:
+        raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
+    readers = _readers()
+    name = fmt or detect(path)
+    if name not in readers:
+        raise InvalidInput(f"Unknown format {name!r}; choose one of {', '.join(readers)}.")
+    check_whole(path)
+    return _imported(None, Path(home), path, readers[name], name, scope=scope, dry_run=True, progress=progress,
+                     actor="", named=fmt is not None)
+
+
+NO_STORE = ("none yet (this dry run created none): nothing is stored already, so every session and memory is new "
+            "and none was kept while Hermes ran")
+
+
+def _imported(engine: Optional["Engine"], home: Path, path: Path, reader, name: str, *, scope: Optional[str],
+              dry_run: bool, progress: Optional[transfer.Progress], actor: str, named: bool) -> dict:
     if name == "cmms" and not dry_run:  # our own export: its import checks the header's counts too
         return {"format": name, **transfer.import_file(engine, path, scope=scope, progress=progress, actor=actor)}
     progress = progress or (lambda phase, done, total: None)
-    default = scope_of(scope) if scope is not None else local_scope(Path(engine.settings.home))
-    reading = _Reading(path, scope is not None, default, partial(_kept_live, engine), hold=not dry_run)
+    default = scope_of(scope) if scope is not None else local_scope(home)
+    kept_live = partial(_kept_live, engine) if engine is not None else (lambda scope, session_id: False)
+    reading = _Reading(path, scope is not None, default, kept_live, hold=not dry_run)
     size, by_bytes = (path.stat().st_size if path.is_file() else None), None
     try:
         for done, item in enumerate(_guarded(path, reader.records(path, scope=default)), 1):
@@ -79,6 +103,8 @@ def _imported(engine: "Engine", path: Path, reader, name: str, *, scope: Optiona
         if named and not reading.spools:
             reading.refuse_empty(path, name)
         summary = {"format": name, "path": str(path), "dry_run": dry_run, **reading.summary()}
+        if engine is None:
+            summary["store"] = NO_STORE
         try:
             if dry_run:
                 summary["scopes"] = {s: _planned(engine, spool) for s, spool in reading.spools.items()}
@@ -328,11 +354,14 @@ def _kept_live(engine: "Engine", scope: str, session_id: str) -> bool:
         return not transfer_rows.not_stored(conn, KINDS["session"], [{"session_id": stored_id(session_id)}], scope)
 
 
-def _planned(engine: "Engine", spool: _Spool) -> dict:
+def _planned(engine: Optional["Engine"], spool: _Spool) -> dict:
     """What importing the spool would add: the import's checking pass, then the ids already
-    stored (a re-import adds nothing)."""
+    stored (a re-import adds nothing); without a store (engine None) everything is new."""
     plan = spool.plan
-    scope = plan.finish(engine.store, spool.scope)  # refuses ids another scope owns
+    scope = plan.finish(engine and engine.store, spool.scope)  # refuses ids another scope owns
+    if engine is None:
+        return {"sessions": {"new": len(spool.seen["session"]), "present": 0},
+                "memories": {"new": len(plan.memories), "present": 0}, "facts": {"in_file": plan.counts["facts"]}}
     with engine.store.read() as conn:
         present = len(transfer_rows.owners(conn, list(plan.memories), transfer.CHUNK))
         sessions = [{"session_id": sid} for sid in spool.seen["session"]]
