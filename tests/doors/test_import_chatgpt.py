@@ -158,3 +158,17 @@ def test_an_import_killed_while_writing_keeps_its_batches_and_the_rerun_adds_the
     assert 0 < early < total
     rest = imported(home, str(export))["scopes"]["local:default"]["memories"]
     assert rest == {"added": total - early, "skipped": early}
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_replies_left_off_the_branch_are_counted_in_the_dry_run_and_the_import_alike(home):
+    """The fixture's first conversation (as ChatGPT's export writes a tree: `mapping`, each
+    node's `parent` and `children`, `current_node`) has a reply regenerated ("Bubbles", a-4a)
+    and a message edited away with its reply (u-5a, a-6a): left out, and counted as such by the
+    dry run and by the import; ChatGPT's memory snapshot, on a branch of its own, by its reason."""
+    first = f"conversations.json, conversation 0 ({STARTER}), message a-4a"
+    for args in (["--dry-run"], []):
+        skipped = imported(home, *args, str(FILE))["skipped"]
+        assert skipped[chatgpt.OFF_BRANCH] == {"count": 3, "first": first}
+        assert skipped["ChatGPT's memory snapshot"]["count"] == 1

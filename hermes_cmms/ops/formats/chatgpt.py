@@ -1,7 +1,8 @@
 """ChatGPT's data export: the ZIP, its unpacked folder, or one JSON file of it
 (`conversations.json`, or the `conversations-000.json`... shards of newer exports, read in
 order). Each conversation is a tree of messages; the branch imported is the one the user
-ended on (`current_node` up to the root), so regenerated and edited-away replies are left out.
+ended on (`current_node` up to the root), so regenerated and edited-away replies are left out
+(and counted, as OFF_BRANCH).
 Only what the user saw is kept: user and assistant messages with text, addressed to the user;
 system, tool, hidden messages, tool calls, custom instructions and ChatGPT's own memory
 snapshot are counted as skipped. A conversation marked "do not remember" is skipped whole.
@@ -21,6 +22,7 @@ NAME = "chatgpt"
 SHARD = re.compile(r"conversations-(\d+)\.json$")
 CITATION = re.compile("\ue200[^\ue201]*\ue201|[\ue200-\ue202]|【\\d+†[^】]{0,80}】")
 HEAD = 16384
+OFF_BRANCH = "a message not on the branch the user ended on (a reply regenerated or a message edited away)"
 
 
 def sniff(path: Path) -> bool:
@@ -108,7 +110,9 @@ def _conversation(conversation: Any, index: int, name: str) -> Iterator[Any]:
         yield Skipped("a conversation marked do-not-remember", where)
         return
     started, turns, kept, last = timestamp(conversation.get("create_time")), 0, [], None
-    for node_id, message in _branch(conversation["mapping"], conversation.get("current_node")):
+    branch = _branch(conversation["mapping"], conversation.get("current_node"))
+    yield from _off_branch(conversation["mapping"], {node_id for node_id, _ in branch}, where)
+    for node_id, message in branch:
         text, reason = _visible(message)
         if reason:
             yield Skipped(reason, f"{where}, message {node_id}")
@@ -139,6 +143,18 @@ def _branch(mapping: dict, current: Any) -> list[tuple[str, Any]]:
         path.append((current, node.get("message")))
         current = node.get("parent")
     return path[::-1]
+
+
+def _off_branch(mapping: dict, branch: set, where: str) -> Iterator[Skipped]:
+    """A Skipped for each message of the tree that is not on the branch imported: a reply
+    regenerated, a message edited away (OFF_BRANCH), or what would be skipped anyway (ChatGPT's
+    memory snapshot, a tool message), by that reason."""
+    for node_id, node in mapping.items():
+        message = node.get("message") if isinstance(node, dict) else None
+        if node_id in branch or not isinstance(message, dict):
+            continue
+        reason = _visible(message)[1]
+        yield Skipped(reason or OFF_BRANCH, f"{where}, message {node_id}")
 
 
 def _latest_leaf(mapping: dict) -> Optional[str]:
