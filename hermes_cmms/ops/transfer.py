@@ -27,6 +27,7 @@ import os
 import tempfile
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Union
 
@@ -49,8 +50,8 @@ CHUNK = 500  # records per lookup (and at most per write transaction)
 SHORT, SHORT_KEPT = 64, 50_000  # strings this short are redacted once an import (at most this many kept)
 Progress = Callable[[str, int, Optional[int]], None]  # (phase, done, total or None)
 
-__all__ = ["export_scope", "external_paths", "import_checked", "import_file", "import_records", "Plan", "CHUNK",
-           "FORMAT", "VERSION"]
+__all__ = ["check_file", "export_scope", "external_paths", "import_checked", "import_file", "import_records", "Plan",
+           "CHUNK", "FORMAT", "VERSION"]
 Checked = tuple[int, Kind, dict]  # a record checked by row_of: (its line, its kind, its row)
 
 
@@ -85,7 +86,34 @@ def import_file(engine: "Engine", path: Union[str, os.PathLike], *, scope: Optio
             pass
     except OSError as exc:
         raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
-    return _import(engine, lambda: _lines_of(path), scope, progress, actor)
+    with named_errors(path):
+        return _import(engine, lambda: _lines_of(path), scope, progress, actor)
+
+
+def check_file(store, path: Path, scope: Optional[str]) -> None:
+    """The import's checking pass over the export file `path` (every line, the header's counts,
+    the ids the store's other scopes own; `store` None: no store yet), writing nothing: what a
+    dry run refuses the file for, as its import would."""
+    with named_errors(path):
+        plan = Plan()
+        for number, text in _lines_of(path):
+            plan.read(parse(text, number), number)
+        plan.finish(store, scope)
+
+
+@contextmanager
+def named_errors(path: Path) -> Iterator[None]:
+    """A refusal of the file's content ("Line 3: not valid JSON ...", "The file is empty ...")
+    said with the file's name: "'x.jsonl', line 3: not valid JSON ..."."""
+    try:
+        yield
+    except InvalidInput as exc:
+        message, label = str(exc), repr(str(path))
+        if message.startswith("Line "):
+            raise InvalidInput(f"{label}, line {message.removeprefix('Line ')}") from None
+        if message.startswith("The file "):
+            raise InvalidInput(f"{label} {message.removeprefix('The file ')}") from None
+        raise
 
 
 def import_records(engine: "Engine", records: Iterable[Union[str, bytes, dict]], *, scope: Optional[str] = None,

@@ -100,7 +100,7 @@ def test_a_deeply_nested_import_line_is_one_sentence_naming_the_line(home, tmp_p
         lines.write_text(json.dumps(header) + "\n" + '{"type": "memory", "tags": ' + "[" * depth + "]" * depth + "}\n")
         result = run(home, "import", str(lines), "--create")
         assert result.returncode == 1
-        assert result.stderr == ("error: Line 2: it nests lists or objects deeper than 64 levels; "
+        assert result.stderr == (f"error: {str(lines)!r}, line 2: it nests lists or objects deeper than 64 levels; "
                                  "nothing was imported.\n")
 
 

@@ -51,9 +51,9 @@ def test_a_port_in_use_is_one_sentence(home):
 def test_an_import_line_without_end_is_refused_not_read_whole(home, tmp_path):
     endless = tmp_path / "zeros.jsonl"
     endless.write_bytes(bytes(MAX_LINE_BYTES + 10))
-    expected = "error: Line 1: longer than 16 MiB; nothing was imported."
-    assert _cli(home, "import", str(endless), "--create").stderr.strip() == expected
-    assert _cli(home, "import", "-", "--create", stdin=endless.read_bytes()).stderr.strip() == expected
+    said = "line 1: longer than 16 MiB; nothing was imported."
+    assert _cli(home, "import", str(endless), "--create").stderr.strip() == f"error: {str(endless)!r}, {said}"
+    assert _cli(home, "import", "-", "--create", stdin=endless.read_bytes()).stderr.strip() == f"error: L{said[1:]}"
 
 
 def test_a_text_of_nothing_printable_is_not_called_a_secret(keyword_service):

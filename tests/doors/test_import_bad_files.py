@@ -146,3 +146,23 @@ def test_a_chatgpt_export_without_conversations_is_one_sentence(stored_home, tmp
     said = _refused(stored_home, path, "--from", "chatgpt")
     assert said == (f"error: Nothing in {str(path)!r} is a chatgpt export (no conversation, message or memory "
                     f"of one); nothing was imported.\n")
+
+
+@pytest.mark.quick
+@pytest.mark.embedded_only
+def test_our_own_export_damaged_is_one_sentence_naming_the_file_and_line(stored_home, tmp_path):
+    """`hermes-cmms export` of the store (JSON Lines: a header, then a record a line), then
+    damaged as a download or an editor would: cut short (its last records missing), a line
+    broken, or a file of another product named `--from cmms`. The import and its dry run refuse
+    it in the same sentence, naming the file (and the line), and change nothing."""
+    export = run(stored_home, "export").stdout.splitlines()
+    cut = tmp_path / "local-default.jsonl"
+    cut.write_text("\n".join(export[:-2]) + "\n", encoding="utf-8")
+    said = _refused(stored_home, cut, "--from", "cmms")
+    assert said.startswith(f"error: {str(cut)!r} holds ") and "but its header says" in said
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join(export[:2] + ['{"type": "memory", "id": '] + export[3:]) + "\n", encoding="utf-8")
+    assert _refused(stored_home, broken).startswith(f"error: {str(broken)!r}, line 3: not valid JSON (")
+    chatgpt = DATA / "chatgpt" / "conversations.json"
+    assert _refused(stored_home, chatgpt, "--from", "cmms") == (
+        f"error: {str(chatgpt)!r}, line 1: a record must be a JSON object; nothing was imported.\n")

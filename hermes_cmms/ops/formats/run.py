@@ -84,6 +84,8 @@ def _imported(engine: Optional["Engine"], home: Path, path: Path, reader, name: 
               dry_run: bool, progress: Optional[transfer.Progress], actor: str, named: bool) -> dict:
     if name == "cmms" and not dry_run:  # our own export: its import checks the header's counts too
         return {"format": name, **transfer.import_file(engine, path, scope=scope, progress=progress, actor=actor)}
+    if name == "cmms":  # its dry run refuses what its import would, in the same words
+        transfer.check_file(engine and engine.store, path, scope)
     progress = progress or (lambda phase, done, total: None)
     default = scope_of(scope) if scope is not None else local_scope(home)
     kept_live = partial(_kept_live, engine) if engine is not None else (lambda scope, session_id: False)
