@@ -8,7 +8,10 @@ entity named in `detail`, for the export back), each relation a fact memory
 `<from> <relationType> <to>` whose fact row puts the edge in the graph (a relation to a name
 with no entity line makes a placeholder entity, as the graph does for any fact). Ids come from
 the entity name and the text, so a repeated entity line, observation or relation adds nothing,
-and neither does a second import. The format has no times: the records carry none, so the
+and neither does a second import. A line of hermes-cmms' own export names the memories it
+stands for (its `hermes_cmms` marks, _exports.py): those ids are taken instead, so the export
+imported into its store adds nothing; an entity it made up to hold memories (`holder`: a
+session, `user`) gets no "is a" fact, and its observations are their text alone. The format has no times: the records carry none, so the
 pipeline dates every memory by the file's modification time (and the dry run says so). A line
 that is not JSON is reported (skipped) and the rest imported; two objects run together on one
 line (`}{`, from concurrent writers) are split. The whole-document form
