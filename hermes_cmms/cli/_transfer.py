@@ -27,7 +27,7 @@ def _bar(args, description: str, total: Optional[int]):
         return None
     from tqdm import tqdm
 
-    if description == "reading" and total is not None:
+    if description.endswith("reading") and total is not None:
         return tqdm(total=total, desc=description, unit="B", unit_scale=True, unit_divisor=1024,
                     file=sys.stderr, leave=False)
     return tqdm(total=total, desc=description, unit=" records", file=sys.stderr, leave=False)
@@ -125,12 +125,14 @@ def _line(record: dict) -> bytes:
 
 
 def cmd_import(args) -> int:
-    if args.dry_run and args.file != "-":
-        from ..service import has_store
+    if args.file != "-":
+        from ..service import has_store, plan_import
 
         settings = _engine.settings_for(args, embedder="none")
-        if not has_store(settings):  # (no store yet: the dry run does not make one)
-            return _dry_run_without_store(args, settings)
+        if not has_store(settings):  # no store yet: a dry run makes none, and a file refused makes none
+            if args.dry_run:
+                return _dry_run_without_store(args, settings)
+            _checked_first(args, settings, plan_import)
     service = _service(args, embedder=_engine.storing_only(args).get("embedder") if args.wait else "none")
     bars, progress = _bars(args)
 
@@ -167,6 +169,17 @@ def _dry_run_without_store(args, settings) -> int:
         _closed(bars)
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0
+
+
+def _checked_first(args, settings, plan_import: Callable) -> None:
+    """Read the whole file as its dry run does before the first import makes the store: a file
+    refused (damaged, foreign, nothing of its format) leaves no store behind."""
+    bars, progress = _bars(args)
+    try:
+        plan_import(settings, args.file, fmt=args.source, scope=args.scope,
+                    progress=lambda phase, done, total: progress(f"checking, {phase}", done, total))
+    finally:
+        _closed(bars)
 
 
 def _bars(args) -> tuple[dict, Callable]:

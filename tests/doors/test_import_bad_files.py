@@ -166,3 +166,20 @@ def test_our_own_export_damaged_is_one_sentence_naming_the_file_and_line(stored_
     chatgpt = DATA / "chatgpt" / "conversations.json"
     assert _refused(stored_home, chatgpt, "--from", "cmms") == (
         f"error: {str(chatgpt)!r}, line 1: a record must be a JSON object; nothing was imported.\n")
+
+
+@pytest.mark.quick
+@pytest.mark.embedded_only
+@pytest.mark.parametrize("name", ["chatgpt-cut.zip", "random.bin"])
+def test_a_bad_file_as_the_first_import_makes_no_store(home, tmp_path, name):
+    """The first import into a home without a store reads the file through before it makes one:
+    a file refused leaves the home as it was (no empty cmms/cmms.db)."""
+    (home / "config.yaml").write_text("model: {}\n", encoding="utf-8")  # what `hermes setup` leaves
+    path = tmp_path / name
+    path.write_bytes(BAD[name][0])
+    for args in ([], ["--from", "chatgpt"]):
+        result = run(home, "import", *args, str(path))
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert not (home / "cmms").exists()
+    assert run(home, "import", str(DATA / "chatgpt" / "conversations.json")).returncode == 0  # a good one makes it
+    assert (home / "cmms" / "cmms.db").is_file()
