@@ -163,6 +163,7 @@ class VectorIndex:
             settings.chroma_path.mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
         where = _server_address(settings.chroma_url)
+        _answers(settings.chroma_url)  # (chromadb's constructor asks the server with no timeout)
         database = self._database()
         client = _with_timeout(chromadb.HttpClient(**where, settings=chroma_settings,
                                                    **({"database": database} if database else {})))
@@ -677,6 +678,19 @@ def _with_timeout(client):
     if session is not None:
         session.timeout = httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)
     return client
+
+
+def _answers(url: str) -> None:
+    """Raise httpx's TimeoutException (or TransportError) unless the Chroma server at `url`
+    answers the request chromadb's constructors make first (`/auth/identity`) within
+    HTTP_TIMEOUT_S: those ask before `_with_timeout` can bound their session, so a server that
+    accepts and never answers would hang the opener (and with it a turn) for good."""
+    import httpx
+
+    where = _server_address(url)
+    base = f"{'https' if where['ssl'] else 'http'}://{where['host']}:{where['port']}/api/v2"
+    with httpx.Client(timeout=httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)) as http:
+        http.get(f"{base}/auth/identity")
 
 
 PROBE_S = 3.0  # a request of `probe`: a health page does not wait on a hung server

@@ -1,0 +1,83 @@
+"""How long the vector index may make a caller wait: a Chroma server that accepts connections and
+never answers (the opener is bounded, recall falls back to keywords, writes wait in the outbox),
+and a recall right after this process's own write (it waits for that write's vectors, bounded)."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import embedded_only
+
+SCOPE = "user:timing"
+
+
+@pytest.fixture
+def silent_server():
+    """A socket on 127.0.0.1 that accepts connections and never answers (a hung Chroma server)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept() -> None:
+        silent.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(silent.accept()[0])  # kept open, never read nor answered
+            except OSError:
+                continue
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    yield f"http://127.0.0.1:{silent.getsockname()[1]}"
+    stop.set()
+    acceptor.join(2)
+    for conn in held:
+        conn.close()
+    silent.close()
+
+
+def _within(seconds: float, call):
+    """`call()`'s answer, or a failure (not a hung test) if it takes longer than `seconds`."""
+    done: dict = {}
+
+    def run() -> None:
+        try:
+            done["answer"] = call()
+        except Exception as exc:  # noqa: BLE001 - raised again on the test's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still waiting after {seconds} s"
+    if "error" in done:
+        raise done["error"]
+    return done.get("answer"), time.monotonic() - started
+
+
+@pytest.mark.quick
+@embedded_only  # (its Chroma URL is the silent socket, whatever the pass)
+def test_a_chroma_server_that_never_answers_bounds_the_first_connection(home, silent_server, monkeypatch):
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.common.errors import VectorsUnavailable
+    from hermes_cmms.vectors import chroma
+
+    monkeypatch.setattr(chroma, "HTTP_TIMEOUT_S", 1.0)
+    index = chroma.VectorIndex(Settings.load(home, chroma_url=silent_server), owner="0" * 32)
+    with pytest.raises(VectorsUnavailable, match="not answering"):
+        _within(8, lambda: index.query(SCOPE, [1.0] + [0.0] * 383, 5))
+    service = MemoryService(Settings.load(home, chroma_url=silent_server), scheduler=False)
+    try:
+        assert service.indexer.ready.wait(60) and service.indexer.active, service.indexer.error
+        service.remember(SCOPE, "The rowing club's boathouse key hangs behind the zeppelin poster.")
+        block, took = _within(8, lambda: service.recall(SCOPE, "Where does the boathouse key hang?"))
+        assert "zeppelin poster" in block  # keyword-only, at once
+        assert took < 4.0, took
+        assert service.store.counts()["outbox"] >= 1  # the write waits in the outbox
+    finally:
+        service.close(drain_timeout=0.0)
