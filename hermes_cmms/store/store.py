@@ -665,6 +665,11 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         with self.read() as conn:
             return conn.execute(query.limit(1)).first() is not None
 
+    def queued(self, scope: str) -> bool:
+        """Whether any vector write (upsert or delete) of `scope` waits in the outbox."""
+        with self.read() as conn:
+            return conn.execute(select(Outbox.id).where(Outbox.scope == scope).limit(1)).first() is not None
+
     def deletes_queued(self, scope: str) -> int:
         """How many vector deletions of `scope` are queued (one per forgotten memory)."""
         with self.read() as conn:

@@ -81,3 +81,23 @@ def test_a_chroma_server_that_never_answers_bounds_the_first_connection(home, si
         assert service.store.counts()["outbox"] >= 1  # the write waits in the outbox
     finally:
         service.close(drain_timeout=0.0)
+
+
+# A memory and a question about it that share no word (so keyword search cannot find it):
+# only its vectors can, and they are written on the indexer's thread after the store returns.
+TOLD = "Ilse, my younger sister, relocated to Tromsø last spring."
+ASKED = "Which city does my sibling live in nowadays?"
+
+
+@pytest.mark.quick
+def test_a_recall_right_after_a_write_finds_it_by_meaning(service):
+    from hermes_cmms.recall.search import search
+
+    assert service.upkeep.wait_vectors(120) and service.indexer.active, service.indexer.error
+    service.remember(SCOPE, "The boiler was serviced in March.")  # the index is open and written once
+    assert service.upkeep.drain(60)
+    stored = service.remember(SCOPE, TOLD)
+    hits = search(service.engine, SCOPE, ASKED, limit=5)  # at once: no drain, no sleep
+    assert [h.memory.id for h in hits if h.vector_rank is not None][:1] == [stored], [
+        (h.memory.content, h.vector_rank, h.keyword_rank) for h in hits]
+    assert all(h.keyword_rank is None for h in hits if h.memory.id == stored)  # found by meaning alone
