@@ -28,8 +28,9 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     if missing:  # no store: none is made (a typo in the home)
         yield missing
         return
-    database, identity = _database(settings)
+    database, identity, index = _database(settings)
     yield database
+    yield from index
     yield from _vectors(settings, identity)
 
 
@@ -47,6 +48,7 @@ def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]
     yield _writable(settings)
     check = _store_check(settings, store, integrity=False)
     yield check
+    yield from _index_files(settings, store) if check[0] == "ok" else ()
     yield from _vectors(settings, _identity(store) if check[0] == "ok" else None)
 
 
@@ -161,19 +163,34 @@ def _writable(settings: Settings) -> Check:
             else "a database server (checked below)")
 
 
-def _database(settings: Settings) -> tuple[Check, Optional[str]]:
-    """The database's line, and the store's id (None if it could not be read)."""
+def _database(settings: Settings) -> tuple[Check, Optional[str], list[Check]]:
+    """The database's line, the store's id (None if it could not be read) and the embedded
+    vector index's line (if any: _index_files)."""
     from ..store.store import Store
 
     try:
         store = Store(settings.database_url)
     except Exception as exc:  # noqa: BLE001
-        return ("FAIL", "database", str(exc)), None
+        return ("FAIL", "database", str(exc)), None, []
     try:
         check = _store_check(settings, store)
-        return check, _identity(store) if check[0] == "ok" else None
+        if check[0] != "ok":
+            return check, None, []
+        return check, _identity(store), _index_files(settings, store)
     finally:
         store.close()
+
+
+def _index_files(settings: Settings, store) -> list[Check]:
+    """The embedded vector index read from its files (ops/_index_files), never opened nor made."""
+    from ._index_files import embedded_index
+
+    try:
+        found = embedded_index(settings, store)
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        found = ("FAIL", "vectors", f"the vector index at {settings.chroma_path} could not be read: "
+                 f"{type(exc).__name__}: {exc}")
+    return [found] if found else []
 
 
 def _store_check(settings: Settings, store, integrity: bool = True) -> Check:

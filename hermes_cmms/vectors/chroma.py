@@ -32,7 +32,7 @@ SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration 
 # is malformed", at times for good). So this process never opens that file itself: each statement
 # on it runs in a child process, whose locks Chroma's SQLite waits for as for any other process.
 CHROMA_SQL = ("import json, sqlite3, sys\n"
-              "database = sqlite3.connect(sys.argv[1], timeout=15)\n"
+              "database = sqlite3.connect(sys.argv[1], timeout=15, uri=sys.argv[1].startswith('file:'))\n"
               "print(json.dumps(database.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))\n"
               "database.close()\n")
 
@@ -638,11 +638,13 @@ def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
     return [chroma_path / segment for (segment,) in rows if (chroma_path / segment).is_dir()]
 
 
-def chroma_sql(chroma_path: Path, statement: str, *params) -> list[list]:
+def chroma_sql(chroma_path: Path, statement: str, *params, read_only: bool = False) -> list[list]:
     """The rows of one statement on an embedded Chroma's chroma.sqlite3, run in a child process
-    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error."""
+    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error.
+    `read_only`: the file is opened read-only (a missing file is an error, never made)."""
     path = chroma_path / "chroma.sqlite3"
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, str(path), statement, json.dumps(params)],
+    where = f"{path.absolute().as_uri()}?mode=ro" if read_only else str(path.absolute())
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, where, statement, json.dumps(params)],
                           capture_output=True, text=True, errors="replace")
     if done.returncode:
         said = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
