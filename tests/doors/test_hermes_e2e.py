@@ -311,6 +311,18 @@ def test_a_chat_whose_store_cannot_be_written_is_told_that_memory_is_off(hermes_
 
 
 @pytest.mark.one_backend
+def test_hermes_z_whose_store_cannot_be_written_says_memory_is_off_on_stderr(hermes_home, llm):
+    """`hermes -z` (0.19) sends standard error and its own warning line to the null device for the
+    whole run and prints only the reply: memory that is off was said to nobody. Now cmms writes
+    the one line to the process's standard error, and the reply on standard output is as it was."""
+    (hermes_home / "cmms").write_text("not a directory\n", encoding="utf-8")  # a file in the way stops root too
+    proc = run(hermes_home, [hermes_bin(), "-z", CAT])
+    why = f"The memory store cannot be written at {hermes_home / 'cmms'}: Not a directory."
+    assert proc.stdout.startswith("FAKE-REPLY") and "cmms" not in proc.stdout, proc.stdout
+    assert proc.stderr == f"cmms memory is off, so nothing of this session will be remembered: {why}\n", proc.stderr
+
+
+@pytest.mark.one_backend
 def test_oneshot_cli_recalls_a_fact_from_the_previous_run(hermes_home, llm):
     hermes = hermes_bin()
     for text in (CAT, QUESTION):
