@@ -31,7 +31,7 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     database, identity, index = _database(settings)
     yield database
     yield from index
-    yield from _vectors(settings, identity)
+    yield from _vectors(settings, *(identity or (None, None)))
 
 
 def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]:
@@ -49,7 +49,7 @@ def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]
     check = _store_check(settings, store, integrity=False)
     yield check
     yield from _index_files(settings, store) if check[0] == "ok" else ()
-    yield from _vectors(settings, _identity(store) if check[0] == "ok" else None)
+    yield from _vectors(settings, *((check[0] == "ok" and _identity(store)) or (None, None)))
 
 
 def _hermes() -> Check:
@@ -163,9 +163,9 @@ def _writable(settings: Settings) -> Check:
             else "a database server (checked below)")
 
 
-def _database(settings: Settings) -> tuple[Check, Optional[str], list[Check]]:
-    """The database's line, the store's id (None if it could not be read) and the embedded
-    vector index's line (if any: _index_files)."""
+def _database(settings: Settings) -> tuple[Check, Optional[tuple[str, str]], list[Check]]:
+    """The database's line, the store's id and where it lives (None if they could not be read)
+    and the embedded vector index's line (if any: _index_files)."""
     from ..store.store import Store
 
     try:
@@ -206,14 +206,15 @@ def _store_check(settings: Settings, store, integrity: bool = True) -> Check:
             f"{counts['outbox']} waiting to be indexed)")
 
 
-def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
+def _vectors(settings: Settings, identity: Optional[str], home: Optional[str]) -> Iterator[Check]:
     """A Chroma server (the embedded index needs no line), read only: whether it answers, whether
-    its database is this store's (`identity`; None: the store could not be read, said above),
+    its database is this store's (`identity`; None: the store could not be read, said above)
+    and not a copy's of it living elsewhere (`home`: Store.location),
     and its collections in a layout from before `chroma_buckets`, whose vectors recall misses
     until `reindex` moves them."""
     if not settings.chroma_url or settings.embedder == "none" or identity is None:
         return
-    from ..vectors.chroma import foreign, probe
+    from ..vectors.chroma import copied, foreign, probe
 
     url, layout = settings.chroma_url, f"{settings.chroma_buckets} buckets a view"
     degraded = "recall is keyword-only and writes wait in the outbox until"
@@ -228,6 +229,8 @@ def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
                f"{degraded} it does.")
     elif found["owner"] not in (None, identity):
         yield ("FAIL", "vectors", f"{foreign(url, found['owner'], identity)} Meanwhile {degraded} then.")
+    elif found["owner"] is not None and found.get("at") not in (None, home):
+        yield ("FAIL", "vectors", f"{copied(url, found['at'], home)} Meanwhile {degraded} then.")
     elif found["old"]:
         kinds = "; ".join(f"{n} collections in {kind}" for kind, n in found["old"].items())
         yield ("warn", "vectors", f"{url}: {kinds}, a layout before this one ({layout}): recall misses their "
@@ -236,9 +239,10 @@ def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
         yield ("ok", "vectors", f"{url} ({layout}{'' if found['database'] else '; its database is made at the first write'})")
 
 
-def _identity(store) -> Optional[str]:
-    """The store's id (Store.identity), None if it cannot be read now."""
+def _identity(store) -> Optional[tuple[str, str]]:
+    """The store's id (Store.identity) and where it lives (Store.location), None if they cannot
+    be read now."""
     try:
-        return store.identity()
+        return store.identity(), store.location()
     except Exception:  # noqa: BLE001 - the database line says what is wrong
         return None

@@ -694,6 +694,13 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         with self.read() as conn:
             return conn.execute(select(StoreIdentity.id)).scalar_one()
 
+    def location(self) -> str:
+        """Where this store lives (store/_sqlite.location, _postgres.location): a copy of it (the
+        SQLite file copied, the database cloned or restored elsewhere) has its id but not this."""
+        dialect = _sqlite if self.engine.dialect.name == "sqlite" else _postgres
+        with self.read() as conn:
+            return dialect.location(conn)
+
     def index_generation(self) -> int:
         with self.read() as conn:
             return conn.execute(select(IndexState.generation)

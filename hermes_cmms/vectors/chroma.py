@@ -121,6 +121,17 @@ def foreign(location: str, held, owner: str) -> str:
             "import), run `hermes-cmms reindex --claim`.")
 
 
+def copied(location: str, held_at, here: str) -> str:
+    """What a copy of a store is told when the Chroma database at `location` is its id's, claimed
+    where the store lived then (`held_at`; this copy lives `here`: Store.location)."""
+    there = "".join(c for c in str(held_at) if c.isprintable())[:200]
+    return (f"The Chroma database at {location} holds the vectors of this store as it lives at {there}, and this "
+            f"is a copy of it at {here} (a copied SQLite file, a database cloned or restored elsewhere): two copies "
+            "in one database would take each other's vectors for strays; give this one a database of its own "
+            "(CMMS_CHROMA_URL=http://host:port/<name>) and run `hermes-cmms reindex`, or, if it replaces the store "
+            "that lived there (restored or moved here), run `hermes-cmms reindex --claim`.")
+
+
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
@@ -136,9 +147,10 @@ class VectorIndex:
     the writes until the server answers again.
     """
 
-    def __init__(self, settings: Settings, owner: str | None = None):
+    def __init__(self, settings: Settings, owner: str | None = None, home: str | None = None):
         self._settings = settings
         self.owner = owner  # the store's id: on a server, the database must be this store's (OWNER)
+        self.home = home  # where the store lives (Store.location): a copy elsewhere is refused too
         self._refused: ForeignDatabase | None = None  # while refused, calls fail fast with it
         self._reclaim = False  # the server lost collections or was away: database and claim checked again
         self._admin = None
@@ -192,14 +204,22 @@ class VectorIndex:
             if _unreachable(exc):
                 raise
             try:
-                marker = client.create_collection(OWNER, metadata={"store": self.owner})
+                marker = client.create_collection(OWNER, metadata=self._mark())
             except Exception as again:  # another process of the store made it first
                 if _unreachable(again):
                     raise
                 marker = client.get_collection(OWNER)
-        held = (marker.metadata or {}).get("store")
+        held, at = (marker.metadata or {}).get("store"), (marker.metadata or {}).get("at")
         if held != self.owner:
             raise ForeignDatabase(foreign(self.location, held, self.owner))
+        if self.home and at and at != self.home:
+            raise ForeignDatabase(copied(self.location, at, self.home))
+        if self.home and not at:  # claimed before stores said where they live: this one's now
+            marker.modify(metadata=self._mark())
+
+    def _mark(self) -> dict:
+        """The OWNER collection's metadata naming this store: its id and where it lives."""
+        return {"store": self.owner, **({"at": self.home} if self.home else {})}
 
     def take(self) -> None:
         """Make the server's database this store's, whatever store it named before (`reindex
@@ -211,9 +231,9 @@ class VectorIndex:
                 self.client = self._connect(claim=False)
             else:
                 self._database()
-            marker = self.client.get_or_create_collection(OWNER, metadata={"store": self.owner})
-            if (marker.metadata or {}).get("store") != self.owner:
-                marker.modify(metadata={"store": self.owner})
+            marker = self.client.get_or_create_collection(OWNER, metadata=self._mark())
+            if {k: v for k, v in (marker.metadata or {}).items() if k in ("store", "at")} != self._mark():
+                marker.modify(metadata=self._mark())
             self._refused, self._down_until, self._failures, self._reclaim = None, 0.0, 0, False
 
     def _server(self):
@@ -703,7 +723,8 @@ def probe(url: str, buckets: int) -> dict:
     VectorIndex's first call makes the database and claims it; this makes nothing), over plain
     HTTP with PROBE_S a request (chromadb's client waits without limit while it connects):
     {"answers": False, "error": name} or {"answers": True, "database": whether it exists,
-    "owner": the store id it names (None: not claimed yet), "old": old_layouts}."""
+    "owner": the store id it names (None: not claimed yet), "at": where that store lived when it
+    claimed it (None: not said), "old": old_layouts}."""
     import httpx
 
     where = _server_address(url)
@@ -723,8 +744,9 @@ def probe(url: str, buckets: int) -> dict:
         listing.raise_for_status()
         collections = listing.json()
     names = [c.get("name", "") for c in collections]
-    owner = next(((c.get("metadata") or {}).get("store") for c in collections if c.get("name") == OWNER), None)
-    return {"answers": True, "database": True, "owner": owner, "old": old_layouts(names, buckets)}
+    mark = next(((c.get("metadata") or {}) for c in collections if c.get("name") == OWNER), {})
+    return {"answers": True, "database": True, "owner": mark.get("store"), "at": mark.get("at"),
+            "old": old_layouts(names, buckets)}
 
 
 def _missing(exc: BaseException) -> bool:
