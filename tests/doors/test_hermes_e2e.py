@@ -361,6 +361,24 @@ def test_gateway_keeps_each_users_memory_to_themselves(home, tmp_path, llm):
     assert rows[alice_asks].session_id != rows[CAT].session_id  # /new gave alice a fresh agent
 
 
+@pytest.mark.one_backend
+def test_gateway_whose_store_cannot_be_written_tells_the_model_and_logs_a_warning(home, tmp_path, llm):
+    """0.19's gateway hands a provider no line to the chat (its status_callback is the agent's,
+    set after the provider starts): what reaches someone is the system prompt, which asks the
+    model to say memory is off, and the gateway's log, where Hermes and cmms write a WARNING."""
+    configure(home, llm, approvals={"destructive_slash_confirm": False})
+    (home / "cmms").write_text("not a directory\n", encoding="utf-8")
+    result = run_driver(home, tmp_path, GATEWAY_DRIVER, {"messages": [["111", "alice", CAT]]},
+                        TELEGRAM_ALLOWED_USERS="111")
+    assert result["replies"][0].startswith("FAKE-REPLY")
+    why = f"The memory store cannot be written at {home / 'cmms'}: Not a directory."
+    system = "".join(m["content"] for m in llm.turn(CAT)["messages"] if m["role"] == "system")
+    assert f"Long-term memory (cmms) is OFF in this session: {why}" in system
+    logged = "".join(p.read_text(encoding="utf-8", errors="replace") for p in (home / "logs").glob("*.log"))
+    assert f"WARNING hermes_cmms.hermes.provider: cmms memory is unavailable: {why}" in logged, logged[-3000:]
+    assert f"Memory provider 'cmms' initialize failed: {why}" in logged, logged[-3000:]
+
+
 # Hermes' own loader, then a session of near-paraphrases that ends (and so is consolidated).
 CONSOLIDATION_DRIVER = '''
 import json, sys
