@@ -21,9 +21,11 @@ Check = tuple[str, str, str]
 HNSW_FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
 HEADER = struct.Struct("<iQQQQQQiIQQQdQ")  # hnswlib's header as Chroma writes it (100 bytes)
 
-# each collection: its name, its HNSW segment, the log position that segment was saved at, the
-# vectors its metadata segment holds, and the writes still in the log past that position
-SEGMENTS = ("SELECT c.name, s.id, COALESCE(m.seq_id, 0), "
+# SQLite's quick_check's lines (`check`, the line), then each collection (`collection`): its name,
+# its HNSW segment, the log position that segment was saved at, the vectors its metadata segment
+# holds, and the writes still in the log past that position: one child process, one statement
+SEGMENTS = ("SELECT 'check', quick_check, NULL, NULL, NULL, NULL FROM pragma_quick_check() UNION ALL "
+            "SELECT 'collection', c.name, s.id, COALESCE(m.seq_id, 0), "
             "(SELECT COUNT(*) FROM embeddings AS e JOIN segments AS o ON o.id = e.segment_id "
             " WHERE o.collection = c.id AND o.scope = 'METADATA'), "
             "(SELECT COUNT(*) FROM embeddings_queue AS q WHERE q.topic LIKE '%/' || c.id "
@@ -47,13 +49,13 @@ def embedded_index(settings: "Settings", store) -> Optional[Check]:
         return ("FAIL", "vectors", f"the vector index at {path} {gone}, and {len(scopes)} scope(s) have memories "
                 f"written to it: recall finds them by their words only; run `{_reindex(settings)}` to embed them again.")
     try:
-        checked = chroma_sql(path, "PRAGMA quick_check", read_only=True)
         rows = chroma_sql(path, SEGMENTS, read_only=True)
     except RuntimeError as exc:
         return _damaged(settings, str(exc).rpartition(": ")[2] or "it cannot be read")
-    if [row[0] for row in checked] != ["ok"]:
-        return _damaged(settings, f"its chroma.sqlite3 fails SQLite's check: {str(checked[0][0])[:120]}")
-    return _collections(settings, scopes, rows)
+    checked = [str(row[1]) for row in rows if row[0] == "check"]
+    if checked != ["ok"]:
+        return _damaged(settings, f"its chroma.sqlite3 fails SQLite's check: {(checked or ['no answer'])[0][:120]}")
+    return _collections(settings, scopes, [row[1:] for row in rows if row[0] == "collection"])
 
 
 def _collections(settings: "Settings", scopes: list[str], rows: list[list]) -> Check:
