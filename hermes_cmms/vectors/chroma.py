@@ -177,8 +177,8 @@ class VectorIndex:
         where = _server_address(settings.chroma_url)
         _answers(settings.chroma_url)  # (chromadb's constructor asks the server with no timeout)
         database = self._database()
-        client = _with_timeout(chromadb.HttpClient(**where, settings=chroma_settings,
-                                                   **({"database": database} if database else {})))
+        client = _with_timeout(_bounded(settings, lambda: chromadb.HttpClient(
+            **where, settings=chroma_settings, **({"database": database} if database else {}))))
         if self.owner and claim:
             self._claim(client)
         return client
@@ -713,6 +713,28 @@ def _answers(url: str) -> None:
     base = f"{'https' if where['ssl'] else 'http'}://{where['host']}:{where['port']}/api/v2"
     with httpx.Client(timeout=httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)) as http:
         http.get(f"{base}/auth/identity")
+
+
+def _bounded(settings: Settings, make):
+    """`make()` (a chromadb client's constructor, which asks the server three times with no
+    timeout) on a thread of its own, waited for at most HTTP_TIMEOUT_S: a server that answered
+    `_answers` and then stopped answering would hang the caller for good. The thread is left to
+    end when the server lets go of it."""
+    from concurrent.futures import Future
+
+    done: Future = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+            done.set_exception(exc)
+
+    settings.threads.start(run, "cmms-chroma-connect")
+    try:
+        return done.result(HTTP_TIMEOUT_S)
+    except TimeoutError:
+        raise TimeoutError(f"the Chroma server did not finish connecting within {HTTP_TIMEOUT_S:.0f} s") from None
 
 
 PROBE_S = 3.0  # a request of `probe`: a health page does not wait on a hung server

@@ -40,6 +40,54 @@ def silent_server():
     silent.close()
 
 
+@pytest.fixture
+def half_answering_server():
+    """An HTTP server on 127.0.0.1 that answers the first question chromadb's client asks
+    (`/auth/identity`) and never answers another: a Chroma server that hangs mid-connect."""
+    import json
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # (http.server names it)
+            if not self.path.endswith("/auth/identity"):
+                stop.wait(60)  # never answers while the test runs
+                return
+            body = json.dumps({"user_id": "", "tenant": "default_tenant", "databases": ["default_database"]})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args) -> None:
+            """Quiet."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    stop.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.quick
+@embedded_only  # (its Chroma URL is the test's server, whatever the pass)
+def test_a_chroma_server_that_stops_answering_mid_connect_is_waited_for_a_bounded_time(home, half_answering_server,
+                                                                                      monkeypatch):
+    from hermes_cmms import Settings
+    from hermes_cmms.common.errors import VectorsUnavailable
+    from hermes_cmms.vectors import chroma
+
+    monkeypatch.setattr(chroma, "HTTP_TIMEOUT_S", 1.0)
+    index = chroma.VectorIndex(Settings.load(home, chroma_url=half_answering_server), owner="0" * 32)
+    with pytest.raises(VectorsUnavailable, match="did not finish connecting within 1 s"):
+        _within(8, lambda: index.query(SCOPE, [1.0] + [0.0] * 383, 5))
+
+
 def _within(seconds: float, call):
     """`call()`'s answer, or a failure (not a hung test) if it takes longer than `seconds`."""
     done: dict = {}
