@@ -47,7 +47,8 @@ def open_engine(settings: Settings, pm: pluggy.PluginManager, start_indexer: boo
 
     store = Store(settings.database_url)
     owner = store.identity() if settings.chroma_url else None  # (read now: a blip later costs no vectors)
-    indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings, owner),
+    home = store.location() if settings.chroma_url else None
+    indexer = Indexer(store, lambda: _embedder(settings), lambda: _vector_index(settings, owner, home),
                       lock_path=settings.data_dir / "indexer.lock", start=start_indexer, threads=settings.threads)
     engine = Engine(settings, pm, store, indexer, settings.threads.pool(VECTOR_WORKERS, "cmms-query"),
                     service=service)
@@ -63,9 +64,10 @@ def _embedder(settings: Settings):
     return load_embedder(settings.embedder, settings.embedder_dtype)
 
 
-def _vector_index(settings: Settings, owner: Optional[str]):
-    """The vector index of the store `owner` (its id), opened on the indexer thread (Chroma's
-    client loads on first use; a server's database must be this store's)."""
+def _vector_index(settings: Settings, owner: Optional[str], home: Optional[str]):
+    """The vector index of the store `owner` (its id) living at `home` (Store.location), opened on
+    the indexer thread (Chroma's client loads on first use; a server's database must be this
+    store's, and not a copy's elsewhere)."""
     from .vectors.chroma import VectorIndex
 
-    return VectorIndex(settings, owner=owner)
+    return VectorIndex(settings, owner=owner, home=home)

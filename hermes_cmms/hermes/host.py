@@ -27,6 +27,18 @@ try:  # Hermes 0.20+ shows a provider's unavailable_reason() when is_available()
 except ImportError:
     HOST_SAYS_UNAVAILABLE = False
 
+def quiet_stderr():
+    """The process's own standard error while Hermes sends `sys.stderr` to the null device for
+    the whole run, as 0.19's `hermes -z` does (it prints only the reply, on standard output, and
+    its warning line goes to the null device too); else None. A line written there reaches the
+    person who ran the command and leaves the reply alone."""
+    import os
+    import sys
+
+    quiet = getattr(sys.stderr, "name", None) == os.devnull and sys.stderr is not sys.__stderr__
+    return sys.__stderr__ if quiet and sys.__stderr__ is not None else None
+
+
 PREFETCH_TIMEOUT_S = 8.0  # how long Hermes (0.19 and later) waits for a provider's prefetch
 
 

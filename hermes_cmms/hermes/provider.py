@@ -25,7 +25,7 @@ from ..common.scopes import LOCAL_PLATFORMS, scope_for  # (re-exported: the door
 from ..common.text import brief, clean_key
 from . import setup as cmms_setup, turns
 from .host import (HOST_SAYS_UNAVAILABLE, HOST_SHOWS_RECALL, RecallStatus, host_threads, is_trivial_prompt,
-                   prefetch_timeout)
+                   prefetch_timeout, quiet_stderr)
 from .tools import TOOL_SCHEMAS, call_tool
 
 log = logging.getLogger(__name__)
@@ -157,14 +157,22 @@ class CmmsMemoryProvider(MemoryProvider):
 
     def _tell(self, message: str) -> None:
         """Say `message` once on Hermes' warning line for the person at the chat, where Hermes
-        gives one (0.19's CLI); the model hears of a store that did not open in the prompt block."""
-        if self._warn is None or message in self._told:
+        gives one (0.19's CLI), or on standard error where Hermes sends its own to the null
+        device (`hermes -z`: the reply alone is on standard output); the model hears of a store
+        that did not open in the prompt block. (0.19's gateway gives a provider no line to the
+        chat: there Hermes and cmms log it as a WARNING, and the model is asked to say it.)"""
+        quiet = quiet_stderr()
+        if (self._warn is None and quiet is None) or message in self._told:
             return
         self._told.add(message)
         try:
-            self._warn(message)
+            if quiet is not None:
+                quiet.write(f"{message}\n")
+                quiet.flush()
+            else:
+                self._warn(message)
         except Exception:  # a warning line never breaks a turn
-            log.debug("cmms: warning_callback failed", exc_info=True)
+            log.debug("cmms: the warning line failed", exc_info=True)
 
     def get_tool_schemas(self) -> List[Dict[str, Any]]:
         return [dict(schema) for schema in TOOL_SCHEMAS]

@@ -28,9 +28,10 @@ def run_checks(home_arg=None) -> Iterator[Check]:
     if missing:  # no store: none is made (a typo in the home)
         yield missing
         return
-    database, identity = _database(settings)
+    database, identity, index = _database(settings)
     yield database
-    yield from _vectors(settings, identity)
+    yield from index
+    yield from _vectors(settings, *(identity or (None, None)))
 
 
 def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]:
@@ -47,7 +48,8 @@ def engine_checks(settings: Settings, embedder: Check, store) -> Iterator[Check]
     yield _writable(settings)
     check = _store_check(settings, store, integrity=False)
     yield check
-    yield from _vectors(settings, _identity(store) if check[0] == "ok" else None)
+    yield from _index_files(settings, store) if check[0] == "ok" else ()
+    yield from _vectors(settings, *((check[0] == "ok" and _identity(store)) or (None, None)))
 
 
 def _hermes() -> Check:
@@ -161,19 +163,34 @@ def _writable(settings: Settings) -> Check:
             else "a database server (checked below)")
 
 
-def _database(settings: Settings) -> tuple[Check, Optional[str]]:
-    """The database's line, and the store's id (None if it could not be read)."""
+def _database(settings: Settings) -> tuple[Check, Optional[tuple[str, str]], list[Check]]:
+    """The database's line, the store's id and where it lives (None if they could not be read)
+    and the embedded vector index's line (if any: _index_files)."""
     from ..store.store import Store
 
     try:
         store = Store(settings.database_url)
     except Exception as exc:  # noqa: BLE001
-        return ("FAIL", "database", str(exc)), None
+        return ("FAIL", "database", str(exc)), None, []
     try:
         check = _store_check(settings, store)
-        return check, _identity(store) if check[0] == "ok" else None
+        if check[0] != "ok":
+            return check, None, []
+        return check, _identity(store), _index_files(settings, store)
     finally:
         store.close()
+
+
+def _index_files(settings: Settings, store) -> list[Check]:
+    """The embedded vector index read from its files (ops/_index_files), never opened nor made."""
+    from ._index_files import embedded_index
+
+    try:
+        found = embedded_index(settings, store)
+    except Exception as exc:  # noqa: BLE001 - a finding, not a crash
+        found = ("FAIL", "vectors", f"the vector index at {settings.chroma_path} could not be read: "
+                 f"{type(exc).__name__}: {exc}")
+    return [found] if found else []
 
 
 def _store_check(settings: Settings, store, integrity: bool = True) -> Check:
@@ -189,14 +206,15 @@ def _store_check(settings: Settings, store, integrity: bool = True) -> Check:
             f"{counts['outbox']} waiting to be indexed)")
 
 
-def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
+def _vectors(settings: Settings, identity: Optional[str], home: Optional[str]) -> Iterator[Check]:
     """A Chroma server (the embedded index needs no line), read only: whether it answers, whether
-    its database is this store's (`identity`; None: the store could not be read, said above),
+    its database is this store's (`identity`; None: the store could not be read, said above)
+    and not a copy's of it living elsewhere (`home`: Store.location),
     and its collections in a layout from before `chroma_buckets`, whose vectors recall misses
     until `reindex` moves them."""
     if not settings.chroma_url or settings.embedder == "none" or identity is None:
         return
-    from ..vectors.chroma import foreign, probe
+    from ..vectors.chroma import copied, foreign, probe
 
     url, layout = settings.chroma_url, f"{settings.chroma_buckets} buckets a view"
     degraded = "recall is keyword-only and writes wait in the outbox until"
@@ -211,6 +229,8 @@ def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
                f"{degraded} it does.")
     elif found["owner"] not in (None, identity):
         yield ("FAIL", "vectors", f"{foreign(url, found['owner'], identity)} Meanwhile {degraded} then.")
+    elif found["owner"] is not None and found.get("at") not in (None, home):
+        yield ("FAIL", "vectors", f"{copied(url, found['at'], home)} Meanwhile {degraded} then.")
     elif found["old"]:
         kinds = "; ".join(f"{n} collections in {kind}" for kind, n in found["old"].items())
         yield ("warn", "vectors", f"{url}: {kinds}, a layout before this one ({layout}): recall misses their "
@@ -219,9 +239,10 @@ def _vectors(settings: Settings, identity: Optional[str]) -> Iterator[Check]:
         yield ("ok", "vectors", f"{url} ({layout}{'' if found['database'] else '; its database is made at the first write'})")
 
 
-def _identity(store) -> Optional[str]:
-    """The store's id (Store.identity), None if it cannot be read now."""
+def _identity(store) -> Optional[tuple[str, str]]:
+    """The store's id (Store.identity) and where it lives (Store.location), None if they cannot
+    be read now."""
     try:
-        return store.identity()
+        return store.identity(), store.location()
     except Exception:  # noqa: BLE001 - the database line says what is wrong
         return None

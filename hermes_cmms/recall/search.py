@@ -104,6 +104,7 @@ def semantic_search(engine: "Engine", scope: str, query: str, top_k: int = 10,
     scope = scope_of(scope)
     if not isinstance(query, str) or not clean(query).strip():
         raise InvalidInput("The query must be a non-empty string.")
+    engine.indexer.settle(scope)
     vector = query_vector(engine.indexer, query)
     if vector is None:
         raise NoVectorIndex("Semantic search is unavailable: no embedding model or vector "
@@ -148,6 +149,7 @@ def _vector_search(engine: "Engine", scope: str, query: str,
     is none, else `nearest`: the best cosine of every memory the views gave, below the floor too
     (what why-not says of a memory no ranking found)."""
     try:
+        engine.indexer.settle(scope)  # this process's own last writes first (bounded)
         vector = query_vector(engine.indexer, query)
         if vector is None:
             if searched is not None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import Connection, create_engine, event
+from sqlalchemy import Connection, create_engine, event, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.engine import Engine
 
 # A process needs few connections: its writes (one at a time per scope; on SQLite and for writes
@@ -96,3 +97,16 @@ def scrub(engine: Engine, tables: tuple[str, ...] = SCRUBBED_TABLES, indexes: tu
         for statement in (f"VACUUM (FREEZE) {named}", f"ANALYZE {named}", "VACUUM pg_statistic",
                           *(f"REINDEX INDEX CONCURRENTLY {index}" for index in indexes)):
             conn.exec_driver_sql(statement)
+
+
+def location(conn: Connection) -> str:
+    """Where this PostgreSQL store lives: the server's system identifier (made with its cluster:
+    a clone on another server, or one pg_upgrade made, has another) and the database's name (a
+    clone on the same server has another; a restore into the same name keeps it). A role that
+    may not read the identifier gets the server's address instead."""
+    try:
+        with conn.begin_nested():  # (a refusal rolls back to here only)
+            server = str(conn.execute(text("SELECT system_identifier FROM pg_control_system()")).scalar())
+    except DBAPIError:  # permission denied
+        server = str(conn.execute(text("SELECT concat(inet_server_addr(), ':', inet_server_port())")).scalar())
+    return f"postgresql:{server}/{conn.execute(text('SELECT current_database()')).scalar()}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import Connection, create_engine, event
+from sqlalchemy import Connection, create_engine, event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine.url import make_url
 
@@ -44,3 +44,14 @@ def checkpoint(engine: Engine) -> bool:
     with engine.connect() as conn:
         busy, _, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
         return not busy
+
+
+def location(conn: Connection) -> str:
+    """Where this SQLite store lives: its file's real path, device and inode (a copy of the file,
+    or the file put back by a restore that replaced it, has another inode; one copied over it in
+    place keeps it)."""
+    import os
+
+    path = conn.execute(text("SELECT file FROM pragma_database_list WHERE name = 'main'")).scalar() or ""
+    found = os.stat(path)
+    return f"sqlite:{os.path.realpath(path)}#{found.st_dev}:{found.st_ino}"

@@ -665,6 +665,11 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         with self.read() as conn:
             return conn.execute(query.limit(1)).first() is not None
 
+    def queued(self, scope: str) -> bool:
+        """Whether any vector write (upsert or delete) of `scope` waits in the outbox."""
+        with self.read() as conn:
+            return conn.execute(select(Outbox.id).where(Outbox.scope == scope).limit(1)).first() is not None
+
     def deletes_queued(self, scope: str) -> int:
         """How many vector deletions of `scope` are queued (one per forgotten memory)."""
         with self.read() as conn:
@@ -688,6 +693,13 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         """The store's id, made with it (the name a Chroma server's database keeps of its store)."""
         with self.read() as conn:
             return conn.execute(select(StoreIdentity.id)).scalar_one()
+
+    def location(self) -> str:
+        """Where this store lives (store/_sqlite.location, _postgres.location): a copy of it (the
+        SQLite file copied, the database cloned or restored elsewhere) has its id but not this."""
+        dialect = _sqlite if self.engine.dialect.name == "sqlite" else _postgres
+        with self.read() as conn:
+            return dialect.location(conn)
 
     def index_generation(self) -> int:
         with self.read() as conn:

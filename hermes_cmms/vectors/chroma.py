@@ -32,7 +32,7 @@ SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration 
 # is malformed", at times for good). So this process never opens that file itself: each statement
 # on it runs in a child process, whose locks Chroma's SQLite waits for as for any other process.
 CHROMA_SQL = ("import json, sqlite3, sys\n"
-              "database = sqlite3.connect(sys.argv[1], timeout=15)\n"
+              "database = sqlite3.connect(sys.argv[1], timeout=15, uri=sys.argv[1].startswith('file:'))\n"
               "print(json.dumps(database.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))\n"
               "database.close()\n")
 
@@ -121,6 +121,17 @@ def foreign(location: str, held, owner: str) -> str:
             "import), run `hermes-cmms reindex --claim`.")
 
 
+def copied(location: str, held_at, here: str) -> str:
+    """What a copy of a store is told when the Chroma database at `location` is its id's, claimed
+    where the store lived then (`held_at`; this copy lives `here`: Store.location)."""
+    there = "".join(c for c in str(held_at) if c.isprintable())[:200]
+    return (f"The Chroma database at {location} holds the vectors of this store as it lives at {there}, and this "
+            f"is a copy of it at {here} (a copied SQLite file, a database cloned or restored elsewhere): two copies "
+            "in one database would take each other's vectors for strays; give this one a database of its own "
+            "(CMMS_CHROMA_URL=http://host:port/<name>) and run `hermes-cmms reindex`, or, if it replaces the store "
+            "that lived there (restored or moved here), run `hermes-cmms reindex --claim`.")
+
+
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
@@ -136,9 +147,10 @@ class VectorIndex:
     the writes until the server answers again.
     """
 
-    def __init__(self, settings: Settings, owner: str | None = None):
+    def __init__(self, settings: Settings, owner: str | None = None, home: str | None = None):
         self._settings = settings
         self.owner = owner  # the store's id: on a server, the database must be this store's (OWNER)
+        self.home = home  # where the store lives (Store.location): a copy elsewhere is refused too
         self._refused: ForeignDatabase | None = None  # while refused, calls fail fast with it
         self._reclaim = False  # the server lost collections or was away: database and claim checked again
         self._admin = None
@@ -163,9 +175,10 @@ class VectorIndex:
             settings.chroma_path.mkdir(parents=True, exist_ok=True)
             return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
         where = _server_address(settings.chroma_url)
+        _answers(settings.chroma_url)  # (chromadb's constructor asks the server with no timeout)
         database = self._database()
-        client = _with_timeout(chromadb.HttpClient(**where, settings=chroma_settings,
-                                                   **({"database": database} if database else {})))
+        client = _with_timeout(_bounded(settings, lambda: chromadb.HttpClient(
+            **where, settings=chroma_settings, **({"database": database} if database else {}))))
         if self.owner and claim:
             self._claim(client)
         return client
@@ -191,14 +204,22 @@ class VectorIndex:
             if _unreachable(exc):
                 raise
             try:
-                marker = client.create_collection(OWNER, metadata={"store": self.owner})
+                marker = client.create_collection(OWNER, metadata=self._mark())
             except Exception as again:  # another process of the store made it first
                 if _unreachable(again):
                     raise
                 marker = client.get_collection(OWNER)
-        held = (marker.metadata or {}).get("store")
+        held, at = (marker.metadata or {}).get("store"), (marker.metadata or {}).get("at")
         if held != self.owner:
             raise ForeignDatabase(foreign(self.location, held, self.owner))
+        if self.home and at and at != self.home:
+            raise ForeignDatabase(copied(self.location, at, self.home))
+        if self.home and not at:  # claimed before stores said where they live: this one's now
+            marker.modify(metadata=self._mark())
+
+    def _mark(self) -> dict:
+        """The OWNER collection's metadata naming this store: its id and where it lives."""
+        return {"store": self.owner, **({"at": self.home} if self.home else {})}
 
     def take(self) -> None:
         """Make the server's database this store's, whatever store it named before (`reindex
@@ -210,9 +231,9 @@ class VectorIndex:
                 self.client = self._connect(claim=False)
             else:
                 self._database()
-            marker = self.client.get_or_create_collection(OWNER, metadata={"store": self.owner})
-            if (marker.metadata or {}).get("store") != self.owner:
-                marker.modify(metadata={"store": self.owner})
+            marker = self.client.get_or_create_collection(OWNER, metadata=self._mark())
+            if {k: v for k, v in (marker.metadata or {}).items() if k in ("store", "at")} != self._mark():
+                marker.modify(metadata=self._mark())
             self._refused, self._down_until, self._failures, self._reclaim = None, 0.0, 0, False
 
     def _server(self):
@@ -637,11 +658,13 @@ def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
     return [chroma_path / segment for (segment,) in rows if (chroma_path / segment).is_dir()]
 
 
-def chroma_sql(chroma_path: Path, statement: str, *params) -> list[list]:
+def chroma_sql(chroma_path: Path, statement: str, *params, read_only: bool = False) -> list[list]:
     """The rows of one statement on an embedded Chroma's chroma.sqlite3, run in a child process
-    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error."""
+    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error.
+    `read_only`: the file is opened read-only (a missing file is an error, never made)."""
     path = chroma_path / "chroma.sqlite3"
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, str(path), statement, json.dumps(params)],
+    where = f"{path.absolute().as_uri()}?mode=ro" if read_only else str(path.absolute())
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, where, statement, json.dumps(params)],
                           capture_output=True, text=True, errors="replace")
     if done.returncode:
         said = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
@@ -679,6 +702,41 @@ def _with_timeout(client):
     return client
 
 
+def _answers(url: str) -> None:
+    """Raise httpx's TimeoutException (or TransportError) unless the Chroma server at `url`
+    answers the request chromadb's constructors make first (`/auth/identity`) within
+    HTTP_TIMEOUT_S: those ask before `_with_timeout` can bound their session, so a server that
+    accepts and never answers would hang the opener (and with it a turn) for good."""
+    import httpx
+
+    where = _server_address(url)
+    base = f"{'https' if where['ssl'] else 'http'}://{where['host']}:{where['port']}/api/v2"
+    with httpx.Client(timeout=httpx.Timeout(HTTP_TIMEOUT_S, connect=3.0)) as http:
+        http.get(f"{base}/auth/identity")
+
+
+def _bounded(settings: Settings, make):
+    """`make()` (a chromadb client's constructor, which asks the server three times with no
+    timeout) on a thread of its own, waited for at most HTTP_TIMEOUT_S: a server that answered
+    `_answers` and then stopped answering would hang the caller for good. The thread is left to
+    end when the server lets go of it."""
+    from concurrent.futures import Future
+
+    done: Future = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+            done.set_exception(exc)
+
+    settings.threads.start(run, "cmms-chroma-connect")
+    try:
+        return done.result(HTTP_TIMEOUT_S)
+    except TimeoutError:
+        raise TimeoutError(f"the Chroma server did not finish connecting within {HTTP_TIMEOUT_S:.0f} s") from None
+
+
 PROBE_S = 3.0  # a request of `probe`: a health page does not wait on a hung server
 
 
@@ -687,7 +745,8 @@ def probe(url: str, buckets: int) -> dict:
     VectorIndex's first call makes the database and claims it; this makes nothing), over plain
     HTTP with PROBE_S a request (chromadb's client waits without limit while it connects):
     {"answers": False, "error": name} or {"answers": True, "database": whether it exists,
-    "owner": the store id it names (None: not claimed yet), "old": old_layouts}."""
+    "owner": the store id it names (None: not claimed yet), "at": where that store lived when it
+    claimed it (None: not said), "old": old_layouts}."""
     import httpx
 
     where = _server_address(url)
@@ -707,8 +766,9 @@ def probe(url: str, buckets: int) -> dict:
         listing.raise_for_status()
         collections = listing.json()
     names = [c.get("name", "") for c in collections]
-    owner = next(((c.get("metadata") or {}).get("store") for c in collections if c.get("name") == OWNER), None)
-    return {"answers": True, "database": True, "owner": owner, "old": old_layouts(names, buckets)}
+    mark = next(((c.get("metadata") or {}) for c in collections if c.get("name") == OWNER), {})
+    return {"answers": True, "database": True, "owner": mark.get("store"), "at": mark.get("at"),
+            "old": old_layouts(names, buckets)}
 
 
 def _missing(exc: BaseException) -> bool:

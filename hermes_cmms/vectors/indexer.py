@@ -36,6 +36,7 @@ MAX_EMBED_CHARS = 2000  # MiniLM reads 256 word pieces; more text only costs tim
 PROGRESS_S = 0.5  # a drain that reports progress counts the outbox this often
 POLL_S = 0.25  # how often an idle writer looks for rows other processes queued
 REFRESH_S = 0.25  # a reader re-opens the vector index at most this often
+SETTLE_S = 0.5  # a recall waits at most this long for the vectors of this process's own last writes
 
 
 class Indexer:
@@ -72,6 +73,7 @@ class Indexer:
         self._writes: Optional[ThreadPoolExecutor] = None  # the sentence view's writes, beside the others
         self._starting = threading.Lock()
         self._reading_only = False  # a process that only queries (a CLI search) never writes the index
+        self._queued: set[str] = set()  # scopes this process queued vector writes for (see settle)
         if start:
             self.start()
 
@@ -132,6 +134,34 @@ class Indexer:
     def notify(self) -> None:
         self.start()
         self._wake.set()
+
+    def queued(self, scope: str) -> None:
+        """This process has just queued vector writes for `scope` (a memory stored): the next
+        recall in it waits for them (settle), and the indexer is woken."""
+        self._queued.add(scope)
+        self.notify()
+
+    def settle(self, scope: str, timeout: float = SETTLE_S) -> bool:
+        """Before a search by meaning in `scope`: if this process queued vector writes for it
+        since the last search, wait up to `timeout` until the scope's outbox is empty, so a memory
+        stored a moment before is found by meaning too; whether it is (True also when nothing of
+        this process waited). A search in a scope this process did not write costs nothing; one
+        after a write costs one SQL read when the vectors are already written (the usual case:
+        they are written while the model answers). A wait that runs out is not repeated until the
+        next write (a backlog, an import's, never slows every recall)."""
+        if scope not in self._queued:
+            return True
+        self._queued.discard(scope)
+        deadline = time.monotonic() + timeout
+        if not self._ready.wait(timeout) or not self.active:
+            return False
+        while self.store.queued(scope):
+            if time.monotonic() >= deadline:
+                return False
+            self.notify()
+            time.sleep(0.01)
+        self._refreshed = 0.0  # a reader process re-opens the index at the next query (refresh)
+        return True
 
     def drain(self, timeout: float, progress: Optional[Callable[[int], None]] = None) -> bool:
         """Wait until the outbox is empty (True) or `timeout` passes (False); `progress(rows

@@ -311,6 +311,18 @@ def test_a_chat_whose_store_cannot_be_written_is_told_that_memory_is_off(hermes_
 
 
 @pytest.mark.one_backend
+def test_hermes_z_whose_store_cannot_be_written_says_memory_is_off_on_stderr(hermes_home, llm):
+    """`hermes -z` (0.19) sends standard error and its own warning line to the null device for the
+    whole run and prints only the reply: memory that is off was said to nobody. Now cmms writes
+    the one line to the process's standard error, and the reply on standard output is as it was."""
+    (hermes_home / "cmms").write_text("not a directory\n", encoding="utf-8")  # a file in the way stops root too
+    proc = run(hermes_home, [hermes_bin(), "-z", CAT])
+    why = f"The memory store cannot be written at {hermes_home / 'cmms'}: Not a directory."
+    assert proc.stdout.startswith("FAKE-REPLY") and "cmms" not in proc.stdout, proc.stdout
+    assert proc.stderr == f"cmms memory is off, so nothing of this session will be remembered: {why}\n", proc.stderr
+
+
+@pytest.mark.one_backend
 def test_oneshot_cli_recalls_a_fact_from_the_previous_run(hermes_home, llm):
     hermes = hermes_bin()
     for text in (CAT, QUESTION):
@@ -347,6 +359,24 @@ def test_gateway_keeps_each_users_memory_to_themselves(home, tmp_path, llm):
     assert rows[QUESTION].scope == "user:telegram:222"
     assert rows[alice_asks].scope == "user:telegram:111"
     assert rows[alice_asks].session_id != rows[CAT].session_id  # /new gave alice a fresh agent
+
+
+@pytest.mark.one_backend
+def test_gateway_whose_store_cannot_be_written_tells_the_model_and_logs_a_warning(home, tmp_path, llm):
+    """0.19's gateway hands a provider no line to the chat (its status_callback is the agent's,
+    set after the provider starts): what reaches someone is the system prompt, which asks the
+    model to say memory is off, and the gateway's log, where Hermes and cmms write a WARNING."""
+    configure(home, llm, approvals={"destructive_slash_confirm": False})
+    (home / "cmms").write_text("not a directory\n", encoding="utf-8")
+    result = run_driver(home, tmp_path, GATEWAY_DRIVER, {"messages": [["111", "alice", CAT]]},
+                        TELEGRAM_ALLOWED_USERS="111")
+    assert result["replies"][0].startswith("FAKE-REPLY")
+    why = f"The memory store cannot be written at {home / 'cmms'}: Not a directory."
+    system = "".join(m["content"] for m in llm.turn(CAT)["messages"] if m["role"] == "system")
+    assert f"Long-term memory (cmms) is OFF in this session: {why}" in system
+    logged = "".join(p.read_text(encoding="utf-8", errors="replace") for p in (home / "logs").glob("*.log"))
+    assert f"WARNING hermes_cmms.hermes.provider: cmms memory is unavailable: {why}" in logged, logged[-3000:]
+    assert f"Memory provider 'cmms' initialize failed: {why}" in logged, logged[-3000:]
 
 
 # Hermes' own loader, then a session of near-paraphrases that ends (and so is consolidated).

@@ -229,7 +229,7 @@ def test_status_and_doctor_never_show_the_database_password(home, monkeypatch):
     monkeypatch.setenv("CMMS_DATABASE_URL", url)  # PostgreSQL's trust auth ignores the password
     shown = CmmsMemoryProvider().get_status_config({})
     assert "hunter2-secret" not in json.dumps(shown) and ":***@" in shown["database_url"]
-    (status, _, detail), _ = doctor._database(Settings.load(home))
+    (status, _, detail), *_ = doctor._database(Settings.load(home))
     assert "hunter2-secret" not in detail and status == ("ok" if SERVER else "FAIL"), detail
 
 

@@ -214,3 +214,11 @@ def delete_orphans(store: "Store", scope: Optional[str], skipped: Sequence[str])
                 statement = delete(check.model).where(*where)
             done[check.name] = conn.execute(statement).rowcount
     return done
+
+
+def indexed_scopes(store: "Store") -> list[str]:
+    """The scopes holding a memory whose vectors are written (none of its rows waits in the
+    outbox): those whose collections the vector index must have (what `doctor` reads)."""
+    queued = exists().where(Outbox.memory_id == Memory.id)
+    with store.read() as conn:
+        return list(conn.execute(select(Memory.scope).where(~queued).distinct()).scalars())
