@@ -148,8 +148,9 @@ def test_our_own_memory_json_export_comes_back_as_nothing_new(home, tmp_path):
     """`learn` of one sentence (the text kept, three facts learned), a turn kept in a session,
     `export --format memory-json` (our export, whose lines carry the ids of the memories they
     stand for), then `import --from memory-json` of that file: into the same store it adds
-    nothing and recall shows each fact once; into a fresh store each memory comes back once,
-    under its own id, without a made-up "user is a person" or "session … is a session" fact."""
+    nothing and recall shows each fact once; into a fresh store each memory comes back once
+    (under an id of the import's: a mark is taken only for a memory the store holds with that
+    text), without a made-up "user is a person" or "session … is a session" fact."""
     run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     try:
@@ -170,35 +171,92 @@ def test_our_own_memory_json_export_comes_back_as_nothing_new(home, tmp_path):
     other.mkdir()
     imported(other, "--from", "memory-json", str(exported))
     fresh = _contents(other)
-    assert set(fresh) == set(before)  # the same ids, each once
+    assert len(fresh) == len(before)
     assert sorted(fresh.values()) == sorted(["My sister Ilse lives in Tromsø and works at Equinor.",
                                              "user has sister Ilse", "Ilse lives in Tromsø", "Ilse works at Equinor",
                                              "user: Remind me to water the plants", "assistant: I will."])
     assert imported(other, str(exported))["scopes"]["local:default"]["memories"]["added"] == 0
 
 
-def test_marks_whose_observations_changed_since_are_not_taken():
-    """An entity line of our export whose observations the MCP server's tools changed since
-    (one added; the old servers kept unknown keys) is read as anyone's: its ids are not taken."""
-    from hermes_cmms.ops.formats._exports import memory_json as exported
-
-    line = next(exported([{"type": "memory", "id": "ab" * 16, "kind": "observation", "content": "Likes figs"}]))
-    assert line["hermes_cmms"]["ids"] == ["ab" * 16]
-    assert [m["id"] for m in _read_lines(line)] == ["ab" * 16]
-    line["observations"].append("Likes dates")
-    line["hermes_cmms"]["ids"].append("cd" * 16)
-    assert "ab" * 16 not in [m["id"] for m in _read_lines(line)]
-
-
-def _read_lines(*lines: dict) -> list[dict]:
-    reader = memory_json._Reader()
-    return [r for line in lines for r in reader.read(line, "line 1") if r["type"] == "memory"]
-
-
-def _contents(home: Path) -> dict[str, str]:
-    """Every memory of the local scope, id -> content."""
+@pytest.mark.store
+def test_an_export_edited_since_adds_only_what_changed(home, tmp_path):
+    """Our export after the MCP server's tools changed it (servers before 2025.9.25 keep unknown
+    keys, so the marks stay): one observation of a session's line edited, one added to another
+    entity's line. Imported into the store it came from, it adds exactly those two texts; every
+    unchanged line and observation is taken as the memory it was."""
+    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
     svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
     try:
-        return {r["id"]: r["content"] for r in svc.transfer.export("local:default") if r["type"] == "memory"}
+        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
+    finally:
+        svc.close()
+    before = _contents(home)
+    exported = tmp_path / "memory.jsonl"
+    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    session = next(line for line in lines if line["name"].startswith("session "))
+    session["observations"][1] = "assistant: I will, at six."
+    user = next(line for line in lines if line["name"] == "user")
+    user["observations"].append("Allergic to peanuts")
+    exported.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+
+    again = imported(home, "--from", "memory-json", str(exported))["scopes"]["local:default"]
+    assert again["memories"]["added"] == 2
+    after = _contents(home)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert sorted(v for k, v in after.items() if k not in before) == ["Allergic to peanuts", "assistant: I will, at six."]
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_marks_naming_other_memories_take_nothing(home, tmp_path):
+    """A memory-json file whose `hermes_cmms` marks are crafted: ids of memories the store holds
+    with another text (a ChatGPT message's stable id; a memory of another scope; an existing
+    memory named by a relation), one id given to several texts, ids upper-cased, dashed, made up.
+    Every text is imported as a memory of its own; no memory the marks name is changed, hidden
+    or given a fact; a ChatGPT export imported afterwards stores its message."""
+    chatgpt = Path(__file__).parents[1] / "data" / "imports" / "chatgpt" / "conversations.json"
+    run(home, "learn", "--create", "--scope", "user:telegram:99", "I keep bees on the roof.")
+    other = _contents(home, "user:telegram:99")
+    (other_id,) = other
+    plan = imported(home, "--dry-run", str(chatgpt))["scopes"]["local:default"]["memories"]["new"]
+    existing = next(iter(_contents(home) or {}), None)
+    assert existing is None
+    forged_message = _stable_chatgpt_ids(chatgpt)[0]
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in [
+        {"type": "entity", "name": "session zzz", "entityType": "session", "observations": ["user: I live in Moscow."],
+         "hermes_cmms": {"ids": [forged_message], "holder": True}},
+        {"type": "entity", "name": "Zed", "entityType": "person", "observations": ["Likes figs", "Likes dates", "Hates rain"],
+         "hermes_cmms": {"ids": ["x1", other_id.upper(), other_id], "id": other_id}},
+        {"type": "relation", "from": "Zed", "to": "Evil Corp", "relationType": "works_at",
+         "hermes_cmms": {"id": f"{other_id[:8]}-{other_id[8:12]}-{other_id[12:16]}-{other_id[16:20]}-{other_id[20:]}"}},
+    ]) + "\n", encoding="utf-8")
+    imported(home, "--from", "memory-json", str(mine))
+    assert _contents(home, "user:telegram:99") == other
+    mine_now = _contents(home)
+    assert sorted(mine_now.values()) == sorted(["user: I live in Moscow.", "Zed is a person", "Zed: Likes figs",
+                                                "Zed: Likes dates", "Zed: Hates rain", "Zed works at Evil Corp"])
+    assert other_id not in mine_now and forged_message not in mine_now
+    for scope in ("user:telegram:99", "local:default"):  # the edge is the new fact's, in this scope only
+        said = run(home, "graph", "search", "Zed Evil Corp", "--scope", scope)
+        edge, expected = "Evil Corp" in json.dumps(json.loads(said.stdout)["entities"]), scope == "local:default"
+        assert said.returncode == 0 and edge is expected, said.stdout
+    added = imported(home, str(chatgpt))["scopes"]["local:default"]["memories"]["added"]
+    assert added == plan  # the ChatGPT message the marks named is stored as its own
+
+
+def _stable_chatgpt_ids(path: Path) -> list[str]:
+    from hermes_cmms.ops.formats import chatgpt
+
+    return [r["id"] for r in chatgpt.records(path, scope="local:default")
+            if not isinstance(r, Skipped) and r["type"] == "memory"]
+
+
+def _contents(home: Path, scope: str = "local:default") -> dict[str, str]:
+    """Every memory of the scope, id -> content."""
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        return {r["id"]: r["content"] for r in svc.transfer.export(scope) if r["type"] == "memory"}
     finally:
         svc.close()

@@ -69,6 +69,17 @@ def owners(conn: Connection, ids: Sequence[str], chunk: int) -> dict[str, str]:
     return found
 
 
+def contents(conn: Connection, scope: str, ids: Sequence[str], chunk: int) -> dict[str, str]:
+    """The text of each of these memory ids that `scope` holds (another scope's: none), as an
+    export writes it: `<role>: <text>` for a message."""
+    ids, found = list(ids), {}
+    for start in range(0, len(ids), chunk):
+        found.update((memory_id, f"{role}: {content}" if role else content) for memory_id, role, content in conn.execute(
+            select(Memory.id, Memory.role, Memory.content).where(
+                Memory.scope == scope, Memory.id.in_(ids[start:start + chunk]))))
+    return found
+
+
 @contextmanager
 def writing(store: "Store") -> Iterator[Connection]:
     """One write transaction of an import; a failure as `failing` says."""

@@ -11,10 +11,11 @@ gathered into one line, up to GROUP_BYTES of text held at once: past that, what 
 written and gathering starts again, so only in a very large store can an entity have several
 lines (our import merges them; the MCP server's tools use the first). Each line carries, under
 the key `hermes_cmms` (MARKS; the MCP server's reader takes only the keys it knows), the ids of
-the memories it stands for: an entity line `ids` (one per observation) with a `digest` of its
-observations, and `holder` for an entity made up to hold memories (a session, `user`); an
-entity or relation line written for a fact that fact's `id`. Our import takes those ids, so the
-file imported into the store it came from adds nothing, and into another adds each memory once.
+the memories it stands for: an entity line `ids` (one per observation) and `holder` for an
+entity made up to hold memories (a session, `user`); an entity or relation line written for a
+fact that fact's `id`. Our import takes an id only for a memory of the scope that holds it with
+the very text of the line (memory_json.py), so the file imported into the store it came from
+adds nothing, and into another each memory once.
 
 markdown: one note per session (`sessions/<date>-<id>.md`) and one per day for memories outside
 a session (`days/<date>.md`), dates in UTC; front matter (title, type, permalink, created,
@@ -47,7 +48,7 @@ OPEN_FILES = 64  # note parts kept open at once while writing
 GROUP_BYTES = 32 * 2**20  # observations (characters) a memory-json export gathers per entity line at most
 MARKS = "hermes_cmms"  # the key of a memory-json line that names the memories it stands for
 
-__all__ = ["MARKS", "export_open", "memory_json", "markdown", "observations_digest"]
+__all__ = ["MARKS", "export_open", "memory_json", "markdown"]
 
 
 def export_open(engine: "Engine", scope: str, fmt: str, directory=None, actor: str = ""):
@@ -107,18 +108,12 @@ def _entities(groups: dict[str, list[tuple[str, str]]], typed: dict[str, str], h
     which are then let go."""
     for name, gathered in groups.items():
         observations = [text for _, text in gathered]
-        marks = {"ids": [memory_id for memory_id, _ in gathered], "digest": observations_digest(observations)}
+        marks = {"ids": [memory_id for memory_id, _ in gathered]}
         if name in holders:
             marks["holder"] = True
         yield {"type": "entity", "name": name, "entityType": typed[name], "observations": observations,
                MARKS: marks}
     groups.clear()
-
-
-def observations_digest(observations: list) -> str:
-    """What an entity line's marks say its observations were, so a line whose observations were
-    changed since (by the MCP server's tools) is not matched to their ids."""
-    return hashlib.sha256("\x1f".join(map(str, observations)).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _observation(record: dict) -> tuple[str, str, str, bool]:

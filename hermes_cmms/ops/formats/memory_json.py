@@ -9,9 +9,12 @@ entity named in `detail`, for the export back), each relation a fact memory
 with no entity line makes a placeholder entity, as the graph does for any fact). Ids come from
 the entity name and the text, so a repeated entity line, observation or relation adds nothing,
 and neither does a second import. A line of hermes-cmms' own export names the memories it
-stands for (its `hermes_cmms` marks, _exports.py): those ids are taken instead, so the export
-imported into its store adds nothing; an entity it made up to hold memories (`holder`: a
-session, `user`) gets no "is a" fact, and its observations are their text alone. The format has no times: the records carry none, so the
+stands for (its `hermes_cmms` marks, _exports.py): each record carries them as `same_as`, and the
+pipeline takes one of them as the record's id only where the scope holds a memory of that id
+with the record's very text (run.py), so the export imported into its store adds nothing, while
+a mark that names another memory, another scope's or a made-up one changes nothing (the record
+keeps its own id); an entity it made up to hold memories (`holder`: a session, `user`) gets no
+"is a" fact, and its observations are their text alone. The format has no times: the records carry none, so the
 pipeline dates every memory by the file's modification time (and the dry run says so). A line
 that is not JSON is reported (skipped) and the rest imported; two objects run together on one
 line (`}{`, from concurrent writers) are split. The whole-document form
@@ -28,11 +31,12 @@ from typing import Iterator, Optional, Union
 from ...common.errors import InvalidInput
 from ..transfer import bounded_lines
 from . import Skipped, fact, memory, stable_id
-from ._exports import MARKS, observations_digest
+from ._exports import MARKS
 
 NAME = "memory-json"
 SOURCE = f"import:{NAME}"
 SNIFF_BYTES = 64 * 1024
+MARKED_IDS = 10_000  # the most ids one line's marks are read for (an entity line of our export has one an observation)
 
 
 def sniff(path: Path) -> bool:
@@ -161,22 +165,21 @@ class _Reader:
         kind = self.types.setdefault(name, _text(record.get("entityType")) or "entity")
         marks = _marks(record)
         if not marks.get("holder"):  # (a session or `user` our export made up is no entity of the graph)
-            yield from self.fact(("entity", name), name, "is a", kind, f"entity/{name}", marks.get("id"))
+            yield from self.fact(("entity", name), name, "is a", kind, f"entity/{name}", _ids([marks.get("id")]))
         observations = record.get("observations") or []
         if not isinstance(observations, list):
             observations = [observations]
-        ids = _ids(marks, observations)
-        for index, observation in enumerate(observations):
+        same_as = _ids(marks.get("ids"))
+        for observation in observations:
             text = _text(observation)
             if not text:
                 continue
             key = ("observation", name, text)
-            memory_id = ids[index] if ids else stable_id(NAME, *key)
-            if self.fresh(memory_id):
+            if self.fresh(stable_id(NAME, *key)):
                 detail = {"entity": name, "entity_type": kind} | ({"holder": True} if marks.get("holder") else {})
                 content = text if marks.get("holder") else f"{name}: {text}"
                 yield self.memory(key, "observation", content, f"entity/{name}", tags=[kind], detail=detail,
-                                  memory_id=memory_id)
+                                  same_as=same_as)
 
     def relation(self, record: dict, where: str) -> Iterator[Union[dict, Skipped]]:
         ends = (_text(_first(record, "from", "from_id")), _text(_first(record, "relationType", "relation_type")),
@@ -186,16 +189,15 @@ class _Reader:
             return
         subject, predicate, target = ends
         yield from self.fact(("relation", *ends), subject, predicate, target,
-                             f"relation/{subject}/{predicate}/{target}", _marks(record).get("id"))
+                             f"relation/{subject}/{predicate}/{target}", _ids([_marks(record).get("id")]))
 
     def fact(self, key: tuple, subject: str, predicate: str, target: str, origin: str,
-             memory_id: Optional[str] = None) -> Iterator[dict]:
-        memory_id = memory_id or stable_id(NAME, *key)
-        if not self.fresh(memory_id):
+             same_as: list[str]) -> Iterator[dict]:
+        if not self.fresh(stable_id(NAME, *key)):
             return
         content = f"{subject} {_spoken(predicate, target)} {target}"
-        yield self.memory(key, "fact", content, origin, memory_id=memory_id)
-        yield fact(NAME, key, subject, predicate, target) | {"memory_id": memory_id}
+        yield self.memory(key, "fact", content, origin, same_as=same_as)
+        yield fact(NAME, key, subject, predicate, target)
 
     def fresh(self, memory_id: str) -> bool:
         """Whether the memory is new to this file (the import refuses an id twice)."""
@@ -205,36 +207,33 @@ class _Reader:
         return True
 
     def memory(self, key: tuple, kind: str, content: str, origin: str, *, tags=(),
-               detail: Optional[dict] = None, memory_id: str) -> dict:
+               detail: Optional[dict] = None, same_as: list[str]) -> dict:
         record = memory(NAME, key, content, original=f"mcp-memory:{origin}", created_at=None,
-                        tier="semantic", kind=kind, tags=tuple(t for t in tags if t.strip())) | {"id": memory_id}
+                        tier="semantic", kind=kind, tags=tuple(t for t in tags if t.strip()))
         if detail:
             record["detail"] = detail
+        if same_as:
+            record["same_as"] = same_as
         return record
 
 
 def _marks(record: dict) -> dict:
     """What a line of our own export says of the memories it stands for (MARKS in
-    _exports.py); {} for a line of anyone else's, or marks that are not of that shape."""
+    _exports.py); {} for a line of anyone else's."""
     marks = record.get(MARKS)
-    if not isinstance(marks, dict):
-        return {}
-    if "id" in marks and not _an_id(marks["id"]):
-        marks = {k: v for k, v in marks.items() if k != "id"}
-    return marks
+    return marks if isinstance(marks, dict) else {}
 
 
-def _ids(marks: dict, observations: list) -> Optional[list[str]]:
-    """The memory ids of an entity line's observations, if its marks name one per observation
-    and the observations are still those the export wrote (their digest); else None."""
-    ids = marks.get("ids")
-    if not (isinstance(ids, list) and len(ids) == len(observations) and all(map(_an_id, ids))):
-        return None
-    return ids if marks.get("digest") == observations_digest(observations) else None
+_AN_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def _an_id(value) -> bool:
-    return isinstance(value, str) and 0 < len(value.strip()) <= 64
+def _ids(marked) -> list[str]:
+    """The ids a line's marks name, as the store keeps ids (32 hex digits, a dashed UUID too),
+    at most MARKED_IDS of them; anything else is no id of ours and is dropped."""
+    if not isinstance(marked, list):
+        return []
+    found = (v.replace("-", "").lower() for v in marked[:MARKED_IDS] if isinstance(v, str) and len(v) <= 36)
+    return list(dict.fromkeys(v for v in found if _AN_ID.fullmatch(v)))
 
 
 # words whose first letter is a vowel but whose sound is not ("a unit", "a one-off"), and the reverse ("an hour")

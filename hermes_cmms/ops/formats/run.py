@@ -89,7 +89,8 @@ def _imported(engine: Optional["Engine"], home: Path, path: Path, reader, name: 
     progress = progress or (lambda phase, done, total: None)
     default = scope_of(scope) if scope is not None else local_scope(home)
     kept_live = partial(_kept_live, engine) if engine is not None else (lambda scope, session_id: False)
-    reading = _Reading(path, scope is not None, default, kept_live, hold=not dry_run)
+    held = partial(_held, engine) if engine is not None else (lambda scope, ids: {})
+    reading = _Reading(path, scope is not None, default, kept_live, held, hold=not dry_run)
     size, by_bytes = (path.stat().st_size if path.is_file() else None), None
     try:
         for done, item in enumerate(_guarded(path, reader.records(path, scope=default)), 1):
@@ -233,8 +234,10 @@ class _Reading:
     skipped by reason, the dates filled in, the date range."""
 
     def __init__(self, path: Path, forced: bool, default: str, kept_live: Callable[[str, str], bool],
-                 hold: bool = True) -> None:
+                 held: Callable[[str, list], dict], hold: bool = True) -> None:
         self.forced, self.default, self.kept_live, self.hold = forced, default, kept_live, hold
+        self.held, self.last_held = held, ((), {})  # (scope, ids) asked last, and the texts held
+        self.taken: dict[tuple[str, str], str] = {}  # (scope, a record's own id) -> the stored id it is
         self.live: set[tuple[str, str]] = set()  # (scope, session id) of sessions a door kept live
         self.mtime = path.stat().st_mtime
         self.spools: dict[str, _Spool] = {}
@@ -270,6 +273,7 @@ class _Reading:
             self._skip("a message of a session hermes-cmms kept while it ran", where)
             return
         spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope, self.hold))
+        self._same(record, scope, spool)
         self._date(record)
         checked = self._checked(record, spool)
         if isinstance(checked, str):
@@ -279,6 +283,25 @@ class _Reading:
             spool.add(record, *checked)
         except InvalidInput:
             self._skip(f"a {kind} the file holds twice", where)
+
+    def _same(self, record: dict, scope: str, spool: _Spool) -> None:
+        """A memory whose reader names ids it may already be stored as (`same_as`: our own
+        export's marks) takes the one the scope holds with its very text, so it counts as present;
+        a fact follows its memory. A mark naming another memory, another scope's or none is no
+        match: the record keeps its own id (a crafted file reaches no memory but its own)."""
+        if record["type"] == "fact":
+            record["memory_id"] = self.taken.get((scope, record.get("memory_id")), record.get("memory_id"))
+            return
+        candidates = record.pop("same_as", None)
+        if record["type"] != "memory" or not candidates:
+            return
+        if self.last_held[0] != (scope, tuple(candidates)):
+            self.last_held = (scope, tuple(candidates)), self.held(scope, candidates)
+        match = next((i for i, text in self.last_held[1].items() if text == record.get("content")
+                      and i not in spool.seen["memory"]), None)
+        if match is not None:
+            self.taken[(scope, record["id"])] = match
+            record["id"] = match
 
     def _date(self, record: dict) -> None:
         if record["type"] == "session":
@@ -354,6 +377,12 @@ def _kept_live(engine: "Engine", scope: str, session_id: str) -> bool:
     """Whether `scope` has the session `session_id` (an id a door gave it, e.g. Hermes')."""
     with engine.store.read() as conn:
         return not transfer_rows.not_stored(conn, KINDS["session"], [{"session_id": stored_id(session_id)}], scope)
+
+
+def _held(engine: "Engine", scope: str, ids: list) -> dict[str, str]:
+    """The text of each of these memory ids that `scope` holds."""
+    with engine.store.read() as conn:
+        return transfer_rows.contents(conn, scope, ids, transfer.CHUNK)
 
 
 def _planned(engine: Optional["Engine"], spool: _Spool) -> dict:
