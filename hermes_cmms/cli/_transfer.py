@@ -145,6 +145,9 @@ def cmd_import(args) -> int:
             summary = service.transfer.import_records(sys.stdin.buffer, **kwargs)
         else:
             summary = service.transfer.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)
+        if not args.dry_run and not args.no_learn:
+            summary["learned"] = service.upkeep.learn_history(
+                progress=lambda done, total: progress("learning", done, total))
         if args.wait:
             bar = _engine.VectorBar(args)
             try:
@@ -187,5 +190,8 @@ def register(add: Callable) -> None:
                                    "user's for other formats; the local user's, local:<profile>, by default).")
     p.add_argument("--wait", action="store_true",
                    help="Load the embedding model and wait until the new memories are in the vector index.")
+    p.add_argument("--no-learn", action="store_true",
+                   help="Do not read the imported conversations for facts now: the scheduler reads them later, "
+                        "a batch of conversations a sweep interval, while Hermes or a bridge runs.")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
     _engine.may_create(p)

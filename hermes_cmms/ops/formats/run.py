@@ -142,6 +142,7 @@ class _Spool:
         self.seen: dict[str, set] = {kind: set() for kind in KEYS}
         self.plan = transfer.Plan()
         self.held = _Held() if hold else None
+        self.user_turns: Counter = Counter()  # session id -> the user's turns read for facts after the import
 
     def add(self, record: dict, kind: Kind, row: dict) -> None:
         """Add `record` (checked by row_of as `kind`, `row`); InvalidInput, and nothing added,
@@ -151,6 +152,9 @@ class _Spool:
         self.counts[kind.plural] += 1
         if record["type"] in KEYS:
             self.seen[record["type"]].add(record[KEYS[record["type"]]])
+        if record["type"] == "memory" and (record.get("kind"), record.get("role")) == ("message", "user") \
+                and record.get("turn") is not None:
+            self.user_turns[record.get("session_id")] += 1
         if self.held is not None:
             self.held.append((line, kind, row))
 
@@ -208,7 +212,7 @@ class _Reading:
                  hold: bool = True) -> None:
         self.forced, self.default, self.kept_live, self.hold = forced, default, kept_live, hold
         self.live: set[tuple[str, str]] = set()  # (scope, session id) of sessions a door kept live
-        self.mtime = path.stat().st_mtime
+        self.mtime, self.now = path.stat().st_mtime, time.time()
         self.spools: dict[str, _Spool] = {}
         self.skipped: Counter = Counter()
         self.examples: dict[str, str] = {}
@@ -265,9 +269,10 @@ class _Reading:
                 record["created_at"] = started if started is not None else self.mtime
                 self.dated["memories dated by their conversation" if started is not None
                            else "memories dated by the file's modification time"] += 1
-            for name in ("updated_at", "last_seen_at"):
-                if record.get(name) is None:
-                    record[name] = record["created_at"]
+            if record.get("updated_at") is None:
+                record["updated_at"] = record["created_at"]
+            if record.get("last_seen_at") is None:  # seen here now: decay ages it from its import
+                record["last_seen_at"] = self.now
             self.first = min(self.first or record["created_at"], record["created_at"])
             self.last = max(self.last or record["created_at"], record["created_at"])
 
@@ -336,10 +341,11 @@ def _planned(engine: "Engine", spool: _Spool) -> dict:
     with engine.store.read() as conn:
         present = len(transfer_rows.owners(conn, list(plan.memories), transfer.CHUNK))
         sessions = [{"session_id": sid} for sid in spool.seen["session"]]
-        fresh = len(transfer_rows.not_stored(conn, KINDS["session"], sessions, scope)) if sessions else 0
-    return {"sessions": {"new": fresh, "present": len(sessions) - fresh},
+        fresh = transfer_rows.not_stored(conn, KINDS["session"], sessions, scope) if sessions else []
+    return {"sessions": {"new": len(fresh), "present": len(sessions) - len(fresh)},
             "memories": {"new": len(plan.memories) - present, "present": present},
-            "facts": {"in_file": plan.counts["facts"]}}
+            "facts": {"in_file": plan.counts["facts"]},
+            "to_learn_from": {"user_turns": sum(spool.user_turns[row["session_id"]] for row in fresh)}}
 
 
 def _written(engine: "Engine", spool: _Spool, progress, actor: str) -> dict:
