@@ -268,7 +268,8 @@ def cmd_bench(args) -> int:
 
     result = bench.run(args.suite, args.file, budget=args.budget, json_out=args.json,
                        convs=getattr(args, "convs", ""), ks=getattr(args, "k", ""),
-                       limit=getattr(args, "limit", None), dated=not getattr(args, "undated", False))
+                       limit=getattr(args, "limit", None), dated=not getattr(args, "undated", False),
+                       imported=getattr(args, "imported", False))
     bench.report(result)
     return 0
 
@@ -289,6 +290,8 @@ def _add_bench(sub) -> None:
     locomo.add_argument("--convs", default="", help="Only these sample ids, comma-separated.")
     locomo.add_argument("--undated", action="store_true",
                         help="Ingest every session now (default: each at its own LoCoMo date).")
+    locomo.add_argument("--imported", action="store_true",
+                        help="Write the sessions as a ChatGPT export and import it (default: fed turn by turn).")
     lme = suites.choices["longmemeval"]
     lme.add_argument("--k", default="1,3,5,10", help="Cut-offs for recall@k (default: 1,3,5,10).")
     lme.add_argument("--limit", type=int, help="Only the first N answerable questions.")

@@ -26,6 +26,7 @@ from ...common.checks import scope_of
 from ...common.errors import InvalidInput
 from ...common.scopes import local_scope
 from .._rows import transfer as transfer_rows
+from ...store.store import CONTEXT_CHARS
 
 if TYPE_CHECKING:
     from ...engine import Engine
@@ -218,6 +219,7 @@ class _Reading:
         self.examples: dict[str, str] = {}
         self.dated = Counter()
         self.started: dict[str, float] = {}  # session id -> started_at
+        self.previous: dict[str, str] = {}  # session id -> its last message's text
         self.first: Optional[float] = None
         self.last: Optional[float] = None
 
@@ -269,12 +271,26 @@ class _Reading:
                 record["created_at"] = started if started is not None else self.mtime
                 self.dated["memories dated by their conversation" if started is not None
                            else "memories dated by the file's modification time"] += 1
+            self._context(record)
             if record.get("updated_at") is None:
                 record["updated_at"] = record["created_at"]
             if record.get("last_seen_at") is None:  # seen here now: decay ages it from its import
                 record["last_seen_at"] = self.now
             self.first = min(self.first or record["created_at"], record["created_at"])
             self.last = max(self.last or record["created_at"], record["created_at"])
+
+    def _context(self, record: dict) -> None:
+        """A message's context, as a live turn's: the end of the message before it in its
+        conversation (recall searches it too), cut where a word starts."""
+        session_id = record.get("session_id")
+        if record.get("kind") != "message" or session_id is None:
+            return
+        previous = self.previous.get(session_id)
+        if record.get("context") is None and previous:
+            tail = previous[-CONTEXT_CHARS:]
+            record["context"] = tail if len(previous) <= CONTEXT_CHARS else tail.split(None, 1)[-1]
+        if isinstance(record.get("content"), str):
+            self.previous[session_id] = record["content"][-2 * CONTEXT_CHARS:]
 
     def _checked(self, record: dict, spool: _Spool) -> Union[str, tuple[Kind, dict]]:
         """The record as row_of checks it (its kind and row), or why it cannot go into the spool."""
