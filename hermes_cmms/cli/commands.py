@@ -225,6 +225,8 @@ def cmd_maintain(args) -> int:
             results["decay"] = service.upkeep.decay()
         if args.job in ("consolidate", "all"):
             results["consolidate"] = service.upkeep.consolidate_all()
+        if args.job in ("learn", "all"):
+            results["learn"] = service.upkeep.learn_history()
     finally:
         service.close()
     print(json.dumps(public_ids(results), indent=2))
@@ -353,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", required=True)
     p.add_argument("--session", help="Only this conversation session.")
     p.add_argument("--json", action="store_true")
-    p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation.")
+    p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation, "
+                                          "reading imported conversations for facts (all that wait).")
     p.add_argument("--job", choices=JOBS, default="all")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")

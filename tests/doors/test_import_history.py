@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_cmms import MemoryService, Settings
+from hermes_cmms import MemoryService, Settings, service as service_module
 from hermes_cmms.bench import _chatgpt
+from hermes_cmms.cli import _transfer as cli_transfer
 from hermes_cmms.common import lifecycle_rules
 from hermes_cmms.store.models import Fact, Memory
 from sqlalchemy import select
@@ -136,3 +137,31 @@ def test_an_imported_message_carries_the_end_of_the_one_before_as_a_live_turn_do
     assert context[long] == "At pier 4."
     assert context["Fjordbrød."].endswith("Which bakery sells the rye?") and context["Fjordbrød."].startswith("word ")
     assert len(context["Fjordbrød."]) <= 400
+
+
+@pytest.mark.store
+def test_the_schedulers_learn_job_reads_a_batch_of_imported_conversations_a_run(home, tmp_path, monkeypatch):
+    said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
+    imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", *said)))
+    monkeypatch.setattr(service_module, "HISTORY_BATCH", 2)
+    service = MemoryService(Settings.load(home), start_indexer=False)
+    try:
+        service.scheduler.stop()  # (its first lease only starts the clocks; the job is run here)
+        interval, job = service.scheduler.jobs["learn"]
+        assert interval == service.settings.sweep_interval_s
+        assert job(time.time())["sessions"] == 2 and job(time.time())["sessions"] == 1
+        assert job(time.time()) == {"sessions": 0, "learned": 0, "waiting": 0}
+    finally:
+        service.close()
+
+
+@pytest.mark.store
+def test_import_reads_a_bounded_number_and_maintain_reads_the_rest(home, tmp_path, monkeypatch):
+    said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
+    monkeypatch.setattr(cli_transfer, "LEARN_AT_IMPORT", 2)
+    summary = imported(home, str(_export(tmp_path / "conversations.json", *said)))
+    assert (summary["learned"]["sessions"], summary["learned"]["waiting"]) == (2, 1)
+    done = run(home, "maintain", "--job", "learn")
+    assert done.returncode == 0 and json.loads(done.stdout)["learn"]["sessions"] == 1, done.stderr
+    assert json.loads(run(home, "maintain", "--job", "learn").stdout)["learn"] == {
+        "sessions": 0, "learned": 0, "waiting": 0}
