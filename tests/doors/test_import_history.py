@@ -125,7 +125,7 @@ def test_an_imported_2023_memory_is_not_archived_by_the_next_decay_but_still_age
 
 
 @pytest.mark.store
-def test_an_imported_message_carries_the_end_of_the_one_before_as_a_live_turn_does(home, tmp_path):
+def test_an_imported_message_carries_the_end_of_the_one_before_and_is_worth_a_live_turn(home, tmp_path):
     long = "word " * 200 + "Which bakery sells the rye?"
     export = _chatgpt.write(tmp_path / "conversations.json", [_chatgpt.conversation(ID_2023, "t", [
         ("user", "Where is the ferry?", _at(2023)), ("assistant", "At pier 4.", _at(2023) + 1),
@@ -133,6 +133,8 @@ def test_an_imported_message_carries_the_end_of_the_one_before_as_a_live_turn_do
     imported(home, "--no-learn", str(export))
     with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
         context = {m.content: m.context for m in _memories(service)}
+        worth = {m.confidence for m in _memories(service)}
+    assert worth == {lifecycle_rules.TURN_RELIABILITY}  # what the same turn kept live through Hermes is worth
     assert context["Where is the ferry?"] is None and context["At pier 4."] == "Where is the ferry?"
     assert context[long] == "At pier 4."
     assert context["Fjordbrød."].endswith("Which bakery sells the rye?") and context["Fjordbrød."].startswith("word ")

@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import IO, Any, Iterator, Optional
 
 from ...common.errors import InvalidInput
+from ...common.lifecycle_rules import TURN_RELIABILITY
 
 __all__ = ["DAMAGED", "READERS", "Skipped", "check_whole", "damaged", "detect", "fact", "json_error", "memory", "session", "stable_id",
            "streamed_json_array", "timestamp"]
@@ -236,12 +237,15 @@ def session(fmt: str, conversation: Any, *, started_at: Optional[float], turns: 
 def memory(fmt: str, parts: tuple, content: str, *, original: str, created_at: Optional[float],
            updated_at: Optional[float] = None, tier: str = "episodic", kind: str = "message",
            role: Optional[str] = None, turn: Optional[int] = None, conversation: Any = None,
-           tags: tuple = (), confidence: float = 1.0, scope: Optional[str] = None) -> dict:
+           tags: tuple = (), confidence: Optional[float] = None, scope: Optional[str] = None) -> dict:
     """A memory record: id stable_id(fmt, *parts); `original` names it in the file (e.g.
     "chatgpt:conv/<id>/msg/<id>") and goes into its receipt; `conversation` is the original
     id of its session, if it has one. It is dated `created_at` (when it was said); the import
     fills in `last_seen_at`, the time decay ages it from, with when it was imported
-    (docs/lifecycle.md)."""
+    (docs/lifecycle.md). Its confidence, unless given: a message's is a live turn's
+    (TURN_RELIABILITY), so imported chat ranks as the same chat kept live would; 1 otherwise."""
+    if confidence is None:
+        confidence = TURN_RELIABILITY if kind == "message" else 1.0
     confidence = min(1.0, max(0.0, float(confidence)))
     record = {"type": "memory", "id": stable_id(fmt, *parts), "tier": tier, "kind": kind, "role": role,
               "content": content, "session_id": None if conversation is None else stable_id(fmt, conversation),
