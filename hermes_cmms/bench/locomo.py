@@ -149,7 +149,7 @@ def run_conversation(sample: dict, budget: Optional[int], tick, result: dict,
         try:
             if imported:
                 clock.at(question_time(sample))
-                ingest_s = ingest_imported(home, sample, tick)
+                ingest_s = ingest_imported(home, sample, tick, clock.dated)
             else:
                 ingest_s = _drive.ingest(home, sessions(sample), tick, clock, session_times(sample))
             clock.at(question_time(sample))
@@ -159,13 +159,13 @@ def run_conversation(sample: dict, budget: Optional[int], tick, result: dict,
     return conversation_row(name, scored, ingest_s), scored
 
 
-def chatgpt_export(sample: dict) -> list[dict]:
+def chatgpt_export(sample: dict, dated: bool = True) -> list[dict]:
     """The sample's sessions as ChatGPT's conversations.json holds conversations (see the
-    module docstring); a session without a date is dated now."""
+    module docstring); undated, or without a date of its own, a session is dated now."""
     conv, now = sample["conversation"], datetime.now(timezone.utc)
     out = []
     for (key, turns), when in zip(_session_items(conv), session_times(sample)):
-        start = (when or now).timestamp()
+        start = ((when if dated else None) or now).timestamp()
         messages = [("user" if t["speaker"] == conv["speaker_a"] else "assistant", line(t), start + n)
                     for n, t in enumerate(turns)]
         conversation_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{sample['sample_id']}/{key}"))
@@ -173,11 +173,11 @@ def chatgpt_export(sample: dict) -> list[dict]:
     return out
 
 
-def ingest_imported(home, sample: dict, tick) -> float:
+def ingest_imported(home, sample: dict, tick, dated: bool = True) -> float:
     """Import the sample as a ChatGPT export into the scope the provider gives the bench user,
     read it for facts, consolidate, index its vectors; return wall seconds."""
     started = time.perf_counter()
-    path = _chatgpt.write(home / "conversations.json", chatgpt_export(sample))
+    path = _chatgpt.write(home / "conversations.json", chatgpt_export(sample, dated))
     provider = _drive.open_provider(home, f"{sample['sample_id']}-import")
     try:
         service = provider.service

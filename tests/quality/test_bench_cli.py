@@ -177,6 +177,9 @@ def test_the_chatgpt_export_of_a_locomo_sample_is_read_back_as_its_sessions(tmp_
                     for _, turns in locomo._session_items(sample["conversation"]) for t in turns]
     starts = [r["started_at"] for r in records if r["type"] == "session"]
     assert starts == [when.timestamp() for when in locomo.session_times(sample)]
+    before = time.time()
+    undated = [c["create_time"] for c in locomo.chatgpt_export(sample, dated=False)]
+    assert len(undated) == len(starts) and all(before - 1 <= at <= time.time() for at in undated)
 
 
 @ingests
