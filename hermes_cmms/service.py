@@ -31,7 +31,7 @@ from .ops.metrics import Metrics
 from .recall import search as retrieval, shape
 from .retain import admission
 from .store.store import safe_url
-from .upkeep import Copies, Transfer, Upkeep
+from .upkeep import HISTORY_BATCH, Copies, Transfer, Upkeep
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,8 @@ class MemoryService:
             self.scheduler = Scheduler(self.store, {
                 "sweep": (settings.sweep_interval_s, self.upkeep.sweep),
                 "decay": (settings.decay_interval_s, self.upkeep.decay),
-                "consolidate": (settings.consolidate_interval_s, self.upkeep.consolidate_all)},
+                "consolidate": (settings.consolidate_interval_s, self.upkeep.consolidate_all),
+                "learn": (settings.sweep_interval_s, lambda now: self.upkeep.learn_history(HISTORY_BATCH))},
                 threads=settings.threads).start()
 
     # -- writes ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from .redact import redact_text
 
 log = logging.getLogger(__name__)
 
+HISTORY_BATCH = 100  # imported conversations the scheduler's learn job reads a run (one a sweep interval)
 FORGET_STALLED_S = 60  # a forget --all with no batch for this long was interrupted: the sweep finishes it
 
 
@@ -111,6 +112,14 @@ class Upkeep(_Part):
         from .knowledge.learn import extract_session
 
         return extract_session(self.engine, _scope(scope), clean_key(session_id))
+
+    def learn_history(self, limit: Optional[int] = None,
+                      progress: Optional[Callable[[int, int], None]] = None) -> dict:
+        """Learn from imported conversations not read yet, at most `limit` of them, oldest first
+        (`progress(done, total)` after each): {"sessions", "learned", "waiting"}."""
+        from .knowledge.learn import learn_history
+
+        return learn_history(self.engine, limit, progress)
 
     def audit(self, audit_type: str = "full", scope: Optional[str] = None) -> dict:
         """Health checks on the stored data (orphans, receipts, lifecycle, confidence, drift)."""

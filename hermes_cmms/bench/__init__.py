@@ -20,17 +20,17 @@ Items = Union[str, Sequence]
 
 def run(suite: str, path: str, *, budget: Optional[int] = None, convs: Items = (),
         ks: Items = longmemeval.DEFAULT_K, limit: Optional[int] = None,
-        json_out: Optional[str] = None, dated: bool = True) -> dict:
+        json_out: Optional[str] = None, dated: bool = True, imported: bool = False) -> dict:
     """Run one benchmark suite on a data file and return its figures, also written to
     `json_out` if given. `convs` and `ks` may be lists or comma-separated strings; `dated`
-    (LoCoMo) ingests each session at its own date."""
+    (LoCoMo) ingests each session at its own date; `imported` (LoCoMo), through a ChatGPT export."""
     if budget is not None and budget <= 0:
         raise InvalidInput(f"The token budget must be a positive whole number, not {budget}.")
     if limit is not None and limit <= 0:
         raise InvalidInput(f"The question limit must be a positive whole number, not {limit}.")
     check_output(json_out)
     if suite == "locomo":
-        result = locomo.run(path, budget, parse_list(convs, "--convs"), dated)
+        result = locomo.run(path, budget, parse_list(convs, "--convs"), dated, imported)
     elif suite == "longmemeval":
         result = longmemeval.run(path, budget, parse_list(ks, "--k", number=True), limit)
     else:

@@ -5,7 +5,12 @@ speaker is the user), each session is ended, the provider is shut down and a new
 opened (what was retained must survive a restart), then every question of categories 1-4
 is asked through prefetch(). Dated (the default, the reference's --dated), each session is
 fed while the clock stands at its LoCoMo date, and the questions are asked a day after the
-last session; undated, everything happens now.
+last session; undated, everything happens now. Imported (`imported`), the sessions are instead
+written as a ChatGPT export (one conversation a session, speaker_a's turns as the user's,
+speaker_b's as the assistant's, each "Name: text" at its session's date plus a second a turn:
+bench/_chatgpt.py) and imported a day after the last session with the real importer
+(`hermes-cmms import`'s own: the reader, the import, the reading for facts), then consolidated
+as the scheduler would, before the same questions are asked.
 
 Each evidence turn is checked against the injected context (see _evidence):
   ev_key     its answer-bearing sentence has >= 80% of its content words on one line (primary);
@@ -20,12 +25,14 @@ from __future__ import annotations
 
 import re
 import statistics
+import time
+import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Optional, Sequence
 
 from ..common import tokens
 from ..common.errors import InvalidInput
-from . import _drive, _evidence
+from . import _chatgpt, _drive, _evidence
 from ._display import Table, progress
 
 CATEGORIES = (1, 2, 3, 4)  # 5 (adversarial, unanswerable) has no evidence to recall
@@ -36,16 +43,18 @@ PER_TURN = ("ev_key", "ev_words", "ev_cover", "ev_recall")
 PER_QUESTION = ("all_key", "all_words", "all_hit")
 
 
-def run(path: str, budget: Optional[int] = None, convs: Sequence[str] = (), dated: bool = True) -> dict:
+def run(path: str, budget: Optional[int] = None, convs: Sequence[str] = (), dated: bool = True,
+        imported: bool = False) -> dict:
     """Benchmark every (or every named) conversation of a LoCoMo file; return the figures.
-    Dated, each session is ingested at its own LoCoMo date (see the module docstring)."""
+    Dated, each session is ingested at its own LoCoMo date; `imported`, through a ChatGPT
+    export (see the module docstring)."""
     samples = select(load(path), convs)
     steps = sum(len(pairs) for s in samples for _, pairs in sessions(s)) + \
         sum(len(questions(s)) for s in samples)
-    result = {"benchmark": "locomo", "file": str(path), "dated": dated}
+    result = {"benchmark": "locomo", "file": str(path), "dated": dated, "imported": imported}
     clock = _drive.Clock(dated)
     with progress(steps, "locomo") as tick:
-        done = [run_conversation(sample, budget, tick, result, clock) for sample in samples]
+        done = [run_conversation(sample, budget, tick, result, clock, imported) for sample in samples]
     rows = [row for row, _ in done]
     result.update(rows=rows, total=total(rows, [s for _, scored in done for s in scored]))
     return result
@@ -134,16 +143,54 @@ def dialogue(sample: dict) -> dict[str, dict]:
 
 
 def run_conversation(sample: dict, budget: Optional[int], tick, result: dict,
-                     clock: _drive.Clock) -> tuple[dict, list]:
+                     clock: _drive.Clock, imported: bool = False) -> tuple[dict, list]:
     name = sample["sample_id"]
     with _drive.fresh_home(budget) as home:
         try:
-            ingest_s = _drive.ingest(home, sessions(sample), tick, clock, session_times(sample))
+            if imported:
+                clock.at(question_time(sample))
+                ingest_s = ingest_imported(home, sample, tick, clock.dated)
+            else:
+                ingest_s = _drive.ingest(home, sessions(sample), tick, clock, session_times(sample))
             clock.at(question_time(sample))
             scored = ask_all(home, sample, tick, result)
         finally:
             clock.stop()
     return conversation_row(name, scored, ingest_s), scored
+
+
+def chatgpt_export(sample: dict, dated: bool = True) -> list[dict]:
+    """The sample's sessions as ChatGPT's conversations.json holds conversations (see the
+    module docstring); undated, or without a date of its own, a session is dated now."""
+    conv, now = sample["conversation"], datetime.now(timezone.utc)
+    out = []
+    for (key, turns), when in zip(_session_items(conv), session_times(sample)):
+        start = ((when if dated else None) or now).timestamp()
+        messages = [("user" if t["speaker"] == conv["speaker_a"] else "assistant", line(t), start + n)
+                    for n, t in enumerate(turns)]
+        conversation_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{sample['sample_id']}/{key}"))
+        out.append(_chatgpt.conversation(conversation_id, f"{sample['sample_id']} {key}", messages))
+    return out
+
+
+def ingest_imported(home, sample: dict, tick, dated: bool = True) -> float:
+    """Import the sample as a ChatGPT export into the scope the provider gives the bench user,
+    read it for facts, consolidate, index its vectors; return wall seconds."""
+    started = time.perf_counter()
+    path = _chatgpt.write(home / "conversations.json", chatgpt_export(sample, dated))
+    provider = _drive.open_provider(home, f"{sample['sample_id']}-import")
+    try:
+        service = provider.service
+        service.transfer.import_foreign(path, fmt="chatgpt", scope=provider.scope, actor="bench:import")
+        service.upkeep.learn_history()
+        service.upkeep.consolidate_all()
+        service.upkeep.drain(3600.0)
+    finally:
+        provider.shutdown()
+    for _, pairs in sessions(sample):
+        for _ in pairs:
+            tick(f"import {sample['sample_id']}")
+    return time.perf_counter() - started
 
 
 def ask_all(home, sample: dict, tick, result: dict) -> list[dict]:
@@ -212,6 +259,7 @@ def tables(result: dict) -> list[Table]:
     cat_keys = ("questions", "evidence", "ev_key", "ev_words", "ev_recall", "all_key")
     cat_rows = [[f"{c} {CATEGORY_NAMES[int(c)]}", *(v[k] for k in cat_keys)]
                 for c, v in result["total"]["by_category"].items()]
-    title = (f"LoCoMo evidence recall ({'dated' if result.get('dated') else 'undated'}), budget "
+    title = (f"LoCoMo evidence recall ({'dated' if result.get('dated') else 'undated'}"
+             f"{', imported as a ChatGPT export' if result.get('imported') else ''}), budget "
              f"{result.get('budget')} tokens, embedder {result.get('embedder')}")
     return [(title, ["conv", *keys], conv_rows), ("By category", ["category", *cat_keys], cat_rows)]

@@ -13,6 +13,9 @@ from ..common.errors import InvalidInput
 from ..common.vocabulary import EXPORT_FORMATS
 
 
+LEARN_AT_IMPORT = 1000  # imported conversations read for facts before import returns (the rest: later)
+
+
 def _service(args, embedder: Optional[str] = "none"):
     """The engine without the embedding model unless asked: export reads SQL only, and import
     only queues its memories for the indexer (which embeds them in the next process that runs
@@ -145,6 +148,9 @@ def cmd_import(args) -> int:
             summary = service.transfer.import_records(sys.stdin.buffer, **kwargs)
         else:
             summary = service.transfer.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)
+        if not args.dry_run and not args.no_learn:
+            summary["learned"] = service.upkeep.learn_history(
+                LEARN_AT_IMPORT, progress=lambda done, total: progress("learning", done, total))
         if args.wait:
             bar = _engine.VectorBar(args)
             try:
@@ -229,5 +235,9 @@ def register(add: Callable) -> None:
                                    "user's for other formats; the local user's, local:<profile>, by default).")
     p.add_argument("--wait", action="store_true",
                    help="Load the embedding model and wait until the new memories are in the vector index.")
+    p.add_argument("--no-learn", action="store_true",
+                   help=f"Do not read the imported conversations for facts now (by default the first "
+                        f"{LEARN_AT_IMPORT:,} are): the scheduler reads what waits, a batch a sweep interval, while "
+                        f"Hermes or a bridge runs, and `maintain --job learn` all of it at once.")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
     _engine.may_create(p)

@@ -225,6 +225,8 @@ def cmd_maintain(args) -> int:
             results["decay"] = service.upkeep.decay()
         if args.job in ("consolidate", "all"):
             results["consolidate"] = service.upkeep.consolidate_all()
+        if args.job in ("learn", "all"):
+            results["learn"] = service.upkeep.learn_history()
     finally:
         service.close()
     print(json.dumps(public_ids(results), indent=2))
@@ -268,7 +270,8 @@ def cmd_bench(args) -> int:
 
     result = bench.run(args.suite, args.file, budget=args.budget, json_out=args.json,
                        convs=getattr(args, "convs", ""), ks=getattr(args, "k", ""),
-                       limit=getattr(args, "limit", None), dated=not getattr(args, "undated", False))
+                       limit=getattr(args, "limit", None), dated=not getattr(args, "undated", False),
+                       imported=getattr(args, "imported", False))
     bench.report(result)
     return 0
 
@@ -289,6 +292,8 @@ def _add_bench(sub) -> None:
     locomo.add_argument("--convs", default="", help="Only these sample ids, comma-separated.")
     locomo.add_argument("--undated", action="store_true",
                         help="Ingest every session now (default: each at its own LoCoMo date).")
+    locomo.add_argument("--imported", action="store_true",
+                        help="Write the sessions as a ChatGPT export and import it (default: fed turn by turn).")
     lme = suites.choices["longmemeval"]
     lme.add_argument("--k", default="1,3,5,10", help="Cut-offs for recall@k (default: 1,3,5,10).")
     lme.add_argument("--limit", type=int, help="Only the first N answerable questions.")
@@ -350,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", required=True)
     p.add_argument("--session", help="Only this conversation session.")
     p.add_argument("--json", action="store_true")
-    p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation.")
+    p = add("maintain", cmd_maintain, "Run the scheduler's jobs once, now: TTL sweep, decay, consolidation, "
+                                          "reading imported conversations for facts (all that wait).")
     p.add_argument("--job", choices=JOBS, default="all")
     add("doctor", cmd_doctor, "Check the Hermes install, plugin files, config, embedder and database.")
     add("plugins", cmd_plugins, "List loaded hermes-cmms plugins and the hooks each implements.")

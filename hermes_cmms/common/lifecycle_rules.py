@@ -29,8 +29,9 @@ KIND_TTL_DAYS = {"status": 2, "observation": 90, "message": 365, "note": 365, "d
 DEFAULT_TTL_DAYS = 365
 
 # Reliability of a write by its receipt (source) prefix, when the caller gives no confidence.
+TURN_RELIABILITY = 0.9  # a conversation's message, kept live through Hermes or imported
 SOURCE_RELIABILITY = (("hermes:memory-tool", 0.95), ("hermes:cmms_remember", 0.95), ("mcp:", 0.9),
-                      ("consolidation", 0.85), ("hermes:delegation", 0.8), ("hermes:", 0.9))
+                      ("consolidation", 0.85), ("hermes:delegation", 0.8), ("hermes:", TURN_RELIABILITY))
 DEFAULT_RELIABILITY = 0.8
 
 # Admission: what an explicit note is, by whole words only ("know" is not "now",

@@ -34,4 +34,4 @@ AUDIT_TYPES = ("orphans", "receipts", "lifecycle", "confidence", "vector_drift",
 AUDIT_CHOICES = ("full", "consistency", *AUDIT_TYPES, "all")  # "all": our earlier name of "full"
 AUDIT_CONTRACT_TYPES = ("full", "consistency", "orphans", "confidence")  # the CMMS contract's enum
 EXPORT_FORMATS = ("jsonl", "memory-json", "markdown")
-JOBS = ("sweep", "decay", "consolidate", "all")  # what `maintain` runs
+JOBS = ("sweep", "decay", "consolidate", "learn", "all")  # what `maintain` runs

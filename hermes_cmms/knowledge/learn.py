@@ -3,7 +3,7 @@ turns, and store each one linked to the memory it was learned from."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from . import beliefs
 from ..common.errors import CmmsError, InvalidInput
@@ -59,9 +59,10 @@ def _by_model(engine: "Engine", text: str, timeout: float = 30.0) -> list[Item]:
 
 def store_items(engine: "Engine", scope: str, items: Sequence[Item], sources: list[str], receipt: str,
                 session_id: Optional[str], extract_beliefs: bool = True,
-                min_belief_confidence: float = 0.0) -> list[dict]:
-    """Store learned items (each linked to `sources`); an item that fails admission is skipped,
-    and so is a belief read with a confidence below `min_belief_confidence`."""
+                min_belief_confidence: float = 0.0, said_at: Optional[float] = None) -> list[dict]:
+    """Store learned items (each linked to `sources`, dated `said_at` if not said now); an
+    item that fails admission is skipped, and so is a belief read with a confidence below
+    `min_belief_confidence`."""
     learned, seen = [], set()
     for item in items:
         if item.kind not in LEARNED_KINDS or (item.kind == "belief" and not extract_beliefs):
@@ -72,7 +73,7 @@ def store_items(engine: "Engine", scope: str, items: Sequence[Item], sources: li
             continue
         seen.add((item.kind, item.text.casefold()))
         try:
-            learned.append(_store(engine, scope, item, sources, receipt, session_id))
+            learned.append(_store(engine, scope, item, sources, receipt, session_id, said_at))
         except CmmsError as exc:  # e.g. nothing but a secret: that item is not kept
             log.info("hermes-cmms: learned %s not stored: %s", item.kind, exc)
         except Exception as exc:  # noqa: BLE001 - one bad item never costs the others
@@ -81,7 +82,7 @@ def store_items(engine: "Engine", scope: str, items: Sequence[Item], sources: li
 
 
 def _store(engine: "Engine", scope: str, item: Item, sources: list[str], receipt: str,
-           session_id: Optional[str]) -> dict:
+           session_id: Optional[str], said_at: Optional[float] = None) -> dict:
     parts = item.parts
     if item.kind == "belief":
         cited = sources[-beliefs.MAX_EVIDENCE_IDS:]  # a long session: its latest turns
@@ -94,25 +95,50 @@ def _store(engine: "Engine", scope: str, item: Item, sources: list[str], receipt
         if item.kind == "fact" and not parts.get("ended") else None  # (an ended fact holds no value now)
     stored = store_note(engine, scope, item.text, kind=item.kind, tier="semantic", source=receipt,
                         session_id=session_id, fact=fact, detail=None if fact else parts,
-                        learned_from=sources, replaces=replaced(item), judge=False)
+                        learned_from=sources, replaces=replaced(item), judge=False, said_at=said_at)
     return {"id": stored.id, "kind": item.kind, "text": stored.content, "reinforced": stored.reinforced,
             "parts": parts}
 
 
-def extract_session(engine: "Engine", scope: str, session_id: str) -> int:
+def extract_session(engine: "Engine", scope: str, session_id: str, model: bool = True) -> int:
     """Learn from the user's turns of a session not read yet; return how many items were
     stored. The turns are claimed first (a concurrent flush gets none of them), so each is
     read at most once, even across restarts (a crash between the claim and the writes loses
-    that flush's items, never a turn). The rules read each turn; a configured model reads
-    them all in one call (their first 12,000 characters), waiting at most FLUSH_LLM_TIMEOUT_S."""
+    that flush's items, never a turn). The rules read each turn; with `model`, a configured
+    model reads them all in one call (their first 12,000 characters), waiting at most
+    FLUSH_LLM_TIMEOUT_S. What is learned from an imported turn is dated when it was said."""
     messages = engine.store.claim_unextracted(scope, session_id)
     count, found = 0, set()
     for message in messages:
         items = run_extractors(engine.pm, message.content, scope, "user")
         found |= {(item.kind, item.text.casefold()) for item in items}
-        count += len(store_items(engine, scope, items, [message.id], "extract:session", session_id))
-    if messages and engine.settings.llm != "off":
+        count += len(store_items(engine, scope, items, [message.id], "extract:session", session_id,
+                                 said_at=_said_at(message)))
+    if messages and model and engine.settings.llm != "off":
         items = _by_model(engine, "\n\n".join(m.content for m in messages), FLUSH_LLM_TIMEOUT_S)
         items = [item for item in items if (item.kind, item.text.casefold()) not in found]
-        count += len(store_items(engine, scope, items, [m.id for m in messages], "extract:session", session_id))
+        count += len(store_items(engine, scope, items, [m.id for m in messages], "extract:session", session_id,
+                                 said_at=_said_at(messages[-1])))
     return count
+
+
+def _said_at(message) -> Optional[float]:
+    """When an imported turn was said (its own date); None for a live one (said now)."""
+    return message.created_at if (message.source or "").startswith("import:") else None
+
+
+def learn_history(engine: "Engine", limit: Optional[int] = None,
+                  progress: Optional[Callable[[int, int], None]] = None) -> dict:
+    """Read the user's turns of the conversations imported and not read yet (at most `limit`
+    of them, oldest first) with the rules, as a session's flush reads them (extract_session:
+    each turn at most once, so a run killed half way is continued by the next); the model is
+    not asked (one call a conversation, for years of them). `progress(done, total)` after
+    each conversation. Return the conversations read, the items learned and how many
+    conversations still wait."""
+    waiting = engine.store.unread_sessions(limit)
+    learned = 0
+    for done, (scope, session_id) in enumerate(waiting, 1):
+        learned += extract_session(engine, scope, session_id, model=False)
+        if progress is not None:
+            progress(done, len(waiting))
+    return {"sessions": len(waiting), "learned": learned, "waiting": engine.store.unread_session_count()}

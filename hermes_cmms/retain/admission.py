@@ -102,10 +102,11 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                learned_from: Sequence[str] = (), supersedes: Sequence[str] = (), replaces: Sequence[str] = (),
                duplicate_of: Optional[str] = None, judge: bool = True, dedup: bool = True,
                belief: Optional[dict] = None, evidence: Sequence[dict] = (), role: Optional[str] = None,
-               corrects: bool = False) -> NewMemory:
+               corrects: bool = False, said_at: Optional[float] = None) -> NewMemory:
     """Store one explicit memory; return it with its id and whether it reinforced one
     (the arguments are described at MemoryService.store_note; `role`, a message's, and
-    `corrects`, for a user's correction of what it supersedes: see lifecycle/steer.py)."""
+    `corrects`, for a user's correction of what it supersedes: see lifecycle/steer.py;
+    `said_at`, when what it holds was said, if not now: an imported turn's date)."""
     _check_note(content, confidence, ttl_seconds)
     tags = tags_of(tags)
     scope, session_id = scope_of(scope), clean_key(session_id) if session_id else None
@@ -117,7 +118,7 @@ def store_note(engine: "Engine", scope: str, content: str, *, kind: str = "note"
                      confidence=lifecycle.reliability(source, confidence), expires_at=expires_at, fact=fact,
                      detail=detail, learned_from=tuple(learned_from), supersedes=tuple(supersedes),
                      replaces=tuple(replaces), duplicate_of=duplicate_of, dedup=dedup, belief=belief,
-                     evidence=tuple(evidence), corrects=corrects)
+                     evidence=tuple(evidence), corrects=corrects, said_at=said_at)
     _retain(engine, scope, session_id, [item], turn_of=None, judge=judge)
     return item
 

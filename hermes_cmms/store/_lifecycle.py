@@ -5,17 +5,18 @@ from __future__ import annotations
 import time
 from typing import Optional, Sequence
 
-from sqlalchemy import insert, or_, select, text, update
+from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from ..common import lifecycle_rules as lifecycle
 from ._batches import Batches, in_batches, slices
 from ._rows import _by_ids, _memory, _move, _record
-from .models import Job, Memory
+from .models import ConversationSession, Job, Memory
 from .new_memory import NewMemory
 
 LEASES = ("\x00leases",)  # the lock leases write under (no scope is named so; a clash would only wait)
 
+_UNREAD = (ConversationSession.flushed_at.is_not(None)) & (ConversationSession.extracted_turn < ConversationSession.last_turn)
 DECAY_STEP = 0.005  # a decayed confidence is written once it has moved this much
 _AGE_ROWS = text(
     "SELECT seq, id, scope, tier, kind, state, confidence, reliability, access_count, last_seen_at, "
@@ -84,6 +85,18 @@ class LifecycleRows:
                     changed, moved = changed + 1, moved + 1
         in_batches(self, slices(work, write), batches)
         return changed, moved
+
+    def unread_sessions(self, limit: Optional[int] = None) -> list[tuple[str, str]]:
+        """(scope, session id) of the flushed sessions whose turns knowledge was not read from
+        yet (imported conversations), the oldest first, at most `limit`."""
+        query = select(ConversationSession.scope, ConversationSession.session_id).where(
+            _UNREAD).order_by(ConversationSession.started_at, ConversationSession.session_id)
+        with self.read() as conn:
+            return [tuple(row) for row in conn.execute(query if limit is None else query.limit(limit))]
+
+    def unread_session_count(self) -> int:
+        with self.read() as conn:
+            return conn.execute(select(func.count()).select_from(ConversationSession).where(_UNREAD)).scalar()
 
     def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
         """A scope's current episodic memories consolidation has not looked at yet, oldest first

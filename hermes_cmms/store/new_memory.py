@@ -30,6 +30,7 @@ class NewMemory:
     evidence: Sequence[dict] = ()  # evidence rows (memory_id, source, stance, note[, at]) for it, new or reinforced
     corrects: bool = False  # a user's correction: what it supersedes was wrong (marked corrected, never recalled)
     speaker: Optional[str] = None  # who wrote it (a named author in a group chat); else read from "Name: ..."
+    said_at: Optional[float] = None  # when what it holds was said, if not now (learned from imported history)
     row: Optional[dict] = None  # an imported memory's whole row (ops/transfer), written as it is: id, times, chain
     # set by Store.add: what happened to it
     id: Optional[str] = None

@@ -254,7 +254,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
             for row in rows:
                 row["turn"], row["context"] = turn, _tail(previous)
                 previous = row["content"]
-        fresh, events, renewed = [], [], {}
+        fresh, events, renewed, later = [], [], {}, {}
         repeats = self._same_texts(conn, [row for item, row in zip(items, rows) if item.dedup], now)
         for item, row in zip(items, rows):
             same = (self._current(conn, row["scope"], item.duplicate_of) if item.duplicate_of
@@ -269,12 +269,16 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
                     events += self.supersede(conn, row["scope"], [i for i in item.supersedes if i != same.id],
                                               same.id, now, conflict=True)
                 continue
+            newer = None  # a fact said after this one (imported history read late) stays current
             if item.fact and UNDECODABLE not in "".join(item.fact):  # an undecodable fact replaces none
-                item.supersedes = [*item.supersedes, *self._conflicting_facts(conn, item)]
+                older, newer = self._conflicting_facts(conn, item, item.said_at)
+                item.supersedes = [*item.supersedes, *older]
             if item.replaces and UNDECODABLE not in item.content + "".join(item.replaces):
                 item.supersedes = [*item.supersedes, *self._replaced(conn, item, now)]
             item.id = row["id"]
             fresh.append((item, row))
+            if newer is not None:
+                later[row["id"]] = newer
             events.append(_event(now, "retain" if turn_of else "remember", row["source"], row["scope"],
                                  row["id"], kind=row["kind"], tier=row["tier"], state=row["state"]))
         if fresh:
@@ -304,6 +308,8 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
                 if row["id"] in renewed:
                     events += self.supersede(conn, row["scope"], [renewed[row["id"]]], row["id"], now,
                                               conflict=False, reason="renewed")
+                if row["id"] in later:  # it was said before the fact stored: that one stays current
+                    events += self.supersede(conn, row["scope"], [row["id"]], later[row["id"]], now, conflict=True)
         evidence = [{"scope": item.scope, "at": now, **e, "belief_id": item.id}
                     for item in items for e in item.evidence]
         if evidence:
@@ -346,13 +352,19 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         return found if found is not None and found.superseded_by is None else None
 
     @staticmethod
-    def _conflicting_facts(conn: Connection, item: NewMemory) -> list[str]:
+    def _conflicting_facts(conn: Connection, item: NewMemory, said_at: Optional[float]) -> tuple[list[str], Optional[str]]:
+        """The scope's current facts with the item's subject and predicate and another object:
+        the ids of those said no later than `said_at` (the item replaces them; all of them when
+        it is said now, None), and the newest said after it, if any (it replaces the item: the
+        order they were said in decides, not the order they were stored in)."""
         keys = _fact_keys(item.fact)
-        return list(conn.execute(
-            select(Fact.memory_id).join(Memory, Memory.id == Fact.memory_id).where(
+        found = conn.execute(
+            select(Fact.memory_id, Memory.created_at).join(Memory, Memory.id == Fact.memory_id).where(
                 Fact.scope == item.scope, Fact.subject_key == keys["subject_key"],
                 Fact.predicate_key == keys["predicate_key"], Fact.object_key != keys["object_key"],
-                Memory.superseded_by.is_(None))).scalars())
+                Memory.superseded_by.is_(None)).order_by(Memory.created_at)).all()
+        newer = [memory_id for memory_id, created_at in found if said_at is not None and created_at > said_at]
+        return [memory_id for memory_id, _ in found if memory_id not in newer], (newer[-1] if newer else None)
 
     @staticmethod
     def _replaced(conn: Connection, item: NewMemory, now: float) -> list[str]:
@@ -407,7 +419,8 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
             "session_id": item.session_id, "turn": None, "context": None, "source": item.source,
             "tags": json.dumps(list(item.tags)), "confidence": item.confidence,
             "state": lifecycle.initial_state(item.confidence), "superseded_by": None,
-            "created_at": now, "updated_at": now, "expires_at": item.expires_at,
+            "created_at": now if item.said_at is None else min(now, item.said_at), "updated_at": now,
+            "expires_at": item.expires_at,
             "speaker": item.speaker or speaker_of(item.content), "access_count": 0, "receipts": "[]",
             "reliability": item.confidence, "last_seen_at": now,
             "consolidated_at": None if item.tier == "episodic" else now,  # only episodes wait for it

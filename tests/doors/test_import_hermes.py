@@ -156,7 +156,9 @@ def test_the_turns_retaindb_never_sent_go_to_each_users_scope(home, tmp_path):
     assert [m["content"] for m in local][:2] == ["My bike is a green Brompton.", "A green Brompton, noted."]
     assert "sk-proj-AbCdEf" not in json.dumps(local) and local[2]["content"].startswith("The lock code is in my notes")
     assert local[0]["created_at"] == 1768032005.0 and local[0]["source"] == "import:hermes-retaindb"
-    assert [m["content"] for m in exported(home, TELEGRAM)] == ["I moved to Ghent last spring.", "Ghent, got it."]
+    telegram = exported(home, TELEGRAM)
+    assert [m["content"] for m in telegram if m["kind"] == "message"] == ["I moved to Ghent last spring.", "Ghent, got it."]
+    assert [m["content"] for m in telegram if m["kind"] == "fact"] == ["user lives in Ghent"]  # learned from it
     assert not any("Whose words" in m["content"] for scope in ("local:default", TELEGRAM) for m in exported(home, scope))
     assert imported(home, str(queue))["scopes"]["local:default"]["memories"] == {"added": 0, "skipped": 3}
     live = sqlite3.connect(queue)  # the queue grew (or an import stopped before it): the next run adds the rest

@@ -156,6 +156,33 @@ def test_locomo_scores_the_fixture_exactly(tmp_path):
 
 
 @ingests
+def test_locomo_imported_as_a_chatgpt_export_scores_the_fixture_as_fed_turn_by_turn(tmp_path):
+    fed = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))
+    imported = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"), "--imported")
+    assert imported["imported"] is True and fed["imported"] is False
+    assert {k: imported["total"][k] for k in FIGURES} == {k: fed["total"][k] for k in FIGURES}
+    assert imported["total"]["by_category"] == fed["total"]["by_category"]
+
+
+def test_the_chatgpt_export_of_a_locomo_sample_is_read_back_as_its_sessions(tmp_path):
+    from hermes_cmms.bench import _chatgpt
+    from hermes_cmms.ops.formats import chatgpt
+
+    [sample] = locomo.load(str(DATA / "locomo_tiny.json"))[:1]
+    path = _chatgpt.write(tmp_path / "conversations.json", locomo.chatgpt_export(sample))
+    records = [r for r in chatgpt.records(path, scope="s") if isinstance(r, dict)]
+    said = [(r["role"], r["content"]) for r in records if r["type"] == "memory"]
+    speaker_a = sample["conversation"]["speaker_a"]
+    assert said == [("user" if t["speaker"] == speaker_a else "assistant", locomo.line(t))
+                    for _, turns in locomo._session_items(sample["conversation"]) for t in turns]
+    starts = [r["started_at"] for r in records if r["type"] == "session"]
+    assert starts == [when.timestamp() for when in locomo.session_times(sample)]
+    before = time.time()
+    undated = [c["create_time"] for c in locomo.chatgpt_export(sample, dated=False)]
+    assert len(undated) == len(starts) and all(before - 1 <= at <= time.time() for at in undated)
+
+
+@ingests
 @pytest.mark.skipif(not REFERENCE.exists(), reason="the shared reference harness is not here")
 def test_locomo_matches_the_reference_harness(tmp_path):
     ours = run_json(tmp_path, "locomo", str(DATA / "locomo_tiny.json"))["total"]  # dated by default

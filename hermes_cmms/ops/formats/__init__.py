@@ -35,6 +35,7 @@ from types import ModuleType
 from typing import IO, Any, Iterator, Optional
 
 from ...common.errors import InvalidInput
+from ...common.lifecycle_rules import TURN_RELIABILITY
 
 __all__ = ["DAMAGED", "READERS", "Skipped", "check_whole", "damaged", "detect", "fact", "json_error", "memory", "session", "stable_id",
            "streamed_json_array", "timestamp"]
@@ -220,13 +221,14 @@ class _Joined:
 def session(fmt: str, conversation: Any, *, started_at: Optional[float], turns: int = 0,
             ended_at: Optional[float] = None, scope: Optional[str] = None, known_as: Optional[str] = None) -> dict:
     """The session record of a conversation (its id: stable_id(fmt, conversation)). It counts
-    as flushed and extracted, so the session hooks leave an imported conversation alone.
+    as flushed, so the session hooks leave an imported conversation alone, and as not read
+    yet: its user turns are read for facts after the import (knowledge/learn.learn_history).
     `known_as`: the id a door of hermes-cmms gave the same conversation when it kept it live (a
     Hermes session id): if the scope has that session, the conversation and its messages are
     skipped, as they are stored already."""
     record = {"type": "session", "session_id": stable_id(fmt, conversation), "started_at": started_at,
               "last_turn": turns, "flushed_at": ended_at if ended_at is not None else started_at,
-              "extracted_turn": turns}
+              "extracted_turn": 0}
     if known_as is not None:
         record["known_as"] = known_as
     return _scoped(record, scope)
@@ -235,18 +237,22 @@ def session(fmt: str, conversation: Any, *, started_at: Optional[float], turns: 
 def memory(fmt: str, parts: tuple, content: str, *, original: str, created_at: Optional[float],
            updated_at: Optional[float] = None, tier: str = "episodic", kind: str = "message",
            role: Optional[str] = None, turn: Optional[int] = None, conversation: Any = None,
-           tags: tuple = (), confidence: float = 1.0, scope: Optional[str] = None) -> dict:
+           tags: tuple = (), confidence: Optional[float] = None, scope: Optional[str] = None) -> dict:
     """A memory record: id stable_id(fmt, *parts); `original` names it in the file (e.g.
     "chatgpt:conv/<id>/msg/<id>") and goes into its receipt; `conversation` is the original
-    id of its session, if it has one."""
+    id of its session, if it has one. It is dated `created_at` (when it was said); the import
+    fills in `last_seen_at`, the time decay ages it from, with when it was imported
+    (docs/lifecycle.md). Its confidence, unless given: a message's is a live turn's
+    (TURN_RELIABILITY), so imported chat ranks as the same chat kept live would; 1 otherwise."""
+    if confidence is None:
+        confidence = TURN_RELIABILITY if kind == "message" else 1.0
     confidence = min(1.0, max(0.0, float(confidence)))
     record = {"type": "memory", "id": stable_id(fmt, *parts), "tier": tier, "kind": kind, "role": role,
               "content": content, "session_id": None if conversation is None else stable_id(fmt, conversation),
               "turn": turn, "source": f"import:{fmt}", "tags": list(tags), "confidence": confidence,
               "reliability": confidence, "created_at": created_at,
               "updated_at": updated_at if updated_at is not None else created_at,
-              "last_seen_at": updated_at if updated_at is not None else created_at,
-              "receipts": [{"source": f"import:{fmt}", "original": original}]}
+              "last_seen_at": None, "receipts": [{"source": f"import:{fmt}", "original": original}]}
     return _scoped(record, scope)
 
 

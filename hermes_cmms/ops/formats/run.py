@@ -26,6 +26,7 @@ from ...common.checks import scope_of
 from ...common.errors import InvalidInput
 from ...common.scopes import local_scope
 from .._rows import transfer as transfer_rows
+from ...store.store import CONTEXT_CHARS
 
 if TYPE_CHECKING:
     from ...engine import Engine
@@ -171,6 +172,7 @@ class _Spool:
         self.seen: dict[str, set] = {kind: set() for kind in KEYS}
         self.plan = transfer.Plan()
         self.held = _Held() if hold else None
+        self.user_turns: Counter = Counter()  # session id -> the user's turns read for facts after the import
 
     def add(self, record: dict, kind: Kind, row: dict) -> None:
         """Add `record` (checked by row_of as `kind`, `row`); InvalidInput, and nothing added,
@@ -180,6 +182,9 @@ class _Spool:
         self.counts[kind.plural] += 1
         if record["type"] in KEYS:
             self.seen[record["type"]].add(record[KEYS[record["type"]]])
+        if record["type"] == "memory" and (record.get("kind"), record.get("role")) == ("message", "user") \
+                and record.get("turn") is not None:
+            self.user_turns[record.get("session_id")] += 1
         if self.held is not None:
             self.held.append((line, kind, row))
 
@@ -239,12 +244,13 @@ class _Reading:
         self.held, self.last_held = held, ((), {})  # (scope, ids) asked last, and the texts held
         self.taken: dict[tuple[str, str], str] = {}  # (scope, a record's own id) -> the stored id it is
         self.live: set[tuple[str, str]] = set()  # (scope, session id) of sessions a door kept live
-        self.mtime = path.stat().st_mtime
+        self.mtime, self.now = path.stat().st_mtime, time.time()
         self.spools: dict[str, _Spool] = {}
         self.skipped: Counter = Counter()
         self.examples: dict[str, str] = {}
         self.dated = Counter()
         self.started: dict[str, float] = {}  # session id -> started_at
+        self.previous: dict[str, str] = {}  # session id -> its last message's text
         self.first: Optional[float] = None
         self.last: Optional[float] = None
 
@@ -316,11 +322,26 @@ class _Reading:
                 record["created_at"] = started if started is not None else self.mtime
                 self.dated["memories dated by their conversation" if started is not None
                            else "memories dated by the file's modification time"] += 1
-            for name in ("updated_at", "last_seen_at"):
-                if record.get(name) is None:
-                    record[name] = record["created_at"]
+            self._context(record)
+            if record.get("updated_at") is None:
+                record["updated_at"] = record["created_at"]
+            if record.get("last_seen_at") is None:  # seen here now: decay ages it from its import
+                record["last_seen_at"] = self.now
             self.first = min(self.first or record["created_at"], record["created_at"])
             self.last = max(self.last or record["created_at"], record["created_at"])
+
+    def _context(self, record: dict) -> None:
+        """A message's context, as a live turn's: the end of the message before it in its
+        conversation (recall searches it too), cut where a word starts."""
+        session_id = record.get("session_id")
+        if record.get("kind") != "message" or session_id is None:
+            return
+        previous = self.previous.get(session_id)
+        if record.get("context") is None and previous:
+            tail = previous[-CONTEXT_CHARS:]
+            record["context"] = tail if len(previous) <= CONTEXT_CHARS else tail.split(None, 1)[-1]
+        if isinstance(record.get("content"), str):
+            self.previous[session_id] = record["content"][-2 * CONTEXT_CHARS:]
 
     def _checked(self, record: dict, spool: _Spool) -> Union[str, tuple[Kind, dict]]:
         """The record as row_of checks it (its kind and row), or why it cannot go into the spool."""
@@ -396,10 +417,11 @@ def _planned(engine: Optional["Engine"], spool: _Spool) -> dict:
     with engine.store.read() as conn:
         present = len(transfer_rows.owners(conn, list(plan.memories), transfer.CHUNK))
         sessions = [{"session_id": sid} for sid in spool.seen["session"]]
-        fresh = len(transfer_rows.not_stored(conn, KINDS["session"], sessions, scope)) if sessions else 0
-    return {"sessions": {"new": fresh, "present": len(sessions) - fresh},
+        fresh = transfer_rows.not_stored(conn, KINDS["session"], sessions, scope) if sessions else []
+    return {"sessions": {"new": len(fresh), "present": len(sessions) - len(fresh)},
             "memories": {"new": len(plan.memories) - present, "present": present},
-            "facts": {"in_file": plan.counts["facts"]}}
+            "facts": {"in_file": plan.counts["facts"]},
+            "to_learn_from": {"user_turns": sum(spool.user_turns[row["session_id"]] for row in fresh)}}
 
 
 def _written(engine: "Engine", spool: _Spool, progress, actor: str) -> dict:

@@ -1,0 +1,169 @@
+"""What imported history becomes: the user's turns of an imported ChatGPT export read for facts
+(entities and graph too), after the import or later by the scheduler, each turn once, dated when
+it was said; and decay dated by when it was imported, not only when it was said.
+
+The exports are written as ChatGPT writes conversations.json (hermes_cmms/bench/_chatgpt.py: a
+mapping tree from a message-less root through a hidden system message, create_time in epoch
+seconds, author.role, content.parts; ../shared/formats/chatgpt-export.md), and the fixture of
+test_import_chatgpt.py has the same keys (checked below)."""
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from hermes_cmms import MemoryService, Settings, service as service_module
+from hermes_cmms.bench import _chatgpt
+from hermes_cmms.cli import _transfer as cli_transfer
+from hermes_cmms.common import lifecycle_rules
+from hermes_cmms.store.models import Fact, Memory
+from sqlalchemy import select
+from imports import imported, run
+
+FIXTURE = Path(__file__).parents[1] / "data" / "imports" / "chatgpt" / "conversations.json"
+SCOPE = "local:default"
+ID_2023 = "6f1c2a52-2023-4a7e-9e1e-000000000001"
+ID_2024 = "6f1c2a52-2024-4a7e-9e1e-000000000002"
+
+
+def _at(year: int, month: int = 5, day: int = 8) -> float:
+    return datetime(year, month, day, 13, 56, tzinfo=timezone.utc).timestamp()
+
+
+def _export(path: Path, *conversations: tuple[str, int, list[str]]) -> Path:
+    """conversations.json of (id, year, the user's messages), each answered by the assistant."""
+    written = []
+    for conversation_id, year, said in conversations:
+        messages = []
+        for n, text in enumerate(said):
+            messages += [("user", text, _at(year) + 60 * n), ("assistant", "Noted.", _at(year) + 60 * n + 5)]
+        written.append(_chatgpt.conversation(conversation_id, f"chat of {year}", messages))
+    return _chatgpt.write(path, written)
+
+
+def _current_facts(home: Path, subject: str, predicate: str) -> list[tuple[str, float]]:
+    """(object, when it was said) of the current facts of `subject` and `predicate`."""
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service, \
+            service.store.read() as conn:
+        return [tuple(row) for row in conn.execute(select(Fact.object, Memory.created_at).join(
+            Memory, Memory.id == Fact.memory_id).where(Fact.subject == subject, Fact.predicate == predicate,
+                                                       Memory.superseded_by.is_(None)))]
+
+
+def _memories(service: MemoryService) -> list[Memory]:
+    with service.store.read() as conn:
+        return [Memory.model_validate(row._mapping) for row in conn.execute(select(Memory))]
+
+
+def test_the_writer_gives_chatgpts_keys():
+    ours = _chatgpt.conversation(ID_2023, "t", [("user", "hi", 1.0), ("assistant", "hello", 2.0)])
+    theirs = json.loads(FIXTURE.read_text())[0]
+    assert set(ours) <= set(theirs) and set(ours["mapping"][ours["current_node"]]) == set(theirs["mapping"]["u-3"])
+    assert set(ours["mapping"][ours["current_node"]]["message"]) == set(theirs["mapping"]["u-3"]["message"])
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_what_was_said_in_an_imported_conversation_is_learned_into_the_graph(home, tmp_path):
+    export = _export(tmp_path / "conversations.json", (ID_2023, 2023, ["My sister Ilse lives in Tromsø."]))
+    dry = imported(home, "--dry-run", str(export))
+    assert dry["scopes"][SCOPE]["to_learn_from"] == {"user_turns": 1}
+    summary = imported(home, str(export))
+    assert summary["learned"] == {"sessions": 1, "learned": 2, "waiting": 0}
+    graph = run(home, "graph", "search", "Ilse")
+    assert graph.returncode == 0 and "Tromsø" in graph.stdout, graph.stdout
+    assert _current_facts(home, "Ilse", "lives in") == [("Tromsø", _at(2023))]  # dated when it was said
+    again = imported(home, str(export))  # re-import: nothing new, nothing read twice
+    assert again["learned"] == {"sessions": 0, "learned": 0, "waiting": 0}
+    assert imported(home, "--dry-run", str(export))["scopes"][SCOPE]["to_learn_from"] == {"user_turns": 0}
+    assert len(_current_facts(home, "Ilse", "lives in")) == 1
+
+
+@pytest.mark.store
+def test_no_learn_leaves_the_turns_to_a_later_run_which_reads_each_once(home, tmp_path):
+    said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
+    summary = imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", *said)))
+    assert "learned" not in summary
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        first = service.upkeep.learn_history(limit=1)  # a run that stopped after one conversation
+        assert (first["sessions"], first["waiting"]) == (1, 2)
+        [(scope, session_id)] = service.store.unread_sessions(1)
+        assert service.upkeep.extract_session(scope, session_id) > 0
+        assert service.upkeep.extract_session(scope, session_id) == 0  # claimed: never read twice
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        rest = service.upkeep.learn_history()  # a new process continues with what is left
+        assert rest == {"sessions": 1, "learned": rest["learned"], "waiting": 0} and rest["learned"] > 0
+        assert service.upkeep.learn_history() == {"sessions": 0, "learned": 0, "waiting": 0}
+        learned = [m for m in _memories(service) if m.source == "extract:session"]
+    tools = sorted(m.content for m in learned if m.kind == "fact")
+    assert len(tools) == len(set(tools)) == 3, tools
+
+
+@pytest.mark.store
+def test_the_fact_said_last_is_current_whatever_order_the_files_come_in(home, tmp_path):
+    later = _export(tmp_path / "2024.json", (ID_2024, 2024, ["I live in Oslo."]))
+    earlier = _export(tmp_path / "2023.json", (ID_2023, 2023, ["I live in Bergen."]))
+    imported(home, str(later))
+    imported(home, str(earlier))  # the older file imported last
+    assert _current_facts(home, "user", "lives in") == [("Oslo", _at(2024))]
+
+
+@pytest.mark.store
+def test_an_imported_2023_memory_is_not_archived_by_the_next_decay_but_still_ages(home, tmp_path):
+    export = _export(tmp_path / "conversations.json", (ID_2023, 2023, ["We talked about the garden shed."]))
+    imported(home, "--no-learn", str(export))
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        service.upkeep.decay(now=time.time())
+        states = {m.content: (m.state, m.created_at) for m in _memories(service)}
+        assert states["We talked about the garden shed."][0] not in lifecycle_rules.FADED
+        assert states["We talked about the garden shed."][1] == _at(2023)  # recall's recency: when it was said
+        horizon = lifecycle_rules.ARCHIVE_AFTER_TTLS * lifecycle_rules.ttl_days("message") * 86400
+        service.upkeep.decay(now=time.time() + horizon + 86400)  # untouched that long after the import
+        states = {m.content: m.state for m in _memories(service)}
+        assert states["We talked about the garden shed."] == "archived"
+
+
+@pytest.mark.store
+def test_an_imported_message_carries_the_end_of_the_one_before_and_is_worth_a_live_turn(home, tmp_path):
+    long = "word " * 200 + "Which bakery sells the rye?"
+    export = _chatgpt.write(tmp_path / "conversations.json", [_chatgpt.conversation(ID_2023, "t", [
+        ("user", "Where is the ferry?", _at(2023)), ("assistant", "At pier 4.", _at(2023) + 1),
+        ("user", long, _at(2023) + 2), ("assistant", "Fjordbrød.", _at(2023) + 3)])])
+    imported(home, "--no-learn", str(export))
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        context = {m.content: m.context for m in _memories(service)}
+        worth = {m.confidence for m in _memories(service)}
+    assert worth == {lifecycle_rules.TURN_RELIABILITY}  # what the same turn kept live through Hermes is worth
+    assert context["Where is the ferry?"] is None and context["At pier 4."] == "Where is the ferry?"
+    assert context[long] == "At pier 4."
+    assert context["Fjordbrød."].endswith("Which bakery sells the rye?") and context["Fjordbrød."].startswith("word ")
+    assert len(context["Fjordbrød."]) <= 400
+
+
+@pytest.mark.store
+def test_the_schedulers_learn_job_reads_a_batch_of_imported_conversations_a_run(home, tmp_path, monkeypatch):
+    said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
+    imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", *said)))
+    monkeypatch.setattr(service_module, "HISTORY_BATCH", 2)
+    service = MemoryService(Settings.load(home), start_indexer=False)
+    try:
+        service.scheduler.stop()  # (its first lease only starts the clocks; the job is run here)
+        interval, job = service.scheduler.jobs["learn"]
+        assert interval == service.settings.sweep_interval_s
+        assert job(time.time())["sessions"] == 2 and job(time.time())["sessions"] == 1
+        assert job(time.time()) == {"sessions": 0, "learned": 0, "waiting": 0}
+    finally:
+        service.close()
+
+
+@pytest.mark.store
+def test_import_reads_a_bounded_number_and_maintain_reads_the_rest(home, tmp_path, monkeypatch):
+    said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
+    monkeypatch.setattr(cli_transfer, "LEARN_AT_IMPORT", 2)
+    summary = imported(home, str(_export(tmp_path / "conversations.json", *said)))
+    assert (summary["learned"]["sessions"], summary["learned"]["waiting"]) == (2, 1)
+    done = run(home, "maintain", "--job", "learn")
+    assert done.returncode == 0 and json.loads(done.stdout)["learn"]["sessions"] == 1, done.stderr
+    assert json.loads(run(home, "maintain", "--job", "learn").stdout)["learn"] == {
+        "sessions": 0, "learned": 0, "waiting": 0}
