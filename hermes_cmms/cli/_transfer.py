@@ -128,6 +128,9 @@ def _line(record: dict) -> bytes:
 
 
 def cmd_import(args) -> int:
+    if args.file == "-" and (args.source not in (None, "cmms") or args.dry_run):  # (before a store is opened)
+        raise InvalidInput("Only a hermes-cmms export is read from standard input, and not for a dry run; "
+                           "name the file.")
     if args.file != "-":
         from ..service import has_store, plan_import
 
@@ -142,9 +145,6 @@ def cmd_import(args) -> int:
     try:
         kwargs = {"scope": args.scope, "progress": progress, "actor": "cli:import"}
         if args.file == "-":
-            if args.source not in (None, "cmms") or args.dry_run:
-                raise InvalidInput("Only a hermes-cmms export is read from standard input, and not for a dry run; "
-                                   "name the file.")
             summary = service.transfer.import_records(sys.stdin.buffer, **kwargs)
         else:
             summary = service.transfer.import_foreign(args.file, fmt=args.source, dry_run=args.dry_run, **kwargs)

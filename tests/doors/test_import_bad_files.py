@@ -183,3 +183,10 @@ def test_a_bad_file_as_the_first_import_makes_no_store(home, tmp_path, name):
         assert not (home / "cmms").exists()
     assert run(home, "import", str(DATA / "chatgpt" / "conversations.json")).returncode == 0  # a good one makes it
     assert (home / "cmms" / "cmms.db").is_file()
+
+
+@pytest.mark.embedded_only
+def test_a_dry_run_from_standard_input_is_refused_before_a_store_is_made(home):
+    result = run(home, "import", "--create", "--dry-run", "-")
+    assert result.returncode == 1 and "not for a dry run" in result.stderr
+    assert not (home / "cmms").exists()

@@ -133,7 +133,7 @@ def test_an_interrupted_import_is_finished_by_importing_again(home, tmp_path):
     cut.write_text(text[:len(text) * 2 // 3], encoding="utf-8")
     broken = run(home, "import", "--create", str(cut))
     assert broken.returncode == 1 and "is not valid JSON after item" in broken.stderr
-    assert json.loads(run(home, "status", "--json").stdout)["memories"] == 0
+    assert nothing_stored(home)  # (a first import refused makes no store)
 
     early = tmp_path / "early" / "conversations.json"
     early.parent.mkdir()
@@ -235,3 +235,23 @@ def test_a_reply_whose_text_blocks_hold_inline_markup_is_stripped(home, tmp_path
     assert not json.loads(run(home, "search", "SECRETREASONING ARTIFACTBODY", "--json").stdout)["results"]
     exported = run(home, "export").stdout
     assert "Seed list" in exported and "SECRETREASONING" not in exported and "ARTIFACTBODY" not in exported
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("reply, kept", [
+    # a reply cut short inside its reasoning (the stream stopped): nothing after the tag is kept
+    ("Sure.<antThinking>SECRET REASONING, never shown", "Sure."),
+    # reasoning that quotes the tag itself: the whole block goes, not just up to the inner close
+    ("A <antThinking>x <antThinking>y</antThinking> LEAKED TAIL</antThinking> B", "A  B"),
+    # an artifact cut short, and one whose title holds '>': the body goes, the title stays
+    ('Here: <antArtifact identifier="p" type="text/markdown" title="Plan">BODY cut', "Here: [artifact: Plan]"),
+    ('<antArtifact identifier="c" title="a > b">BODY</antArtifact> done', "[artifact: a > b] done"),
+    # prose about the tags, in backticks: kept as written
+    ("Claude writes `<antThinking>` … `</antThinking>` around it.", "Claude writes `<antThinking>` … `</antThinking>` around it."),
+])
+def test_hidden_markup_cut_short_nested_or_quoted_is_stripped_exactly(reply, kept):
+    """The edge cases of Claude.ai 2024 replies' inline markup (a reply cut short, nesting, a
+    title with '>', tags quoted in prose), read as the importer reads a reply's text."""
+    from hermes_cmms.ops.formats import claude
+
+    assert claude._content({"text": reply}, "assistant")[0] == kept.strip()

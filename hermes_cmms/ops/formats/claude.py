@@ -36,8 +36,8 @@ ROLES = {"human": "user", "assistant": "assistant"}
 BLOCKS_SKIPPED = {"thinking": "thinking (reasoning) block", "redacted_thinking": "thinking (reasoning) block",
                   "tool_use": "tool call block", "tool_result": "tool result block",
                   "token_budget": "token budget block", "flag": "safety notice block"}
-THINKING = re.compile(r"<antThinking>.*?</antThinking>", re.S)
-ARTIFACT = re.compile(r"<antArtifact\b([^>]*)>.*?</antArtifact>", re.S)
+THINKING_TAG = re.compile(r"(?<!`)<(/?)antThinking>")  # (a tag in backticks is prose about it)
+ARTIFACT = re.compile(r'(?<!`)<antArtifact\b((?:[^>"]|"[^"]*")*)>.*?(?:</antArtifact>|\Z)', re.S)
 TITLE = re.compile(r'\btitle="([^"]*)"')
 
 
@@ -216,8 +216,8 @@ def _content(message: dict, role: str) -> tuple[str, list[str]]:
 
 def _without_markup(text: str) -> tuple[str, list[str]]:
     """2024 assistant text without its inline reasoning, each artifact left as its title."""
-    skipped = ["thinking (reasoning) block"] * len(THINKING.findall(text))
-    text = THINKING.sub("", text)
+    text, blocks = _without_thinking(text)
+    skipped = ["thinking (reasoning) block"] * blocks
 
     def title(match: re.Match) -> str:
         skipped.append("artifact body")
@@ -225,6 +225,23 @@ def _without_markup(text: str) -> tuple[str, list[str]]:
         return f"[artifact: {found.group(1)}]" if found else "[artifact]"
     text = ARTIFACT.sub(title, text)
     return re.sub(r"\n{3,}", "\n\n", text).strip(), skipped
+
+
+def _without_thinking(text: str) -> tuple[str, int]:
+    """The text without its `<antThinking>` blocks, nested ones whole, one left open (a reply
+    cut short) to the end; and how many were removed."""
+    kept, depth, at, blocks = [], 0, 0, 0
+    for tag in THINKING_TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        if depth == 0 and not closing:
+            kept.append(text[at:tag.start()])
+            blocks += 1
+        if depth or not closing:  # (a stray closing tag outside a block is left as written)
+            depth += -1 if closing else 1
+            at = tag.end()
+    if depth == 0:
+        kept.append(text[at:])
+    return "".join(kept), blocks
 
 
 def _files(message: dict) -> list[str]:

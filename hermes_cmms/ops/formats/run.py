@@ -413,7 +413,8 @@ def _planned(engine: Optional["Engine"], spool: _Spool) -> dict:
     scope = plan.finish(engine and engine.store, spool.scope)  # refuses ids another scope owns
     if engine is None:
         return {"sessions": {"new": len(spool.seen["session"]), "present": 0},
-                "memories": {"new": len(plan.memories), "present": 0}, "facts": {"in_file": plan.counts["facts"]}}
+                "memories": {"new": len(plan.memories), "present": 0}, "facts": {"in_file": plan.counts["facts"]},
+                "to_learn_from": {"user_turns": sum(spool.user_turns[sid] for sid in spool.seen["session"])}}
     with engine.store.read() as conn:
         present = len(transfer_rows.owners(conn, list(plan.memories), transfer.CHUNK))
         sessions = [{"session_id": sid} for sid in spool.seen["session"]]
