@@ -167,6 +167,20 @@ def test_our_own_memory_json_export_comes_back_as_nothing_new(home, tmp_path):
     found = json.loads(run(home, "search", "Ilse Tromsø", "--json").stdout)["results"]
     assert [m["content"] for m in found].count("Ilse lives in Tromsø") == 1
 
+
+@pytest.mark.embedded_only
+def test_our_own_memory_json_export_into_a_fresh_store_gives_each_memory_once(home, tmp_path):
+    """The same export into another store (a second home, which the server pass cannot give:
+    both would name the one test database): each memory once, no made-up entity facts."""
+    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
+    finally:
+        svc.close()
+    before = _contents(home)
+    exported = tmp_path / "memory.jsonl"
+    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
     other = tmp_path / "other_home"
     other.mkdir()
     imported(other, "--from", "memory-json", str(exported))
