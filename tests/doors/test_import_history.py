@@ -6,6 +6,7 @@ The exports are written as ChatGPT writes conversations.json (hermes_cmms/bench/
 mapping tree from a message-less root through a hidden system message, create_time in epoch
 seconds, author.role, content.parts; ../shared/formats/chatgpt-export.md), and the fixture of
 test_import_chatgpt.py has the same keys (checked below)."""
+import base64
 import json
 import time
 from datetime import datetime, timezone
@@ -167,3 +168,27 @@ def test_import_reads_a_bounded_number_and_maintain_reads_the_rest(home, tmp_pat
     assert done.returncode == 0 and json.loads(done.stdout)["learn"]["sessions"] == 1, done.stderr
     assert json.loads(run(home, "maintain", "--job", "learn").stdout)["learn"] == {
         "sessions": 0, "learned": 0, "waiting": 0}
+
+
+@pytest.mark.quick
+@pytest.mark.store
+@pytest.mark.embedded_only  # (reads the store's own files)
+def test_a_private_key_in_an_imported_turn_leaves_no_line_of_itself_in_the_next_ones_context(home, tmp_path):
+    body = base64.b64encode(bytes(range(256)) * 4 + bytes(range(166))).decode()
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    pem = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----"
+    export = _chatgpt.write(tmp_path / "conversations.json", [_chatgpt.conversation(ID_2023, "t", [
+        ("user", "Why does ssh reject this key?\n" + pem, _at(2023)), ("assistant", "Let me look.", _at(2023) + 1),
+        ("user", "Also this one", _at(2023) + 2), ("assistant", "Here it is:\n" + pem, _at(2023) + 3),
+        ("user", "ok", _at(2023) + 4)])])
+    imported(home, str(export))
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        context = {m.content: m.context for m in _memories(service)}
+    assert context["Let me look."].endswith("[REDACTED:private-key]"), context  # as a live turn's context
+    assert context["ok"].endswith("[REDACTED:private-key]"), context
+    exported = run(home, "export", "--output", "-")
+    assert exported.returncode == 0, exported.stderr
+    stored = b"".join(path.read_bytes() for path in (home / "cmms").rglob("*") if path.is_file())
+    assert "ssh reject" in exported.stdout and stored.count(b"ssh reject")
+    found = [line for line in lines if line.encode() in stored or line in exported.stdout]
+    assert not found, f"{len(found)} of the key's {len(lines)} lines stored"

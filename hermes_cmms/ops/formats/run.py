@@ -24,6 +24,8 @@ from .. import transfer
 from .._transfer_records import FORMAT, KINDS, VERSION, Kind, check_header, row_of, stored_id
 from ...common.checks import scope_of
 from ...common.errors import InvalidInput
+from ...common.plugins import run_redactors
+from ...common.text import clean
 from ...common.scopes import local_scope
 from .._rows import transfer as transfer_rows
 from ...store.store import CONTEXT_CHARS
@@ -91,7 +93,9 @@ def _imported(engine: Optional["Engine"], home: Path, path: Path, reader, name: 
     default = scope_of(scope) if scope is not None else local_scope(home)
     kept_live = partial(_kept_live, engine) if engine is not None else (lambda scope, session_id: False)
     held = partial(_held, engine) if engine is not None else (lambda scope, ids: {})
-    reading = _Reading(path, scope is not None, default, kept_live, held, hold=not dry_run)
+    redact = (lambda scope, text: run_redactors(engine.pm, text, scope)) if engine is not None and not dry_run \
+        else (lambda scope, text: text)  # (a dry run stores no context)
+    reading = _Reading(path, scope is not None, default, kept_live, held, hold=not dry_run, redact=redact)
     size, by_bytes = (path.stat().st_size if path.is_file() else None), None
     try:
         for done, item in enumerate(_guarded(path, reader.records(path, scope=default)), 1):
@@ -239,8 +243,10 @@ class _Reading:
     skipped by reason, the dates filled in, the date range."""
 
     def __init__(self, path: Path, forced: bool, default: str, kept_live: Callable[[str, str], bool],
-                 held: Callable[[str, list], dict], hold: bool = True) -> None:
+                 held: Callable[[str, list], dict], hold: bool = True,
+                 redact: Callable[[str, str], str] = lambda scope, text: text) -> None:
         self.forced, self.default, self.kept_live, self.hold = forced, default, kept_live, hold
+        self.redact = redact  # (scope, text) -> the text as it will be stored
         self.held, self.last_held = held, ((), {})  # (scope, ids) asked last, and the texts held
         self.taken: dict[tuple[str, str], str] = {}  # (scope, a record's own id) -> the stored id it is
         self.live: set[tuple[str, str]] = set()  # (scope, session id) of sessions a door kept live
@@ -250,7 +256,7 @@ class _Reading:
         self.examples: dict[str, str] = {}
         self.dated = Counter()
         self.started: dict[str, float] = {}  # session id -> started_at
-        self.previous: dict[str, str] = {}  # session id -> its last message's text
+        self.previous: dict[str, str] = {}  # session id -> the end of its last message's text, redacted
         self.first: Optional[float] = None
         self.last: Optional[float] = None
 
@@ -280,7 +286,7 @@ class _Reading:
             return
         spool = self.spools.get(scope) or self.spools.setdefault(scope, _Spool(scope, self.hold))
         self._same(record, scope, spool)
-        self._date(record)
+        self._date(record, scope)
         checked = self._checked(record, spool)
         if isinstance(checked, str):
             self._skip(checked, where)
@@ -309,7 +315,7 @@ class _Reading:
             self.taken[(scope, record["id"])] = match
             record["id"] = match
 
-    def _date(self, record: dict) -> None:
+    def _date(self, record: dict, scope: str) -> None:
         if record["type"] == "session":
             if record.get("started_at") is None:
                 record["started_at"] = self.mtime
@@ -322,7 +328,7 @@ class _Reading:
                 record["created_at"] = started if started is not None else self.mtime
                 self.dated["memories dated by their conversation" if started is not None
                            else "memories dated by the file's modification time"] += 1
-            self._context(record)
+            self._context(record, scope)
             if record.get("updated_at") is None:
                 record["updated_at"] = record["created_at"]
             if record.get("last_seen_at") is None:  # seen here now: decay ages it from its import
@@ -330,9 +336,11 @@ class _Reading:
             self.first = min(self.first or record["created_at"], record["created_at"])
             self.last = max(self.last or record["created_at"], record["created_at"])
 
-    def _context(self, record: dict) -> None:
+    def _context(self, record: dict, scope: str) -> None:
         """A message's context, as a live turn's: the end of the message before it in its
-        conversation (recall searches it too), cut where a word starts."""
+        conversation (recall searches it too), cut where a word starts; the end of that message
+        as stored, redacted whole (a cut end would no longer show what makes a secret one, e.g.
+        a private key's BEGIN line)."""
         session_id = record.get("session_id")
         if record.get("kind") != "message" or session_id is None:
             return
@@ -341,7 +349,7 @@ class _Reading:
             tail = previous[-CONTEXT_CHARS:]
             record["context"] = tail if len(previous) <= CONTEXT_CHARS else tail.split(None, 1)[-1]
         if isinstance(record.get("content"), str):
-            self.previous[session_id] = record["content"][-2 * CONTEXT_CHARS:]
+            self.previous[session_id] = self.redact(scope, clean(record["content"]))[-2 * CONTEXT_CHARS:]
 
     def _checked(self, record: dict, spool: _Spool) -> Union[str, tuple[Kind, dict]]:
         """The record as row_of checks it (its kind and row), or why it cannot go into the spool."""
