@@ -2,6 +2,7 @@
 turns, and store each one linked to the memory it was learned from."""
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
@@ -11,6 +12,7 @@ from .extract import Item, replaced
 from .extractors import run_extractors
 from ..common.text import clean
 from ..retain.admission import store_note
+from ..store.store import UNDATED
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -112,12 +114,12 @@ def extract_session(engine: "Engine", scope: str, session_id: str, model: bool =
     for message in messages:
         items = run_extractors(engine.pm, message.content, scope, "user")
         found |= {(item.kind, item.text.casefold()) for item in items}
-        count += len(store_items(engine, scope, items, [message.id], "extract:session", session_id,
+        count += len(store_items(engine, scope, items, [message.id], _receipt(message), session_id,
                                  said_at=_said_at(message)))
     if messages and model and engine.settings.llm != "off":
         items = _by_model(engine, "\n\n".join(m.content for m in messages), FLUSH_LLM_TIMEOUT_S)
         items = [item for item in items if (item.kind, item.text.casefold()) not in found]
-        count += len(store_items(engine, scope, items, [m.id for m in messages], "extract:session", session_id,
+        count += len(store_items(engine, scope, items, [m.id for m in messages], _receipt(messages[-1]), session_id,
                                  said_at=_said_at(messages[-1])))
     return count
 
@@ -125,6 +127,21 @@ def extract_session(engine: "Engine", scope: str, session_id: str, model: bool =
 def _said_at(message) -> Optional[float]:
     """When an imported turn was said (its own date); None for a live one (said now)."""
     return message.created_at if (message.source or "").startswith("import:") else None
+
+
+def _receipt(message) -> str:
+    """What is learned from `message` is stored with this source: "extract:session", ending
+    UNDATED when the message is an imported one whose date is not known (its file's or its
+    conversation's date filled in, or a date to come clamped to the import's: ops/formats/run
+    marks its receipt `dated`); such a fact never replaces a dated or live one (store.py)."""
+    if _said_at(message) is not None:
+        try:
+            receipts = json.loads(message.receipts or "[]")
+        except ValueError:
+            receipts = []
+        if any(isinstance(receipt, dict) and receipt.get("dated") for receipt in receipts):
+            return "extract:session" + UNDATED
+    return "extract:session"
 
 
 def learn_history(engine: "Engine", limit: Optional[int] = None,

@@ -34,6 +34,7 @@ from ..common.text import UNDECODABLE, bounded_key, content_hash, like_literal, 
 log = logging.getLogger(__name__)
 
 CONTEXT_CHARS = 400
+UNDATED = ":undated"  # a source ending so: learned from an imported turn whose date is not known
 CONNECT_RETRY_S = 5.0  # how long a caller waits for a database server that is away
 
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
@@ -45,6 +46,19 @@ _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
 def _tail(text: Optional[str]) -> Optional[str]:
     """The end of the previous message: where a question usually sits."""
     return text[-CONTEXT_CHARS:] if text else None
+
+
+def _told_at(created_at: float, receipts: Optional[str]) -> float:
+    """When a memory was last told: its creation, or the latest telling its receipts record (a
+    receipt's `said`, when it was said in imported history, else its `at`; None: not known)."""
+    told = [receipt.get("said", receipt.get("at")) for receipt in json.loads(receipts or "[]")
+            if isinstance(receipt, dict)]
+    return max([created_at, *(t for t in told if isinstance(t, (int, float)))])
+
+
+def _said_rank(source: Optional[str], at: float) -> tuple[int, float]:
+    """How a fact said at `at` orders among the others: one whose date is not known first."""
+    return (0 if (source or "").endswith(UNDATED) else 1, at)
 
 
 def safe_url(url: str) -> str:
@@ -271,7 +285,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
                 continue
             newer = None  # a fact said after this one (imported history read late) stays current
             if item.fact and UNDECODABLE not in "".join(item.fact):  # an undecodable fact replaces none
-                older, newer = self._conflicting_facts(conn, item, item.said_at)
+                older, newer = self._conflicting_facts(conn, item, item.said_at, now)
                 item.supersedes = [*item.supersedes, *older]
             if item.replaces and UNDECODABLE not in item.content + "".join(item.replaces):
                 item.supersedes = [*item.supersedes, *self._replaced(conn, item, now)]
@@ -352,19 +366,35 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         return found if found is not None and found.superseded_by is None else None
 
     @staticmethod
-    def _conflicting_facts(conn: Connection, item: NewMemory, said_at: Optional[float]) -> tuple[list[str], Optional[str]]:
+    def _conflicting_facts(conn: Connection, item: NewMemory, said_at: Optional[float],
+                           now: float) -> tuple[list[str], Optional[str]]:
         """The scope's current facts with the item's subject and predicate and another object:
         the ids of those said no later than `said_at` (the item replaces them; all of them when
         it is said now, None), and the newest said after it, if any (it replaces the item: the
-        order they were said in decides, not the order they were stored in)."""
+        order they were said in decides, not the order they were stored in). A fact counts as
+        said when it was last told, itself or the turn it was learned from (a live fact re-told
+        today is today's, not its first day's);
+        one learned from a turn whose date is not known (source ending UNDATED) counts as said
+        before any dated or live one: it replaces only another such, and never one of those."""
         keys = _fact_keys(item.fact)
         found = conn.execute(
-            select(Fact.memory_id, Memory.created_at).join(Memory, Memory.id == Fact.memory_id).where(
+            select(Fact.memory_id, Memory.created_at, Memory.source, Memory.receipts)
+            .join(Memory, Memory.id == Fact.memory_id).where(
                 Fact.scope == item.scope, Fact.subject_key == keys["subject_key"],
                 Fact.predicate_key == keys["predicate_key"], Fact.object_key != keys["object_key"],
-                Memory.superseded_by.is_(None)).order_by(Memory.created_at)).all()
-        newer = [memory_id for memory_id, created_at in found if said_at is not None and created_at > said_at]
-        return [memory_id for memory_id, _ in found if memory_id not in newer], (newer[-1] if newer else None)
+                Memory.superseded_by.is_(None))).all()
+        told = {memory_id: _told_at(created_at, receipts) for memory_id, created_at, _, receipts in found}
+        if found:  # told again in a later turn: the turn it was learned from was reinforced
+            for memory_id, created_at, receipts in conn.execute(
+                    select(Link.memory_id, Memory.created_at, Memory.receipts).join(Memory, Memory.id == Link.source_id)
+                    .where(Link.scope == item.scope, Link.memory_id.in_(list(told)))):
+                told[memory_id] = max(told[memory_id], _told_at(created_at, receipts))
+        ranked = sorted((_said_rank(source, told[memory_id]), memory_id) for memory_id, _, source, _ in found)
+        if said_at is None:  # said now: it replaces them all
+            return [memory_id for _, memory_id in ranked], None
+        mine = _said_rank(item.source, min(now, said_at))
+        newer = [memory_id for rank, memory_id in ranked if rank > mine]
+        return [memory_id for rank, memory_id in ranked if rank <= mine], (newer[-1] if newer else None)
 
     @staticmethod
     def _replaced(conn: Connection, item: NewMemory, now: float) -> list[str]:
@@ -378,6 +408,8 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         """Fold a duplicate into `memory`: one more corroboration, its receipt kept."""
         receipt = {"source": duplicate["source"], "session_id": duplicate["session_id"],
                    "turn": duplicate["turn"], "at": now}
+        if duplicate["created_at"] < now:  # told again in imported history: when it was said there, if known
+            receipt["said"] = None if (duplicate["source"] or "").endswith(UNDATED) else duplicate["created_at"]
         carried = json.loads(duplicate.get("receipts") or "[]")  # a folded memory's own repeats
         receipts = [*json.loads(memory.receipts or "[]"), *carried, receipt][-lifecycle.MAX_RECEIPTS:]
         count = memory.access_count + 1 + (duplicate.get("access_count") or 0)

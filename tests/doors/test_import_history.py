@@ -19,7 +19,9 @@ from hermes_cmms.bench import _chatgpt
 from hermes_cmms.cli import _transfer as cli_transfer
 from hermes_cmms.common import lifecycle_rules
 from hermes_cmms.store.models import Fact, Memory
-from sqlalchemy import select
+from typing import Optional
+
+from sqlalchemy import select, update
 from imports import imported, run
 
 FIXTURE = Path(__file__).parents[1] / "data" / "imports" / "chatgpt" / "conversations.json"
@@ -192,3 +194,63 @@ def test_a_private_key_in_an_imported_turn_leaves_no_line_of_itself_in_the_next_
     assert "ssh reject" in exported.stdout and stored.count(b"ssh reject")
     found = [line for line in lines if line.encode() in stored or line in exported.stdout]
     assert not found, f"{len(found)} of the key's {len(lines)} lines stored"
+
+
+def _told_live(home: Path, session_id: str, said: str, at: Optional[float] = None) -> None:
+    """`said` told in a live Hermes turn, flushed (its learned facts dated `at`, if given)."""
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        service.retain_turn(SCOPE, session_id, said, "Noted.")
+        service.flush_session(SCOPE, session_id)
+        if at is not None:
+            with service.store.writing([SCOPE]) as conn:
+                conn.execute(update(Memory).where(Memory.source == "extract:session").values(created_at=at))
+
+
+def _facts_of(home: Path, subject: str, predicate: str) -> dict[str, bool]:
+    """object -> whether it is current, of every fact of `subject` and `predicate`."""
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service, \
+            service.store.read() as conn:
+        return {obj: replaced is None for obj, replaced in conn.execute(select(Fact.object, Memory.superseded_by).join(
+            Memory, Memory.id == Fact.memory_id).where(Fact.subject == subject, Fact.predicate == predicate))}
+
+
+@pytest.mark.store
+def test_a_live_fact_told_again_today_counts_as_said_today_against_imported_history(home, tmp_path):
+    _told_live(home, "live-1", "I live in Oslo.", at=_at(2022))  # first told in 2022
+    _told_live(home, "live-2", "I live in Oslo.")  # and again today: reinforced
+    imported(home, str(_export(tmp_path / "2024.json", (ID_2024, 2024, ["I live in Ghent."]))))
+    assert _facts_of(home, "user", "lives in") == {"Oslo": True, "Ghent": False}
+    _told_live(home, "live-3", "I live in Ghent now.")  # live against live: the one said last, as before
+    assert _facts_of(home, "user", "lives in") == {"Oslo": False, "Ghent": True}
+
+
+@pytest.mark.store
+def test_a_fact_from_an_imported_turn_of_unknown_date_replaces_no_dated_or_live_one(home, tmp_path):
+    _told_live(home, "live-1", "I live in Oslo.", at=time.time() - 86400)  # yesterday
+    undated = _chatgpt.write(tmp_path / "undated.json", [_chatgpt.conversation(ID_2024, "t", [
+        ("user", "I live in Ghent.", None), ("assistant", "Noted.", None)])])
+    summary = imported(home, str(undated))  # dated by the file's modification time: now
+    assert summary["dated"] == {"sessions dated by the file's modification time": 1,
+                                "memories dated by their conversation": 2}
+    assert _facts_of(home, "user", "lives in") == {"Oslo": True, "Ghent": False}
+    imported(home, str(_export(tmp_path / "2023.json", (ID_2023, 2023, ["My sister Ilse lives in Tromsø."]))))
+    undated = _chatgpt.write(tmp_path / "undated-2.json", [_chatgpt.conversation(
+        "6f1c2a52-0000-4a7e-9e1e-000000000003", "t", [("user", "My sister Ilse lives in Bergen.", None)])])
+    imported(home, str(undated))  # a dated import's fact stays current too
+    assert _facts_of(home, "Ilse", "lives in") == {"Tromsø": True, "Bergen": False}
+
+
+@pytest.mark.store
+def test_an_imported_date_to_come_is_brought_back_to_the_import_and_replaces_nothing(home, tmp_path):
+    _told_live(home, "live-1", "I live in Oslo.", at=time.time() - 86400)  # yesterday
+    future = _export(tmp_path / "2030.json", ("6f1c2a52-2030-4a7e-9e1e-000000000002", 2030, ["I live in Ghent."]))
+    dry = imported(home, "--dry-run", str(future))
+    assert dry["dated"] == {"sessions dated in the future, dated at the import": 1,
+                            "memories dated in the future, dated at the import": 2}
+    started = time.time()
+    summary = imported(home, str(future))
+    assert summary["to"] is not None and summary["to"] < "2030"
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        dates = [m.created_at for m in _memories(service) if m.source == "import:chatgpt"]
+    assert len(dates) == 2 and all(started - 60 < at <= time.time() for at in dates), dates
+    assert _facts_of(home, "user", "lives in") == {"Oslo": True, "Ghent": False}

@@ -316,11 +316,17 @@ class _Reading:
             record["id"] = match
 
     def _date(self, record: dict, scope: str) -> None:
+        """Fill in the dates a record lacks, and bring a date to come back to the import's (a
+        message whose own date is not known has its receipt say `dated`: how it was dated; what
+        is learned from it never replaces a fact said at a known time, knowledge/learn)."""
         if record["type"] == "session":
             if record.get("started_at") is None:
                 record["started_at"] = self.mtime
                 record["flushed_at"] = record.get("flushed_at") or self.mtime
                 self.dated["sessions dated by the file's modification time"] += 1
+            elif self._future(record, "started_at"):
+                self.dated["sessions dated in the future, dated at the import"] += 1
+            self._future(record, "flushed_at")
             self.started[record["session_id"]] = record["started_at"]
         elif record["type"] == "memory":
             if record.get("created_at") is None:
@@ -328,6 +334,11 @@ class _Reading:
                 record["created_at"] = started if started is not None else self.mtime
                 self.dated["memories dated by their conversation" if started is not None
                            else "memories dated by the file's modification time"] += 1
+                _mark_dated(record, "conversation" if started is not None else "file")
+            elif self._future(record, "created_at"):
+                self.dated["memories dated in the future, dated at the import"] += 1
+                _mark_dated(record, "future")
+            self._future(record, "updated_at")
             self._context(record, scope)
             if record.get("updated_at") is None:
                 record["updated_at"] = record["created_at"]
@@ -335,6 +346,14 @@ class _Reading:
                 record["last_seen_at"] = self.now
             self.first = min(self.first or record["created_at"], record["created_at"])
             self.last = max(self.last or record["created_at"], record["created_at"])
+
+    def _future(self, record: dict, field: str) -> bool:
+        """Whether the record's `field` is a date after the import began; it is made that time."""
+        moment = record.get(field)
+        if isinstance(moment, (int, float)) and not isinstance(moment, bool) and moment > self.now:
+            record[field] = self.now
+            return True
+        return False
 
     def _context(self, record: dict, scope: str) -> None:
         """A message's context, as a live turn's: the end of the message before it in its
@@ -394,6 +413,15 @@ class _Reading:
                 "from": shown(self.first), "to": shown(self.last), "dated": dict(self.dated),
                 "skipped": {reason: {"count": count, "first": self.examples[reason]}
                             for reason, count in self.skipped.most_common()}}
+
+
+def _mark_dated(record: dict, how: str) -> None:
+    """Say in the record's first receipt how its date was filled in (it was not known)."""
+    receipts = record.get("receipts")
+    if isinstance(receipts, list) and receipts and isinstance(receipts[0], dict):
+        record["receipts"] = [{**receipts[0], "dated": how}, *receipts[1:]]
+    elif receipts is None or receipts == []:
+        record["receipts"] = [{"source": record.get("source"), "dated": how}]
 
 
 def _where(record: dict) -> str:
