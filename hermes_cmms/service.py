@@ -56,7 +56,8 @@ class MemoryService:
                 "sweep": (settings.sweep_interval_s, self.upkeep.sweep),
                 "decay": (settings.decay_interval_s, self.upkeep.decay),
                 "consolidate": (settings.consolidate_interval_s, self.upkeep.consolidate_all),
-                "learn": (settings.sweep_interval_s, lambda now: self.upkeep.learn_history(HISTORY_BATCH))},
+                "learn": (settings.sweep_interval_s, lambda now: self.upkeep.learn_history(
+                    HISTORY_BATCH, stop=lambda: self.scheduler is not None and self.scheduler.stopping))},
                 threads=settings.threads).start()
 
     # -- writes ---------------------------------------------------------------------------

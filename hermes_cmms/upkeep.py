@@ -20,7 +20,7 @@ from .redact import redact_text
 
 log = logging.getLogger(__name__)
 
-HISTORY_BATCH = 100  # imported conversations the scheduler's learn job reads a run (one a sweep interval)
+HISTORY_BATCH = 1000  # imported user turns the scheduler's learn job reads a run (one a sweep interval)
 FORGET_STALLED_S = 60  # a forget --all with no batch for this long was interrupted: the sweep finishes it
 
 
@@ -114,12 +114,15 @@ class Upkeep(_Part):
         return extract_session(self.engine, _scope(scope), clean_key(session_id))
 
     def learn_history(self, limit: Optional[int] = None,
-                      progress: Optional[Callable[[int, int], None]] = None) -> dict:
-        """Learn from imported conversations not read yet, at most `limit` of them, oldest first
-        (`progress(done, total)` after each): {"sessions", "learned", "waiting"}."""
+                      progress: Optional[Callable[[int, int], None]] = None,
+                      stop: Optional[Callable[[], bool]] = None) -> dict:
+        """Learn from the user turns of imported conversations not read yet, at most `limit`
+        turns, oldest conversation first, a claim of CLAIM_TURNS at a time (`progress(done,
+        total)` in turns after each; the run ends between two claims once `stop()` is true):
+        {"sessions", "turns", "learned", "waiting", "waiting_turns"}."""
         from .knowledge.learn import learn_history
 
-        return learn_history(self.engine, limit, progress)
+        return learn_history(self.engine, limit, progress, stop)
 
     def audit(self, audit_type: str = "full", scope: Optional[str] = None) -> dict:
         """Health checks on the stored data (orphans, receipts, lifecycle, confidence, drift)."""

@@ -13,7 +13,9 @@ from ..common.errors import InvalidInput
 from ..common.vocabulary import EXPORT_FORMATS
 
 
-LEARN_AT_IMPORT = 1000  # imported conversations read for facts before import returns (the rest: later)
+LEARN_AT_IMPORT = 10_000  # imported user turns read for facts before import returns (~1 min; the rest: later)
+READ_LATER = ("the turns that wait are read by the scheduler, a batch a sweep interval, while Hermes or a bridge runs; "
+              "`hermes-cmms maintain --job learn` reads them all now")
 
 
 def _service(args, embedder: Optional[str] = "none"):
@@ -151,6 +153,10 @@ def cmd_import(args) -> int:
         if not args.dry_run and not args.no_learn:
             summary["learned"] = service.upkeep.learn_history(
                 LEARN_AT_IMPORT, progress=lambda done, total: progress("learning", done, total))
+            if summary["learned"]["waiting_turns"]:
+                summary["learned"]["then"] = READ_LATER
+        elif args.dry_run:
+            _learning_plan(summary)
         if args.wait:
             bar = _engine.VectorBar(args)
             try:
@@ -173,8 +179,19 @@ def _dry_run_without_store(args, settings) -> int:
         summary = plan_import(settings, args.file, fmt=args.source, scope=args.scope, progress=progress)
     finally:
         _closed(bars)
+    _learning_plan(summary)
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0
+
+
+def _learning_plan(summary: dict) -> None:
+    """Add to a dry run's summary how many user turns the import would read for facts before it
+    returns, and how many would wait (with how to read them)."""
+    turns = sum(scope.get("to_learn_from", {}).get("user_turns", 0) for scope in summary.get("scopes", {}).values())
+    summary["learning"] = {"user_turns": turns, "at_import": min(turns, LEARN_AT_IMPORT),
+                           "waiting": max(0, turns - LEARN_AT_IMPORT)}
+    if turns > LEARN_AT_IMPORT:
+        summary["learning"]["then"] = READ_LATER
 
 
 def _checked_first(args, settings, plan_import: Callable) -> None:
@@ -236,8 +253,9 @@ def register(add: Callable) -> None:
     p.add_argument("--wait", action="store_true",
                    help="Load the embedding model and wait until the new memories are in the vector index.")
     p.add_argument("--no-learn", action="store_true",
-                   help=f"Do not read the imported conversations for facts now (by default the first "
-                        f"{LEARN_AT_IMPORT:,} are): the scheduler reads what waits, a batch a sweep interval, while "
-                        f"Hermes or a bridge runs, and `maintain --job learn` all of it at once.")
+                   help=f"Do not read the imported conversations' user turns for facts now (by default the "
+                        f"first {LEARN_AT_IMPORT:,} turns are, about a minute): the scheduler reads what waits, "
+                        f"a batch of turns a sweep interval, while Hermes or a bridge runs, and "
+                        f"`maintain --job learn` all of it at once.")
     p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
     _engine.may_create(p)

@@ -23,6 +23,7 @@ MAX_LEARN_CHARS = 200_000
 MAX_SOURCE_CHARS = 200
 FLUSH_LLM_TIMEOUT_S = 15.0  # a session flush waits at most this long for the model
 LEARNED_KINDS = ("fact", "preference", "decision", "skill", "belief")
+CLAIM_TURNS = 50  # imported user turns claimed (and read) at a time: a killed run loses at most these
 
 
 def learn(engine: "Engine", scope: str, text: str, *, source: str = "", extract_beliefs: bool = True,
@@ -109,7 +110,11 @@ def extract_session(engine: "Engine", scope: str, session_id: str, model: bool =
     that flush's items, never a turn). The rules read each turn; with `model`, a configured
     model reads them all in one call (their first 12,000 characters), waiting at most
     FLUSH_LLM_TIMEOUT_S. What is learned from an imported turn is dated when it was said."""
-    messages = engine.store.claim_unextracted(scope, session_id)
+    return _learned(engine, scope, engine.store.claim_unextracted(scope, session_id), session_id, model)
+
+
+def _learned(engine: "Engine", scope: str, messages: list, session_id: str, model: bool) -> int:
+    """Learn from the claimed user `messages` of a session; how many items were stored."""
     count, found = 0, set()
     for message in messages:
         items = run_extractors(engine.pm, message.content, scope, "user")
@@ -145,17 +150,30 @@ def _receipt(message) -> str:
 
 
 def learn_history(engine: "Engine", limit: Optional[int] = None,
-                  progress: Optional[Callable[[int, int], None]] = None) -> dict:
+                  progress: Optional[Callable[[int, int], None]] = None,
+                  stop: Optional[Callable[[], bool]] = None) -> dict:
     """Read the user's turns of the conversations imported and not read yet (at most `limit`
-    of them, oldest first) with the rules, as a session's flush reads them (extract_session:
-    each turn at most once, so a run killed half way is continued by the next); the model is
-    not asked (one call a conversation, for years of them). `progress(done, total)` after
-    each conversation. Return the conversations read, the items learned and how many
-    conversations still wait."""
-    waiting = engine.store.unread_sessions(limit)
-    learned = 0
-    for done, (scope, session_id) in enumerate(waiting, 1):
-        learned += extract_session(engine, scope, session_id, model=False)
-        if progress is not None:
-            progress(done, len(waiting))
-    return {"sessions": len(waiting), "learned": learned, "waiting": engine.store.unread_session_count()}
+    turns, oldest conversation first) with the rules, as a session's flush reads them; the
+    model is not asked (one call a conversation, for years of them). The turns are claimed
+    CLAIM_TURNS at a time (each read at most once: a run killed half way loses at most the
+    claim it was reading, and the next run continues after it), and the run stops between
+    two claims once `stop()` is true (a closing process). `progress(done, total)` in turns
+    after each claim. Return the conversations read from, the turns read, the items learned,
+    and how many conversations and turns still wait."""
+    budget = limit if limit is not None else engine.store.unread_turn_count()
+    total = min(budget, engine.store.unread_turn_count()) if limit is not None else budget
+    read, sessions, learned = 0, 0, 0
+    for scope, session_id in engine.store.unread_sessions():
+        if read >= budget or (stop is not None and stop()):
+            break
+        sessions += 1
+        while read < budget and not (stop is not None and stop()):
+            messages = engine.store.claim_unextracted(scope, session_id, min(CLAIM_TURNS, budget - read))
+            if not messages:  # all read (or claimed by another process)
+                break
+            learned += _learned(engine, scope, messages, session_id, model=False)
+            read += len(messages)
+            if progress is not None:
+                progress(min(read, total), total)
+    return {"sessions": sessions, "turns": read, "learned": learned,
+            "waiting": engine.store.unread_session_count(), "waiting_turns": engine.store.unread_turn_count()}

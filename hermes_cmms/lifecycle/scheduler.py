@@ -59,6 +59,11 @@ class Scheduler:
     def leader(self) -> bool:
         return self._leader
 
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() was called: a long job ends at its next safe point."""
+        return self._stop.is_set()
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:

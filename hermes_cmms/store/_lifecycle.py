@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Optional, Sequence
 
-from sqlalchemy import func, insert, or_, select, text, update
+from sqlalchemy import and_, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from ..common import lifecycle_rules as lifecycle
@@ -97,6 +97,15 @@ class LifecycleRows:
     def unread_session_count(self) -> int:
         with self.read() as conn:
             return conn.execute(select(func.count()).select_from(ConversationSession).where(_UNREAD)).scalar()
+
+    def unread_turn_count(self) -> int:
+        """How many user turns of those sessions knowledge was not read from yet."""
+        query = select(func.count()).select_from(Memory).join(ConversationSession, and_(
+            ConversationSession.scope == Memory.scope, ConversationSession.session_id == Memory.session_id)).where(
+            _UNREAD, Memory.kind == "message", Memory.role == "user", Memory.turn > ConversationSession.extracted_turn,
+            Memory.turn <= ConversationSession.last_turn)
+        with self.read() as conn:
+            return conn.execute(query).scalar()
 
     def unconsolidated(self, scope: str, session_id: Optional[str], limit: int) -> list[Memory]:
         """A scope's current episodic memories consolidation has not looked at yet, oldest first

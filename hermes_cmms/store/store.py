@@ -658,24 +658,32 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def claim_unextracted(self, scope: str, session_id: str) -> list[Memory]:
+    def claim_unextracted(self, scope: str, session_id: str, limit: Optional[int] = None) -> list[Memory]:
         """The user's messages of a session's turns that knowledge was not read from yet,
-        claimed: the session is marked read up to its last turn in the same transaction, so
-        a concurrent flush (or a later one) gets none of them."""
+        claimed: the session is marked read up to the last turn claimed in the same
+        transaction, so a concurrent flush (or a later one) gets none of them. With `limit`,
+        only the turns of the next `limit` user messages (the rest wait for the next claim:
+        a process killed before it learned from a claim loses that claim's turns, no others);
+        without, every turn to the last."""
         key = {"scope": scope, "session_id": session_id}
         with self.writing([scope]) as conn:
             row = conn.execute(select(ConversationSession.extracted_turn, ConversationSession.last_turn)
                                .filter_by(**key)).first()
             if row is None or row.last_turn <= row.extracted_turn:
                 return []
+            user = (Memory.scope == scope, Memory.session_id == session_id, Memory.kind == "message",
+                    Memory.role == "user", Memory.turn > row.extracted_turn)
+            up_to = row.last_turn
+            if limit is not None:
+                turns = conn.execute(select(Memory.turn).where(*user, Memory.turn <= row.last_turn)
+                                     .order_by(Memory.turn).limit(max(1, limit))).scalars().all()
+                if len(turns) >= max(1, limit):
+                    up_to = turns[-1]
             claimed = conn.execute(update(ConversationSession).filter_by(**key).where(
-                ConversationSession.extracted_turn == row.extracted_turn).values(extracted_turn=row.last_turn))
+                ConversationSession.extracted_turn == row.extracted_turn).values(extracted_turn=up_to))
             if claimed.rowcount != 1:
                 return []
-            found = conn.execute(select(Memory).where(
-                Memory.scope == scope, Memory.session_id == session_id, Memory.kind == "message",
-                Memory.role == "user", Memory.turn > row.extracted_turn, Memory.turn <= row.last_turn)
-                .order_by(Memory.seq))
+            found = conn.execute(select(Memory).where(*user, Memory.turn <= up_to).order_by(Memory.seq))
             return [_memory(m) for m in found]
 
     def mark_flushed(self, scope: str, session_id: str) -> bool:

@@ -18,6 +18,7 @@ from hermes_cmms import MemoryService, Settings, service as service_module
 from hermes_cmms.bench import _chatgpt
 from hermes_cmms.cli import _transfer as cli_transfer
 from hermes_cmms.common import lifecycle_rules
+from hermes_cmms.knowledge import learn
 from hermes_cmms.store.models import Fact, Memory
 from typing import Optional
 
@@ -28,6 +29,7 @@ FIXTURE = Path(__file__).parents[1] / "data" / "imports" / "chatgpt" / "conversa
 SCOPE = "local:default"
 ID_2023 = "6f1c2a52-2023-4a7e-9e1e-000000000001"
 ID_2024 = "6f1c2a52-2024-4a7e-9e1e-000000000002"
+NOTHING_WAITS = {"sessions": 0, "turns": 0, "learned": 0, "waiting": 0, "waiting_turns": 0}
 
 
 def _at(year: int, month: int = 5, day: int = 8) -> float:
@@ -73,12 +75,12 @@ def test_what_was_said_in_an_imported_conversation_is_learned_into_the_graph(hom
     dry = imported(home, "--dry-run", str(export))
     assert dry["scopes"][SCOPE]["to_learn_from"] == {"user_turns": 1}
     summary = imported(home, str(export))
-    assert summary["learned"] == {"sessions": 1, "learned": 2, "waiting": 0}
+    assert summary["learned"] == {"sessions": 1, "turns": 1, "learned": 2, "waiting": 0, "waiting_turns": 0}
     graph = run(home, "graph", "search", "Ilse")
     assert graph.returncode == 0 and "Tromsø" in graph.stdout, graph.stdout
     assert _current_facts(home, "Ilse", "lives in") == [("Tromsø", _at(2023))]  # dated when it was said
     again = imported(home, str(export))  # re-import: nothing new, nothing read twice
-    assert again["learned"] == {"sessions": 0, "learned": 0, "waiting": 0}
+    assert again["learned"] == NOTHING_WAITS
     assert imported(home, "--dry-run", str(export))["scopes"][SCOPE]["to_learn_from"] == {"user_turns": 0}
     assert len(_current_facts(home, "Ilse", "lives in")) == 1
 
@@ -89,15 +91,15 @@ def test_no_learn_leaves_the_turns_to_a_later_run_which_reads_each_once(home, tm
     summary = imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", *said)))
     assert "learned" not in summary
     with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
-        first = service.upkeep.learn_history(limit=1)  # a run that stopped after one conversation
-        assert (first["sessions"], first["waiting"]) == (1, 2)
+        first = service.upkeep.learn_history(limit=1)  # a run that stopped after one turn: one conversation
+        assert (first["sessions"], first["turns"], first["waiting"], first["waiting_turns"]) == (1, 1, 2, 2)
         [(scope, session_id)] = service.store.unread_sessions(1)
         assert service.upkeep.extract_session(scope, session_id) > 0
         assert service.upkeep.extract_session(scope, session_id) == 0  # claimed: never read twice
     with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
         rest = service.upkeep.learn_history()  # a new process continues with what is left
-        assert rest == {"sessions": 1, "learned": rest["learned"], "waiting": 0} and rest["learned"] > 0
-        assert service.upkeep.learn_history() == {"sessions": 0, "learned": 0, "waiting": 0}
+        assert rest == {"sessions": 1, "turns": 1, "learned": rest["learned"], "waiting": 0, "waiting_turns": 0}
+        assert rest["learned"] > 0 and service.upkeep.learn_history() == NOTHING_WAITS
         learned = [m for m in _memories(service) if m.source == "extract:session"]
     tools = sorted(m.content for m in learned if m.kind == "fact")
     assert len(tools) == len(set(tools)) == 3, tools
@@ -148,28 +150,34 @@ def test_an_imported_message_carries_the_end_of_the_one_before_and_is_worth_a_li
 def test_the_schedulers_learn_job_reads_a_batch_of_imported_conversations_a_run(home, tmp_path, monkeypatch):
     said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
     imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", *said)))
-    monkeypatch.setattr(service_module, "HISTORY_BATCH", 2)
+    monkeypatch.setattr(service_module, "HISTORY_BATCH", 2)  # user turns
     service = MemoryService(Settings.load(home), start_indexer=False)
-    try:
-        service.scheduler.stop()  # (its first lease only starts the clocks; the job is run here)
+    try:  # (its first lease only starts the clocks, a sweep interval ahead; the job is run here)
         interval, job = service.scheduler.jobs["learn"]
         assert interval == service.settings.sweep_interval_s
-        assert job(time.time())["sessions"] == 2 and job(time.time())["sessions"] == 1
-        assert job(time.time()) == {"sessions": 0, "learned": 0, "waiting": 0}
+        assert job(time.time())["sessions"] == 2
+        service.scheduler.stop()  # closing: the job reads nothing more, and the turn waits
+        assert job(time.time()) == {**NOTHING_WAITS, "waiting": 1, "waiting_turns": 1}
     finally:
         service.close()
+    with MemoryService(Settings.load(home), start_indexer=False) as service:
+        _, job = service.scheduler.jobs["learn"]
+        assert job(time.time())["sessions"] == 1 and job(time.time()) == NOTHING_WAITS
 
 
 @pytest.mark.store
 def test_import_reads_a_bounded_number_and_maintain_reads_the_rest(home, tmp_path, monkeypatch):
     said = [(f"6f1c2a52-0000-4a7e-9e1e-{n:012d}", 2023, [f"I use Tool{n} for notes."]) for n in range(3)]
-    monkeypatch.setattr(cli_transfer, "LEARN_AT_IMPORT", 2)
+    monkeypatch.setattr(cli_transfer, "LEARN_AT_IMPORT", 2)  # user turns
+    dry = imported(home, "--dry-run", str(_export(tmp_path / "conversations.json", *said)))
+    assert dry["learning"] == {"user_turns": 3, "at_import": 2, "waiting": 1, "then": cli_transfer.READ_LATER}
     summary = imported(home, str(_export(tmp_path / "conversations.json", *said)))
-    assert (summary["learned"]["sessions"], summary["learned"]["waiting"]) == (2, 1)
+    assert summary["learned"] == {"sessions": 2, "turns": 2, "learned": summary["learned"]["learned"], "waiting": 1,
+                                  "waiting_turns": 1, "then": cli_transfer.READ_LATER}
+    assert "maintain --job learn" in cli_transfer.READ_LATER
     done = run(home, "maintain", "--job", "learn")
     assert done.returncode == 0 and json.loads(done.stdout)["learn"]["sessions"] == 1, done.stderr
-    assert json.loads(run(home, "maintain", "--job", "learn").stdout)["learn"] == {
-        "sessions": 0, "learned": 0, "waiting": 0}
+    assert json.loads(run(home, "maintain", "--job", "learn").stdout)["learn"] == NOTHING_WAITS
 
 
 @pytest.mark.quick
@@ -254,3 +262,40 @@ def test_an_imported_date_to_come_is_brought_back_to_the_import_and_replaces_not
         dates = [m.created_at for m in _memories(service) if m.source == "import:chatgpt"]
     assert len(dates) == 2 and all(started - 60 < at <= time.time() for at in dates), dates
     assert _facts_of(home, "user", "lives in") == {"Oslo": True, "Ghent": False}
+
+
+@pytest.mark.quick
+@pytest.mark.store
+def test_a_long_conversation_is_claimed_a_chunk_at_a_time_so_a_stopped_run_loses_no_turn(home, tmp_path):
+    said = [f"I use Tool{n} for notes." for n in range(120)]
+    imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", (ID_2023, 2023, said))))
+    asked = []
+
+    def stop() -> bool:  # a closing process: true once the first claim is read
+        asked.append(1)
+        return len(asked) > 2
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        first = service.upkeep.learn_history(stop=stop)
+        assert (first["turns"], first["waiting"], first["waiting_turns"]) == (learn.CLAIM_TURNS, 1, 120 - learn.CLAIM_TURNS)
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        [(scope, session_id)] = service.store.unread_sessions()
+        claimed = service.store.claim_unextracted(scope, session_id, 10)  # claimed, then killed before reading
+        assert [m.content for m in claimed] == said[learn.CLAIM_TURNS:learn.CLAIM_TURNS + 10]
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        rest = service.upkeep.learn_history(limit=1000)  # a new process continues after the claim lost
+        assert (rest["turns"], rest["waiting"], rest["waiting_turns"]) == (120 - learn.CLAIM_TURNS - 10, 0, 0)
+        read = [m.content for m in _memories(service) if m.source == "extract:session" and m.kind == "fact"]
+    tools = sorted(int(text.split("Tool")[1].split()[0]) for text in read)
+    assert tools == [n for n in range(120) if not learn.CLAIM_TURNS <= n < learn.CLAIM_TURNS + 10], tools
+
+
+@pytest.mark.store
+def test_the_learning_budget_counts_user_turns_not_conversations(home, tmp_path):
+    said = [(ID_2023, 2023, [f"I use Tool{n} for notes." for n in range(70)]),
+            (ID_2024, 2024, ["I use Vim for code."])]
+    imported(home, "--no-learn", str(_export(tmp_path / "conversations.json", *said)))
+    with MemoryService(Settings.load(home), scheduler=False, start_indexer=False) as service:
+        done = []
+        first = service.upkeep.learn_history(limit=60, progress=lambda n, total: done.append((n, total)))
+        assert (first["sessions"], first["turns"], first["waiting"], first["waiting_turns"]) == (1, 60, 2, 11)
+        assert done == [(learn.CLAIM_TURNS, 60), (60, 60)]
