@@ -32,9 +32,15 @@ SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration 
 # is malformed", at times for good). So this process never opens that file itself: each statement
 # on it runs in a child process, whose locks Chroma's SQLite waits for as for any other process.
 CHROMA_SQL = ("import json, sqlite3, sys\n"
-              "database = sqlite3.connect(sys.argv[1], timeout=15, uri=sys.argv[1].startswith('file:'))\n"
+              "database = sqlite3.connect(sys.argv[1], timeout=float(sys.argv[4]), uri=sys.argv[1].startswith('file:'))\n"
               "print(json.dumps(database.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))\n"
               "database.close()\n")
+BUSY_S = 15.0  # SQLite's wait for another process's lock on chroma.sqlite3
+CHILD_S = 120.0  # the longest a chroma_sql child runs (a read of a 1.7 GB file: 2.5 s)
+
+
+class IndexBusy(RuntimeError):
+    """chroma.sqlite3 stayed locked by another process (or the child ran out of time): not damage."""
 
 
 # What was embedded: the text; it in context; its sentences (`<memory id>:<n>` each, the
@@ -660,15 +666,20 @@ def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
 
 def chroma_sql(chroma_path: Path, statement: str, *params, read_only: bool = False) -> list[list]:
     """The rows of one statement on an embedded Chroma's chroma.sqlite3, run in a child process
-    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error.
+    (see CHROMA_SQL) bounded by CHILD_S; a failure raises RuntimeError with the child's last line
+    of error, IndexBusy when the file stayed locked past BUSY_S or the child ran out of time.
     `read_only`: the file is opened read-only (a missing file is an error, never made)."""
     path = chroma_path / "chroma.sqlite3"
     where = f"{path.absolute().as_uri()}?mode=ro" if read_only else str(path.absolute())
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, where, statement, json.dumps(params)],
-                          capture_output=True, text=True, errors="replace")
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, where, statement, json.dumps(params),
+                               str(BUSY_S)], capture_output=True, text=True, errors="replace", timeout=CHILD_S)
+    except subprocess.TimeoutExpired:
+        raise IndexBusy(f"{statement.split()[0]} on {path} failed: no answer in {CHILD_S:g} s") from None
     if done.returncode:
         said = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        raise RuntimeError(f"{statement.split()[0]} on {path} failed: {said[-1]}")
+        busy = "database is locked" in said[-1] or "database is busy" in said[-1]
+        raise (IndexBusy if busy else RuntimeError)(f"{statement.split()[0]} on {path} failed: {said[-1]}")
     return json.loads(done.stdout)
 
 
