@@ -138,6 +138,23 @@ def copied(location: str, held_at, here: str) -> str:
             "that lived there (restored or moved here), run `hermes-cmms reindex --claim`.")
 
 
+def same_location(held_at, here: str) -> bool:
+    """Whether a store's location as claimed (`held_at`) is where this one lives (`here`), both
+    Store.location: a SQLite file by its device and inode only (after the '#': the path names it
+    in messages, and the same file reached by another path, a bind mount or a Docker volume, is
+    the same store), a PostgreSQL database by the whole string; one claimed by the server's
+    address (before a role without the system identifier was given the database's oid) by the
+    database's name."""
+    if not isinstance(held_at, str) or not isinstance(here, str):
+        return False
+    if held_at.startswith("sqlite:") and here.startswith("sqlite:"):
+        return held_at.rpartition("#")[2] == here.rpartition("#")[2]
+    server, _, database = held_at.removeprefix("postgresql:").rpartition("/")
+    if held_at.startswith("postgresql:") and here.startswith("postgresql:oid ") and ":" in server:
+        return database == here.rpartition("/")[2]  # (an address: host:port, or ':' by a socket)
+    return held_at == here
+
+
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
@@ -218,7 +235,7 @@ class VectorIndex:
         held, at = (marker.metadata or {}).get("store"), (marker.metadata or {}).get("at")
         if held != self.owner:
             raise ForeignDatabase(foreign(self.location, held, self.owner))
-        if self.home and at and at != self.home:
+        if self.home and at and not same_location(at, self.home):
             raise ForeignDatabase(copied(self.location, at, self.home))
         if self.home and not at:  # claimed before stores said where they live: this one's now
             marker.modify(metadata=self._mark())
