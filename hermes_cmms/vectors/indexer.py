@@ -151,7 +151,7 @@ class Indexer:
         Only this process's own writes are waited for, and not at all when they cannot be written
         in time: no vector index, its last batch failed (as while a Chroma server is down, until
         one is written again), more than a batch of older rows queued ahead of them (an import's
-        backlog), or the same ones a settle already gave up on. A search in a scope this
+        backlog), or rows an earlier settle gave up on still queued. A search in a scope this
         process did not write costs nothing; `settled` says what the last settle did.
         """
         mine = self._mine.pop(scope, set())
