@@ -31,7 +31,9 @@ def quiet_stderr():
     """The process's own standard error while Hermes sends `sys.stderr` to the null device for
     the whole run, as 0.19's `hermes -z` does (it prints only the reply, on standard output, and
     its warning line goes to the null device too); else None. A line written there reaches the
-    person who ran the command and leaves the reply alone."""
+    person who ran the command and leaves the reply alone. Read when a session starts (Hermes'
+    code_execution_tool mutes stderr around each tool call too, and there the warning line
+    stays the place to say something)."""
     import os
     import sys
 

@@ -93,6 +93,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self._say = None  # Hermes 0.19 CLI's status line (status_callback), where it has no recall line
         self._warn = None  # Hermes' warning line for the person at the chat (warning_callback: 0.19's CLI)
         self._told: set[str] = set()  # what this provider said on it already
+        self._quiet = None  # the process's stderr when Hermes ran this session with its own muted (`-z`)
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -121,6 +122,7 @@ class CmmsMemoryProvider(MemoryProvider):
         self.initialize_for_inspection(session_id, **kwargs)
         self._say = None if HOST_SHOWS_RECALL else kwargs.get("status_callback")
         self._warn = kwargs.get("warning_callback")
+        self._quiet = quiet_stderr()  # (at the start: a tool call mutes stderr for a moment, `-z` for the run)
         try:
             self.settings = replace(Settings.load(kwargs.get("hermes_home")), threads=host_threads(self))
             self.service = engine.acquire(_writable(self.settings))
@@ -160,8 +162,10 @@ class CmmsMemoryProvider(MemoryProvider):
         gives one (0.19's CLI), or on standard error where Hermes sends its own to the null
         device (`hermes -z`: the reply alone is on standard output); the model hears of a store
         that did not open in the prompt block. (0.19's gateway gives a provider no line to the
-        chat: there Hermes and cmms log it as a WARNING, and the model is asked to say it.)"""
-        quiet = quiet_stderr()
+        chat: there Hermes and cmms log it as a WARNING, and the model is asked to say it.) Whether
+        Hermes mutes its standard error is read when the session starts: a tool call that mutes it
+        for a moment (code_execution_tool) does not take the warning line's place."""
+        quiet = self._quiet
         if (self._warn is None and quiet is None) or message in self._told:
             return
         self._told.add(message)

@@ -10,7 +10,7 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from ..vectors.chroma import VIEWS, chroma_sql, collection_name
+from ..vectors.chroma import VIEWS, IndexBusy, chroma_sql, collection_name
 from ._rows.audit import indexed_scopes
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ SEGMENTS = ("SELECT 'check', quick_check, NULL, NULL, NULL, NULL FROM pragma_qui
 def embedded_index(settings: "Settings", store) -> Optional[Check]:
     """The embedded vector index's line: None when there is no embedded index to read (a Chroma
     server, no embedder) or nothing written to it yet; else ok, or FAIL with what is wrong and
-    the fix."""
+    the fix; warn when another process holds it locked (busy, not damaged)."""
     if settings.chroma_url or settings.embedder == "none":
         return None
     scopes = indexed_scopes(store)
@@ -50,6 +50,9 @@ def embedded_index(settings: "Settings", store) -> Optional[Check]:
                 f"written to it: recall finds them by their words only; run `{_reindex(settings)}` to embed them again.")
     try:
         rows = chroma_sql(path, SEGMENTS, read_only=True)
+    except IndexBusy as exc:
+        return ("warn", "vectors", f"the vector index at {path} is busy (another process is writing it: "
+                f"{str(exc).rpartition(': ')[2]}): run doctor again.")
     except RuntimeError as exc:
         return _damaged(settings, str(exc).rpartition(": ")[2] or "it cannot be read")
     checked = [str(row[1]) for row in rows if row[0] == "check"]

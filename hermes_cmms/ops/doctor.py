@@ -214,7 +214,7 @@ def _vectors(settings: Settings, identity: Optional[str], home: Optional[str]) -
     until `reindex` moves them."""
     if not settings.chroma_url or settings.embedder == "none" or identity is None:
         return
-    from ..vectors.chroma import copied, foreign, probe
+    from ..vectors.chroma import copied, foreign, probe, same_location
 
     url, layout = settings.chroma_url, f"{settings.chroma_buckets} buckets a view"
     degraded = "recall is keyword-only and writes wait in the outbox until"
@@ -229,7 +229,7 @@ def _vectors(settings: Settings, identity: Optional[str], home: Optional[str]) -
                f"{degraded} it does.")
     elif found["owner"] not in (None, identity):
         yield ("FAIL", "vectors", f"{foreign(url, found['owner'], identity)} Meanwhile {degraded} then.")
-    elif found["owner"] is not None and found.get("at") not in (None, home):
+    elif found["owner"] is not None and found.get("at") is not None and not same_location(found["at"], home):
         yield ("FAIL", "vectors", f"{copied(url, found['at'], home)} Meanwhile {degraded} then.")
     elif found["old"]:
         kinds = "; ".join(f"{n} collections in {kind}" for kind, n in found["old"].items())

@@ -176,7 +176,7 @@ def _stored(engine: "Engine", scope: str, session_id: Optional[str], items: list
                                                       or UNDECODABLE in items[0].content):
         _judge(engine, items[0])  # (an undecodable note is kept as it is: it folds into and replaces none)
     ids = _fire(engine, scope, session_id, items, turn_of)
-    engine.indexer.queued(scope)  # (a recall in the scope next waits for these vectors: settle)
+    engine.indexer.queued(scope, ids)  # (a recall in the scope next waits for these vectors: settle)
     return ids
 
 

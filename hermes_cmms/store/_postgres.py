@@ -103,10 +103,13 @@ def location(conn: Connection) -> str:
     """Where this PostgreSQL store lives: the server's system identifier (made with its cluster:
     a clone on another server, or one pg_upgrade made, has another) and the database's name (a
     clone on the same server has another; a restore into the same name keeps it). A role that
-    may not read the identifier gets the server's address instead."""
+    may not read the identifier gets the database's oid instead, the same however the client
+    connects (TCP, a socket, another address): a clone or a restore into a new database, on this
+    server or another, gets a new one (a restore into the same name too, once dropped)."""
     try:
         with conn.begin_nested():  # (a refusal rolls back to here only)
             server = str(conn.execute(text("SELECT system_identifier FROM pg_control_system()")).scalar())
     except DBAPIError:  # permission denied
-        server = str(conn.execute(text("SELECT concat(inet_server_addr(), ':', inet_server_port())")).scalar())
+        server = "oid " + str(conn.execute(text(
+            "SELECT oid FROM pg_database WHERE datname = current_database()")).scalar())
     return f"postgresql:{server}/{conn.execute(text('SELECT current_database()')).scalar()}"

@@ -49,7 +49,8 @@ def checkpoint(engine: Engine) -> bool:
 def location(conn: Connection) -> str:
     """Where this SQLite store lives: its file's real path, device and inode (a copy of the file,
     or the file put back by a restore that replaced it, has another inode; one copied over it in
-    place keeps it)."""
+    place keeps it). Only the device and inode say which file it is (store.same_location): the
+    same file reached by another path (a bind mount, a Docker volume) is the same store."""
     import os
 
     path = conn.execute(text("SELECT file FROM pragma_database_list WHERE name = 'main'")).scalar() or ""

@@ -718,10 +718,17 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         with self.read() as conn:
             return conn.execute(query.limit(1)).first() is not None
 
-    def queued(self, scope: str) -> bool:
-        """Whether any vector write (upsert or delete) of `scope` waits in the outbox."""
+    def queued(self, scope: str, memory_ids: Sequence[str], ahead: int) -> tuple[set[str], int]:
+        """Which of `memory_ids` (of `scope`) have a vector write waiting in the outbox, and how
+        many older rows of any scope wait ahead of the first of them (counted up to `ahead`)."""
         with self.read() as conn:
-            return conn.execute(select(Outbox.id).where(Outbox.scope == scope).limit(1)).first() is not None
+            rows = conn.execute(select(Outbox.id, Outbox.memory_id).where(
+                Outbox.scope == scope, Outbox.memory_id.in_(list(memory_ids)))).all()
+            if not rows:
+                return set(), 0
+            first = min(row.id for row in rows)
+            older = conn.execute(select(Outbox.id).where(Outbox.id < first).limit(ahead)).all()
+            return {row.memory_id for row in rows}, len(older)
 
     def deletes_queued(self, scope: str) -> int:
         """How many vector deletions of `scope` are queued (one per forgotten memory)."""

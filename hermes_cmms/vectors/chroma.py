@@ -32,9 +32,15 @@ SYNC_THRESHOLD = 1000  # Chroma's default, for a collection whose configuration 
 # is malformed", at times for good). So this process never opens that file itself: each statement
 # on it runs in a child process, whose locks Chroma's SQLite waits for as for any other process.
 CHROMA_SQL = ("import json, sqlite3, sys\n"
-              "database = sqlite3.connect(sys.argv[1], timeout=15, uri=sys.argv[1].startswith('file:'))\n"
+              "database = sqlite3.connect(sys.argv[1], timeout=float(sys.argv[4]), uri=sys.argv[1].startswith('file:'))\n"
               "print(json.dumps(database.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))\n"
               "database.close()\n")
+BUSY_S = 15.0  # SQLite's wait for another process's lock on chroma.sqlite3
+CHILD_S = 120.0  # the longest a chroma_sql child runs (a read of a 1.7 GB file: 2.5 s)
+
+
+class IndexBusy(RuntimeError):
+    """chroma.sqlite3 stayed locked by another process (or the child ran out of time): not damage."""
 
 
 # What was embedded: the text; it in context; its sentences (`<memory id>:<n>` each, the
@@ -132,6 +138,23 @@ def copied(location: str, held_at, here: str) -> str:
             "that lived there (restored or moved here), run `hermes-cmms reindex --claim`.")
 
 
+def same_location(held_at, here: str) -> bool:
+    """Whether a store's location as claimed (`held_at`) is where this one lives (`here`), both
+    Store.location: a SQLite file by its device and inode only (after the '#': the path names it
+    in messages, and the same file reached by another path, a bind mount or a Docker volume, is
+    the same store), a PostgreSQL database by the whole string; one claimed by the server's
+    address (before a role without the system identifier was given the database's oid) by the
+    database's name."""
+    if not isinstance(held_at, str) or not isinstance(here, str):
+        return False
+    if held_at.startswith("sqlite:") and here.startswith("sqlite:"):
+        return held_at.rpartition("#")[2] == here.rpartition("#")[2]
+    server, _, database = held_at.removeprefix("postgresql:").rpartition("/")
+    if held_at.startswith("postgresql:") and here.startswith("postgresql:oid ") and ":" in server:
+        return database == here.rpartition("/")[2]  # (an address: host:port, or ':' by a socket)
+    return held_at == here
+
+
 HTTP_TIMEOUT_S = 10.0  # one request to a Chroma server; chromadb itself waits forever
 WRITE_TRIES = 3  # a write to a Chroma server is tried this often, 0.2 s then 0.4 s apart
 DOWN_MAX_S = 30.0  # after failures, calls fail fast for up to this long before trying again
@@ -212,7 +235,7 @@ class VectorIndex:
         held, at = (marker.metadata or {}).get("store"), (marker.metadata or {}).get("at")
         if held != self.owner:
             raise ForeignDatabase(foreign(self.location, held, self.owner))
-        if self.home and at and at != self.home:
+        if self.home and at and not same_location(at, self.home):
             raise ForeignDatabase(copied(self.location, at, self.home))
         if self.home and not at:  # claimed before stores said where they live: this one's now
             marker.modify(metadata=self._mark())
@@ -660,15 +683,20 @@ def _segment_dirs(chroma_path: Path, name: str) -> list[Path]:
 
 def chroma_sql(chroma_path: Path, statement: str, *params, read_only: bool = False) -> list[list]:
     """The rows of one statement on an embedded Chroma's chroma.sqlite3, run in a child process
-    (see CHROMA_SQL); a failure raises RuntimeError with the child's last line of error.
+    (see CHROMA_SQL) bounded by CHILD_S; a failure raises RuntimeError with the child's last line
+    of error, IndexBusy when the file stayed locked past BUSY_S or the child ran out of time.
     `read_only`: the file is opened read-only (a missing file is an error, never made)."""
     path = chroma_path / "chroma.sqlite3"
     where = f"{path.absolute().as_uri()}?mode=ro" if read_only else str(path.absolute())
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, where, statement, json.dumps(params)],
-                          capture_output=True, text=True, errors="replace")
+    try:
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", CHROMA_SQL, where, statement, json.dumps(params),
+                               str(BUSY_S)], capture_output=True, text=True, errors="replace", timeout=CHILD_S)
+    except subprocess.TimeoutExpired:
+        raise IndexBusy(f"{statement.split()[0]} on {path} failed: no answer in {CHILD_S:g} s") from None
     if done.returncode:
         said = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        raise RuntimeError(f"{statement.split()[0]} on {path} failed: {said[-1]}")
+        busy = "database is locked" in said[-1] or "database is busy" in said[-1]
+        raise (IndexBusy if busy else RuntimeError)(f"{statement.split()[0]} on {path} failed: {said[-1]}")
     return json.loads(done.stdout)
 
 

@@ -9,7 +9,7 @@ import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..store.store import Store
 from ..store.vector_rows import outbox_lag
@@ -73,7 +73,10 @@ class Indexer:
         self._writes: Optional[ThreadPoolExecutor] = None  # the sentence view's writes, beside the others
         self._starting = threading.Lock()
         self._reading_only = False  # a process that only queries (a CLI search) never writes the index
-        self._queued: set[str] = set()  # scopes this process queued vector writes for (see settle)
+        self._mine: dict[str, set[str]] = {}  # per scope, memories this process queued vectors for (settle)
+        self._stalled: dict[str, set[str]] = {}  # per scope, those a settle waited for in vain
+        self.failing: Optional[str] = None  # the last batch's error, until a batch is written again
+        self.settled = "nothing waited for"  # what the last settle waited for (or why it did not)
         if start:
             self.start()
 
@@ -135,33 +138,56 @@ class Indexer:
         self.start()
         self._wake.set()
 
-    def queued(self, scope: str) -> None:
-        """This process has just queued vector writes for `scope` (a memory stored): the next
-        recall in it waits for them (settle), and the indexer is woken."""
-        self._queued.add(scope)
+    def queued(self, scope: str, memory_ids: Sequence[str] = ()) -> None:
+        """This process has just queued vector writes for `memory_ids` of `scope` (memories
+        stored): the next recall in it waits for them (settle), and the indexer is woken."""
+        self._mine.setdefault(scope, set()).update(memory_ids)
         self.notify()
 
     def settle(self, scope: str, timeout: float = SETTLE_S) -> bool:
-        """Before a search by meaning in `scope`: if this process queued vector writes for it
-        since the last search, wait up to `timeout` until the scope's outbox is empty, so a memory
-        stored a moment before is found by meaning too; whether it is (True also when nothing of
-        this process waited). A search in a scope this process did not write costs nothing; one
-        after a write costs one SQL read when the vectors are already written (the usual case:
-        they are written while the model answers). A wait that runs out is not repeated until the
-        next write (a backlog, an import's, never slows every recall)."""
-        if scope not in self._queued:
+        """Before a search by meaning in `scope`: wait up to `timeout` until the vectors of the
+        memories this process queued for it are written, so a memory stored a moment before is
+        found by meaning too; whether they are (True also when nothing of this process waited).
+        Only this process's own writes are waited for, and not at all when they cannot be written
+        in time: no vector index, its last batch failed (as while a Chroma server is down, until
+        one is written again), more than a batch of older rows queued ahead of them (an import's
+        backlog), or rows an earlier settle gave up on still queued. A search in a scope this
+        process did not write costs nothing; `settled` says what the last settle did.
+        """
+        mine = self._mine.pop(scope, set())
+        if not mine:
             return True
-        self._queued.discard(scope)
         deadline = time.monotonic() + timeout
         if not self._ready.wait(timeout) or not self.active:
-            return False
-        while self.store.queued(scope):
+            return self._not_waited(scope, set(), "no vector index is loaded")
+        if self.failing:
+            return self._not_waited(scope, mine, f"the last vector write failed ({self.failing[:200]})")
+        left, ahead = self.store.queued(scope, sorted(mine), BATCH + 1)
+        self._stalled[scope] = self._stalled.get(scope, set()) & left
+        if self._stalled[scope]:
+            return self._not_waited(scope, left, "a settle already gave up on them")
+        if ahead > BATCH:
+            return self._not_waited(scope, left, f"more than {BATCH} older vector writes are queued ahead")
+        self.settled = f"waited for {len(left)} vector write(s) of this process"
+        while left:
             if time.monotonic() >= deadline:
-                return False
+                return self._not_waited(scope, left, "they were not written in time")
             self.notify()
             time.sleep(0.01)
+            left, _ = self.store.queued(scope, sorted(left), 0)
+        self._stalled.pop(scope, None)
         self._refreshed = 0.0  # a reader process re-opens the index at the next query (refresh)
         return True
+
+    def _not_waited(self, scope: str, left: set[str], why: str) -> bool:
+        """A settle that does not wait (longer) for `left`: they are kept for the next one, which
+        does not wait for them again until they are written."""
+        if left:
+            self._mine.setdefault(scope, set()).update(left)
+            self._stalled.setdefault(scope, set()).update(left)
+        self.settled = f"not waited for {len(left)} vector write(s) of this process: {why}"
+        log.debug("hermes-cmms: recall in %r %s", scope, self.settled)
+        return False
 
     def drain(self, timeout: float, progress: Optional[Callable[[int], None]] = None) -> bool:
         """Wait until the outbox is empty (True) or `timeout` passes (False); `progress(rows
@@ -272,11 +298,13 @@ class Indexer:
                 self._write(batch)
                 self._lock.check()  # still the writer (a lease may have run out meanwhile)
                 claim.done()
+                self.failing = None
             except Exception as exc:  # noqa: BLE001 - keep the rows, retry later
                 log.warning("hermes-cmms: indexing failed, will retry: %s", exc)
                 self._unwrite_forgotten(batch)
                 claim.failed(f"{type(exc).__name__}: {exc}")
                 pause = min(30.0, 0.5 * 2 ** min(max(r.attempts for r in batch), 6))
+                self.failing = f"{type(exc).__name__}: {exc}"
         self._stop.wait(pause)  # (with the claim let go)
         return True
 

@@ -111,3 +111,30 @@ def test_status_and_search_on_a_read_only_home_answer_in_one_sentence(kw_home):
     finally:
         for path in (kw_home, kw_home / "cmms", kw_home / "cmms" / "cmms.db"):
             path.chmod(0o644 if path.is_file() else 0o755)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("muted", ["around a tool call", "for the whole run (hermes -z)"])
+def test_a_warning_goes_to_the_warning_line_unless_hermes_muted_stderr_from_the_start(kw_home, capfd, muted):
+    """Hermes' code_execution_tool sends sys.stderr to the null device around each tool call;
+    `hermes -z` does for the whole run, the provider's initialize included."""
+    from hermes_cmms.provider import CmmsMemoryProvider
+
+    said, provider, kept = [], CmmsMemoryProvider(), sys.stderr
+    init = dict(platform="cli", agent_context="primary", agent_identity="default")
+    line = "cmms did not store this memory entry: the store refused it."
+    with open(os.devnull, "w", encoding="utf-8") as devnull:
+        try:
+            if muted.startswith("for the whole run"):
+                sys.stderr = devnull
+            provider.initialize("s1", hermes_home=str(kw_home), warning_callback=said.append, **init)
+            sys.stderr = devnull  # (a tool call, or still the whole run)
+            provider._tell(line)  # (as a write the store refused says it: _not_stored)
+        finally:
+            sys.stderr = kept
+            provider.shutdown()
+    printed = capfd.readouterr().err
+    if muted.startswith("for the whole run"):
+        assert said == [] and printed.count(line) == 1, (said, printed)  # the only way to the person
+    else:
+        assert said == [line] and line not in printed, (said, printed)

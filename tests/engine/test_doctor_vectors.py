@@ -170,3 +170,25 @@ def test_the_fix_doctor_names_for_a_damaged_index_works(copy):
         assert service.upkeep.wait_vectors(120)
         hits = search(service.engine, SCOPES[0], "Where do the wading birds breed?", limit=3)
         assert hits[0].memory.content == NOTES[0] and hits[0].vector_rank is not None
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("runs_out", ["SQLite's busy wait", "the child's time"])
+def test_doctor_calls_an_index_locked_by_another_writer_busy_not_damaged(copy, monkeypatch, runs_out):
+    import sqlite3
+
+    from hermes_cmms.vectors import chroma
+
+    monkeypatch.setattr(chroma, "BUSY_S", 0.5 if runs_out == "SQLite's busy wait" else 60.0)
+    monkeypatch.setattr(chroma, "CHILD_S", 60.0 if runs_out == "SQLite's busy wait" else 2.0)
+    before = _files(copy)  # (before the lock: closing any handle on the file drops this process's locks)
+    writer = sqlite3.connect(_chroma(copy) / "chroma.sqlite3", isolation_level=None)
+    try:
+        writer.execute("BEGIN EXCLUSIVE")  # (as Chroma writing a batch: journal_mode delete)
+        status, detail = _vectors_line(copy)
+    finally:
+        writer.close()
+    assert status == "warn" and "is busy (another process is writing it" in detail, detail
+    assert detail.endswith("run doctor again.") and "damaged" not in detail and "mv " not in detail, detail
+    assert _files(copy) == before
+    assert _vectors_line(copy)[0] == "ok"  # (the lock let go: the same index reads whole)

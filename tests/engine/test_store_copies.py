@@ -71,6 +71,46 @@ def test_a_store_says_where_it_lives_and_a_copied_file_lives_elsewhere(tmp_path)
         again.close()
 
 
+@pytest.mark.quick
+@embedded_only  # (a SQLite file)
+def test_the_same_file_reached_by_another_path_is_the_same_store_and_a_copy_is_not(tmp_path):
+    from hermes_cmms.store.store import Store
+    from hermes_cmms.vectors.chroma import same_location
+
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    store = Store(f"sqlite:///{tmp_path / 'a' / 'cmms.db'}")
+    here = store.location()
+    store.close()
+    os.link(tmp_path / "a" / "cmms.db", tmp_path / "b" / "cmms.db")  # one file, a second path (as a bind mount)
+    shutil.copy2(tmp_path / "a" / "cmms.db", tmp_path / "c" / "cmms.db")
+    linked, copy = (Store(f"sqlite:///{tmp_path / name / 'cmms.db'}") for name in ("b", "c"))
+    try:
+        there = linked.location()
+        assert str(tmp_path / "b") in there and there != here  # named by the path it was opened by ...
+        assert same_location(here, there) and same_location(there, here)  # ... the same file all the same
+        assert not same_location(here, copy.location())
+    finally:
+        linked.close()
+        copy.close()
+
+
+@server_only
+def test_the_same_sqlite_file_by_another_path_is_not_refused_as_a_copy(home, tmp_path):
+    shared = os.environ["CMMS_CHROMA_URL"]
+    (home / "cmms").mkdir()
+    with _service(home, **_sqlite(home)) as original:
+        boat = _written(original, "The boat is moored at pier 7")
+    other = tmp_path / "mounted_home"  # the same file by another path (a bind mount, a Docker volume)
+    (other / "cmms").mkdir(parents=True)
+    os.link(home / "cmms" / "cmms.db", other / "cmms" / "cmms.db")  # (closed: no -wal to share)
+    with _service(other, chroma_url=shared, **_sqlite(other)) as mounted:
+        tea = _written(mounted, "Ana drinks green tea every morning")
+        assert mounted.indexer.vectors.present(SCOPE, [boat, tea]) == {boat, tea}
+    env = {"CMMS_CHROMA_URL": shared, "CMMS_DATABASE_URL": _sqlite(other)["database_url"], "HF_HUB_OFFLINE": "1"}
+    assert "FAIL vectors" not in _doctor_says(other, env)
+
+
 @server_only
 def test_a_copied_sqlite_file_is_refused_on_the_chroma_database_of_the_store_it_copies(home, tmp_path):
     shared = os.environ["CMMS_CHROMA_URL"]
@@ -161,3 +201,47 @@ def _location(url: str) -> str:
         return store.location()
     finally:
         store.close()
+
+
+@server_only
+def test_a_postgresql_store_lives_in_the_same_place_however_a_role_without_the_identifier_connects(home):
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from hermes_cmms.store import _postgres
+    from hermes_cmms.vectors.chroma import same_location
+    from servers import _admin_sql
+
+    url = make_url(os.environ["CMMS_DATABASE_URL"])
+    admin = make_url(os.environ["CMMS_TEST_PG_URL"])
+    role, clone = f"r_{uuid.uuid4().hex[:12]}", f"c_{uuid.uuid4().hex[:16]}"
+    owner = create_engine(url.render_as_string(hide_password=False), isolation_level="AUTOCOMMIT")
+    with owner.connect() as conn:  # a role that may not read the server's system identifier
+        conn.execute(text("REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC"))
+        sockets = conn.execute(text("SHOW unix_socket_directories")).scalar().split(",")[0].strip()
+    owner.dispose()
+    _admin_sql(admin, f"CREATE ROLE {role} LOGIN")
+    _admin_sql(admin, f"CREATE DATABASE {clone} TEMPLATE {url.database}")
+
+    def location(database: str, **where) -> tuple[str, object]:
+        """The store's location as `role` sees it, and the server address it connected to."""
+        engine = create_engine(url.set(username=role, password=None, database=database, **where))
+        try:
+            with engine.connect() as conn:
+                return _postgres.location(conn), conn.execute(text("SELECT inet_server_addr()")).scalar()
+        finally:
+            engine.dispose()
+
+    try:
+        by_tcp, address = location(url.database)
+        assert str(address) == "127.0.0.1" and by_tcp.startswith("postgresql:oid "), (address, by_tcp)
+        assert by_tcp.endswith(f"/{url.database}"), by_tcp
+        by_socket = location(url.database, host=None, port=None, query={"host": sockets, "port": str(url.port)})
+        assert by_socket == (by_tcp, None)  # (a Unix socket: no server address)
+        assert location(clone)[0] != by_tcp  # a clone on the same server: another database, another oid
+        for claimed in (f"postgresql:127.0.0.1:{url.port}/{url.database}", f"postgresql::/{url.database}"):
+            assert same_location(claimed, by_tcp)  # claimed by the address, before: the same database
+        assert not same_location(f"postgresql:127.0.0.1:{url.port}/{clone}", by_tcp)
+    finally:
+        _admin_sql(admin, f"DROP DATABASE IF EXISTS {clone} WITH (FORCE)")
+        _admin_sql(admin, f"DROP ROLE IF EXISTS {role}")

@@ -149,3 +149,67 @@ def test_a_recall_right_after_a_write_finds_it_by_meaning(service):
     assert [h.memory.id for h in hits if h.vector_rank is not None][:1] == [stored], [
         (h.memory.content, h.vector_rank, h.keyword_rank) for h in hits]
     assert all(h.keyword_rank is None for h in hits if h.memory.id == stored)  # found by meaning alone
+
+
+@pytest.mark.quick
+@embedded_only  # (the embedded index's writer lock, held by the test as another process would)
+def test_a_recall_waits_for_this_processs_own_vectors_and_not_for_a_backlog_ahead_of_them(home):
+    from sqlalchemy import func, insert, select
+
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.recall.search import search
+    from hermes_cmms.store.models import Outbox
+    from hermes_cmms.vectors.indexer import BATCH, WriterLock
+
+    settings = Settings.load(home)
+    elsewhere = WriterLock(settings.data_dir / "indexer.lock")  # another process writes the index
+    assert elsewhere.acquire()
+    service = MemoryService(settings, scheduler=False)
+    try:
+        assert service.indexer.ready.wait(120) and service.indexer.active, service.indexer.error
+        with service.store.write() as conn:  # an import's rows, queued without --wait, not this process's
+            conn.execute(insert(Outbox), [{"memory_id": f"imported-{n}", "scope": SCOPE, "op": "upsert",
+                                           "created_at": time.time()} for n in range(BATCH * 2)])
+        own = service.remember(SCOPE, "The boiler was serviced in March.")
+        search(service.engine, SCOPE, "When was the boiler serviced?", limit=5)
+        assert service.indexer.settled == (f"not waited for 1 vector write(s) of this process: more than {BATCH} "
+                                           "older vector writes are queued ahead"), service.indexer.settled
+        search(service.engine, SCOPE, "And the boiler?", limit=5)  # no write since: not waited for again
+        assert service.indexer.settled.endswith("a settle already gave up on them"), service.indexer.settled
+        with service.store.read() as conn:
+            assert conn.execute(select(func.count()).select_from(Outbox)).scalar_one() == BATCH * 2 + 1
+        elsewhere.release()  # the other process exits: this one writes the backlog, and its own rows
+        assert service.upkeep.drain(60)
+        assert service.store.queued(SCOPE, [own], 1) == (set(), 0)
+        stored = service.remember(SCOPE, TOLD)
+        hits = search(service.engine, SCOPE, ASKED, limit=5)
+        assert service.indexer.settled == "waited for 1 vector write(s) of this process", service.indexer.settled
+        assert [h.memory.id for h in hits if h.vector_rank is not None][:1] == [stored]
+    finally:
+        elsewhere.release()
+        service.close()
+
+
+@pytest.mark.quick
+@embedded_only  # (its Chroma URL is the silent socket, whatever the pass)
+def test_a_recall_does_not_wait_for_vectors_while_their_writes_fail(home, silent_server, monkeypatch):
+    from hermes_cmms import MemoryService, Settings
+    from hermes_cmms.recall.search import search
+    from hermes_cmms.vectors import chroma
+
+    monkeypatch.setattr(chroma, "HTTP_TIMEOUT_S", 1.0)
+    service = MemoryService(Settings.load(home, chroma_url=silent_server), scheduler=False)
+    try:
+        assert service.indexer.ready.wait(60) and service.indexer.active, service.indexer.error
+        service.remember(SCOPE, "The rowing club's boathouse key hangs behind the zeppelin poster.")
+        deadline = time.monotonic() + 30
+        while not service.indexer.failing and time.monotonic() < deadline:  # (its first batch, timed out)
+            time.sleep(0.05)
+        assert service.indexer.failing, "the batch to a silent server did not fail"
+        service.remember(SCOPE, "The canoe paddles are stacked by the slipway.")
+        hits = search(service.engine, SCOPE, "Where are the canoe paddles?", limit=5)
+        assert "slipway" in hits[0].memory.content  # by their words
+        assert service.indexer.settled.startswith("not waited for 2 vector write(s) of this process: the last "
+                                                  "vector write failed ("), service.indexer.settled
+    finally:
+        service.close(drain_timeout=0.0)
