@@ -151,15 +151,7 @@ def test_our_own_memory_json_export_comes_back_as_nothing_new(home, tmp_path):
     nothing and recall shows each fact once; into a fresh store each memory comes back once
     (under an id of the import's: a mark is taken only for a memory the store holds with that
     text), without a made-up "user is a person" or "session … is a session" fact."""
-    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
-    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
-    try:
-        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
-    finally:
-        svc.close()
-    before = _contents(home)
-    exported = tmp_path / "memory.jsonl"
-    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
+    before, exported = _exported_store(home, tmp_path)
 
     again = imported(home, "--from", "memory-json", str(exported))["scopes"]["local:default"]
     assert (again["memories"]["added"], again["facts"]["added"]) == (0, 0)
@@ -172,15 +164,7 @@ def test_our_own_memory_json_export_comes_back_as_nothing_new(home, tmp_path):
 def test_our_own_memory_json_export_into_a_fresh_store_gives_each_memory_once(home, tmp_path):
     """The same export into another store (a second home, which the server pass cannot give:
     both would name the one test database): each memory once, no made-up entity facts."""
-    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
-    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
-    try:
-        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
-    finally:
-        svc.close()
-    before = _contents(home)
-    exported = tmp_path / "memory.jsonl"
-    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
+    before, exported = _exported_store(home, tmp_path)
     other = tmp_path / "other_home"
     other.mkdir()
     imported(other, "--from", "memory-json", str(exported))
@@ -198,15 +182,7 @@ def test_an_export_edited_since_adds_only_what_changed(home, tmp_path):
     keys, so the marks stay): one observation of a session's line edited, one added to another
     entity's line. Imported into the store it came from, it adds exactly those two texts; every
     unchanged line and observation is taken as the memory it was."""
-    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
-    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
-    try:
-        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
-    finally:
-        svc.close()
-    before = _contents(home)
-    exported = tmp_path / "memory.jsonl"
-    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
+    before, exported = _exported_store(home, tmp_path)
     lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
     session = next(line for line in lines if line["name"].startswith("session "))
     session["observations"][1] = "assistant: I will, at six."
@@ -265,6 +241,20 @@ def _stable_chatgpt_ids(path: Path) -> list[str]:
 
     return [r["id"] for r in chatgpt.records(path, scope="local:default")
             if not isinstance(r, Skipped) and r["type"] == "memory"]
+
+
+def _exported_store(home: Path, tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A store with one learned sentence (its text and three facts) and a turn kept in a
+    session, and its `export --format memory-json`: (its memories, id -> content; the file)."""
+    run(home, "learn", "--create", "My sister Ilse lives in Tromsø and works at Equinor.")
+    svc = MemoryService(Settings.load(home, embedder="none"), scheduler=False)
+    try:
+        svc.retain_turn("local:default", "s-1", "Remind me to water the plants", "I will.")
+    finally:
+        svc.close()
+    exported = tmp_path / "memory.jsonl"
+    assert run(home, "export", "--format", "memory-json", "--output", str(exported)).returncode == 0
+    return _contents(home), exported
 
 
 def _contents(home: Path, scope: str = "local:default") -> dict[str, str]:

@@ -184,21 +184,20 @@ def test_a_cloned_postgresql_database_is_refused_on_the_chroma_database_of_the_s
 
 
 def _identity(url: str) -> str:
-    from hermes_cmms.store.store import Store
-
-    store = Store(url)
-    try:
-        return store.identity()
-    finally:
-        store.close()
+    return _asked(url, "identity")
 
 
 def _location(url: str) -> str:
+    return _asked(url, "location")
+
+
+def _asked(url: str, what: str) -> str:
+    """What a store at `url` answers to `what` (identity, location), the store closed after."""
     from hermes_cmms.store.store import Store
 
     store = Store(url)
     try:
-        return store.location()
+        return getattr(store, what)()
     finally:
         store.close()
 

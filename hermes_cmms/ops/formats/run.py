@@ -46,17 +46,8 @@ def import_foreign(engine: "Engine", path: Union[str, os.PathLike], *, fmt: Opti
     """Import `path` (of format `fmt`, else detected) into the scopes its reader names (into
     `scope` alone, if given); with `dry_run`, only say what would be added. See the module
     docstring."""
-    path = Path(path)
-    try:
-        path.stat()
-    except OSError as exc:
-        raise InvalidInput(f"Cannot read {str(path)!r}: {exc.strerror}.") from None
-    readers = _readers()
-    name = fmt or detect(path)
-    if name not in readers:
-        raise InvalidInput(f"Unknown format {name!r}; choose one of {', '.join(readers)}.")
-    check_whole(path)
-    return _imported(engine, Path(engine.settings.home), path, readers[name], name, scope=scope, dry_run=dry_run,
+    path, name, reader = _opened(path, fmt)
+    return _imported(engine, Path(engine.settings.home), path, reader, name, scope=scope, dry_run=dry_run,
                      progress=progress, actor=actor, named=fmt is not None)
 
 
@@ -65,6 +56,14 @@ def plan_foreign(home: Union[str, os.PathLike], path: Union[str, os.PathLike], *
     """The dry run of `import_foreign` for a Hermes home (`home`) that has no store yet, which it
     does not create: the file read and checked the same way; every memory and session is new,
     and none was kept live (there is no store to have kept it: the summary's `store` says so)."""
+    path, name, reader = _opened(path, fmt)
+    return _imported(None, Path(home), path, reader, name, scope=scope, dry_run=True, progress=progress,
+                     actor="", named=fmt is not None)
+
+
+def _opened(path: Union[str, os.PathLike], fmt: Optional[str]) -> tuple[Path, str, object]:
+    """The file, its format (`fmt`, else detected) and that format's reader; InvalidInput for a
+    file that cannot be read, a format not known, or an archive damaged as a whole."""
     path = Path(path)
     try:
         path.stat()
@@ -75,8 +74,7 @@ def plan_foreign(home: Union[str, os.PathLike], path: Union[str, os.PathLike], *
     if name not in readers:
         raise InvalidInput(f"Unknown format {name!r}; choose one of {', '.join(readers)}.")
     check_whole(path)
-    return _imported(None, Path(home), path, readers[name], name, scope=scope, dry_run=True, progress=progress,
-                     actor="", named=fmt is not None)
+    return path, name, readers[name]
 
 
 NO_STORE = ("none yet (this dry run created none): nothing is stored already, so every session and memory is new "
