@@ -136,6 +136,8 @@ def _stores_watched():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Store, "__init__", _watched(Store.__init__, Store))
         yield
+    if _template["path"] is not None:  # (its directory, made by mkdtemp, is this process' own)
+        shutil.rmtree(_template["path"].parent, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
