@@ -159,7 +159,11 @@ def _vector_search(engine: "Engine", scope: str, query: str,
                 searched["no_index"] = True
             return {}, {}
         nearest = {} if searched is not None else None
-        found = _vector_rankings(engine.indexer.vectors, scope, vector, nearest, engine.pool)
+        # an embedded index's views side by side (Chroma answers outside the GIL, and a fresh
+        # process's first query of a view reads its HNSW index from disk); a server's one after
+        # another, as before (a server that is away fails the first, and its back-off counts once)
+        vectors = engine.indexer.vectors
+        found = _vector_rankings(vectors, scope, vector, nearest, engine.pool if vectors.embedded else None)
         if searched is not None:
             searched["nearest"] = nearest
         return found
@@ -176,9 +180,8 @@ def _vector_rankings(vectors, scope: str, vector, nearest: Optional[dict] = None
                      pool: Optional[Executor] = None) -> tuple[dict[str, list[str]], Meaning]:
     """The three vector rankings of one query vector, each cut at VECTOR_FLOOR, and each
     memory's best cosine with the units (sentence runs, by position) it matched by, best first;
-    `nearest` (a dict) gets every memory's best cosine, those below the floor too. The three
-    views are asked side by side on `pool` (Chroma answers outside the GIL: a fresh process's
-    first query of a view reads its HNSW index from disk)."""
+    `nearest` (a dict) gets every memory's best cosine, those below the floor too. With `pool`,
+    the three views are asked side by side on it (see _vector_search); else one after another."""
     best: dict[str, float] = {}
     units: dict[str, list[int]] = {}
     found = {}
