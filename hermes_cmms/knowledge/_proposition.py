@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from .extract import negate
 from ..common.text import bounded_key, clean
 
 __all__ = ["read_proposition", "worded"]
@@ -49,6 +48,8 @@ def worded(text: str, polarity: int) -> str:
     key, _, own = read_proposition(text)
     if own == polarity:
         return text
+    from .extract import negate  # (its rules compile in a third of a second: a listing of beliefs needs none)
+
     lead = _LEAD_DENIAL.match(text)  # undo a leading denial, else "not" after the first auxiliary
     for candidate in ([text[lead.end():].strip()] if lead else []) + [negate(text)]:
         if candidate and read_proposition(candidate)[::2] == (key, polarity):

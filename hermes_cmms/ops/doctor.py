@@ -130,10 +130,11 @@ def _embedder(settings: Settings) -> Check:
 
 
 def _tokenizer() -> Check:
+    """The token counter's encoding, its file checked, not loaded (a third of a second saved)."""
     from ..common import tokens
 
     try:
-        return ("ok", "tokenizer", f"{tokens.encoding().name} ({tokens.count('hello world')} tokens for 'hello world')")
+        return ("ok", "tokenizer", tokens.on_disk())
     except Exception as exc:  # noqa: BLE001
         return ("FAIL", "tokenizer", f"tiktoken cl100k_base unavailable offline: {exc}")
 

@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Optional, Protocol
 
 import pluggy
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
 
 from ..common.vocabulary import AUDIT_TYPES
 from ..common.tracing import TRACER_NAME, Span, tracer  # noqa: F401 - TRACER_NAME, tracer: re-exported
@@ -21,6 +19,8 @@ from ..store import gauges
 from ..common.text import clean_key
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from ..engine import Engine
     from ..store.store import Store
     from ..vectors.indexer import Indexer
@@ -86,22 +86,48 @@ class Measured(Parts, Protocol):
     metrics: "Metrics"
 
 
+SERIES = ("calls", "errors", "latency", "hook_latency")  # made with the registry
+
+
 class Metrics:
-    """One service's Prometheus registry (never the global one) and its tool-call timer."""
+    """One service's Prometheus registry (never the global one) and its tool-call timer. The
+    registry and its series are made when first used (a tool call, a hook call, a scrape):
+    a command that counts nothing (`status`, `search`) never imports prometheus_client."""
 
     def __init__(self, engine: "Engine"):
-        self.registry = CollectorRegistry()
-        self.calls = Counter("cmms_tool_calls", "Tool calls, by door (mcp, hermes) and tool.",
-                             ["door", "tool"], registry=self.registry)
-        self.errors = Counter("cmms_tool_errors", "Tool calls that failed, by door and tool.",
-                              ["door", "tool"], registry=self.registry)
-        self.latency = Histogram("cmms_tool_latency_seconds", "Tool call latency, by door and tool.",
-                                 ["door", "tool"], buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.hook_latency = Histogram("cmms_hook_latency_seconds", "Plugin hook call latency, by hook.",
-                                      ["hook"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self._engine = engine
         self._tools: set[str] = set()
-        self.registry.register(StoreGauges(engine))
+        self._registry: Optional["CollectorRegistry"] = None
+        self._making = threading.Lock()
         monitor_hooks(engine.pm)
+
+    @property
+    def registry(self) -> "CollectorRegistry":
+        with self._making:
+            if self._registry is None:
+                self._registry = self._made()
+            return self._registry
+
+    def _made(self) -> "CollectorRegistry":
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        registry = CollectorRegistry()
+        self.calls = Counter("cmms_tool_calls", "Tool calls, by door (mcp, hermes) and tool.",
+                             ["door", "tool"], registry=registry)
+        self.errors = Counter("cmms_tool_errors", "Tool calls that failed, by door and tool.",
+                              ["door", "tool"], registry=registry)
+        self.latency = Histogram("cmms_tool_latency_seconds", "Tool call latency, by door and tool.",
+                                 ["door", "tool"], buckets=LATENCY_BUCKETS, registry=registry)
+        self.hook_latency = Histogram("cmms_hook_latency_seconds", "Plugin hook call latency, by hook.",
+                                      ["hook"], buckets=LATENCY_BUCKETS, registry=registry)
+        registry.register(StoreGauges(self._engine))
+        return registry
+
+    def __getattr__(self, name: str):  # a series, before the registry is made: make it
+        if name not in SERIES:
+            raise AttributeError(name)
+        self.registry  # (made now: it sets the series)
+        return self.__dict__[name]
 
     def _tool(self, tool) -> str:
         """The tool's label: its name, "other" past MAX_TOOL_LABELS names (any caller can
@@ -155,6 +181,8 @@ class StoreGauges:
             log.warning("hermes-cmms: store gauges unavailable: %s", exc)
 
     def _store(self, parts: Parts):
+        from prometheus_client.core import GaugeMetricFamily
+
         gone, by_state, pending, oldest = gauges.counts(parts.store, self._scope)  # forgetting: reads as empty
         memories = GaugeMetricFamily("cmms_memories", "Memories stored, by tier and lifecycle state.",
                                      labels=["tier", "state"])
@@ -172,6 +200,8 @@ class StoreGauges:
     def _audit(self, parts: Parts):
         """The findings of the last full audit (type all, every scope), by any process: it
         leaves an 'audit' event on the audit trail."""
+        from prometheus_client.core import GaugeMetricFamily
+
         last = gauges.last_full_audit(parts.store)
         counts = json.loads(last[1]).get("counts", {}) if last else {}
         drift = GaugeMetricFamily("cmms_drift", "Findings of the last full audit (all types, every scope), "
@@ -189,6 +219,8 @@ def exposition(service: Measured, scope: Optional[str] = None) -> str:
     scope, such as an MCP bridge) the store gauges count that scope only, and the series that
     describe every scope (the last full audit, hook latencies: the scheduler works for all
     scopes) are left out; the tool calls are this process's own."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
     if scope is None:
         return generate_latest(service.metrics.registry).decode("utf-8")
     metrics, registry = service.metrics, CollectorRegistry()

@@ -1,11 +1,13 @@
 """Retrieval: hybrid search (keyword and vector rankings fused), vector-only search, and pages."""
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
+from concurrent.futures import Executor, Future
 from dataclasses import replace
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, TypeVar
 
 from ..common import lifecycle_rules as lifecycle
 from ..common.checks import scope_of, tags_of, tier_of
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CANDIDATES = 50  # per retriever, before fusion
 SENTENCE_CANDIDATES = 2 * CANDIDATES  # sentence vectors asked for: a memory may have several
@@ -156,7 +159,11 @@ def _vector_search(engine: "Engine", scope: str, query: str,
                 searched["no_index"] = True
             return {}, {}
         nearest = {} if searched is not None else None
-        found = _vector_rankings(engine.indexer.vectors, scope, vector, nearest)
+        # an embedded index's views side by side (Chroma answers outside the GIL, and a fresh
+        # process's first query of a view reads its HNSW index from disk); a server's one after
+        # another, as before (a server that is away fails the first, and its back-off counts once)
+        vectors = engine.indexer.vectors
+        found = _vector_rankings(vectors, scope, vector, nearest, engine.pool if vectors.embedded else None)
         if searched is not None:
             searched["nearest"] = nearest
         return found
@@ -165,18 +172,24 @@ def _vector_search(engine: "Engine", scope: str, query: str,
         return {}, {}
 
 
-def _vector_rankings(vectors, scope: str, vector,
-                     nearest: Optional[dict] = None) -> tuple[dict[str, list[str]], Meaning]:
+VIEW_QUERIES = (("vector", "content", CANDIDATES), ("vector_context", "context", CANDIDATES),
+                ("vector_sentences", UNITS, SENTENCE_CANDIDATES))  # several sentences a memory
+
+
+def _vector_rankings(vectors, scope: str, vector, nearest: Optional[dict] = None,
+                     pool: Optional[Executor] = None) -> tuple[dict[str, list[str]], Meaning]:
     """The three vector rankings of one query vector, each cut at VECTOR_FLOOR, and each
     memory's best cosine with the units (sentence runs, by position) it matched by, best first;
-    `nearest` (a dict) gets every memory's best cosine, those below the floor too."""
+    `nearest` (a dict) gets every memory's best cosine, those below the floor too. With `pool`,
+    the three views are asked side by side on it (see _vector_search); else one after another."""
     best: dict[str, float] = {}
     units: dict[str, list[int]] = {}
     found = {}
-    for name, view, many in (("vector", "content", CANDIDATES), ("vector_context", "context", CANDIDATES),
-                             ("vector_sentences", UNITS, SENTENCE_CANDIDATES)):  # several sentences a memory
+    answers = side_by_side(pool, [functools.partial(vectors.query, scope, vector, many, view)
+                                  for _, view, many in VIEW_QUERIES])
+    for (name, view, _), answer in zip(VIEW_QUERIES, answers):
         ranked = []
-        for item, similarity in vectors.query(scope, vector, many, view):
+        for item, similarity in answer:
             memory_id, position = (owner(item), item.rpartition(":")[2]) if view == UNITS else (item, "")
             if nearest is not None:
                 nearest[memory_id] = max(nearest.get(memory_id, similarity), similarity)
@@ -188,6 +201,23 @@ def _vector_rankings(vectors, scope: str, vector,
             ranked.append(memory_id)
         found[name] = list(dict.fromkeys(ranked))[:CANDIDATES]
     return found, {m: (similarity, tuple(units.get(m, ()))) for m, similarity in best.items()}
+
+
+def side_by_side(pool: Optional[Executor], calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Each call's answer, in order: the first made on this thread, the others on `pool` meanwhile.
+    A call no worker has started by the time its answer is wanted is made here instead, so a
+    pool whose every worker waits this way (searches at once on a pool task each) never
+    deadlocks; without a pool, or once it is shut down, every call is made here."""
+    futures: list[Optional[Future]] = []
+    for call in calls[1:]:
+        try:
+            futures.append(pool.submit(call) if pool is not None else None)
+        except RuntimeError:  # (shut down: the service is closing)
+            futures.append(None)
+    answers = [calls[0]()] if calls else []
+    for call, future in zip(calls[1:], futures):
+        answers.append(call() if future is None or future.cancel() else future.result())
+    return answers
 
 
 def _without(query: str, words: set[str]) -> str:

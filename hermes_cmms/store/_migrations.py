@@ -5,7 +5,7 @@ import time
 import uuid
 from typing import Callable
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, inspect, text
 
 from . import recall_events
 
@@ -274,6 +274,15 @@ CORE_MIGRATIONS: list[Migration] = [("0001_initial", _0001_initial),
                                     ("0014_browse_tally", _0014_browse_tally),
                                     ("0015_store_identity", _0015_store_identity),
                                     ("0016_recall_kind", recall_events.add_kind)]
+
+
+def behind(conn: Connection, migrations: list[Migration]) -> bool:
+    """Whether any of `migrations` is not yet recorded (read only: a store at the current
+    version is opened without a write, so opening it never waits for another process's writer)."""
+    if not inspect(conn).has_table("schema_migrations"):
+        return True
+    done = {row[0] for row in conn.execute(text("SELECT name FROM schema_migrations"))}
+    return any(name not in done for name, _ in migrations)
 
 
 def apply(conn: Connection, migrations: list[Migration]) -> list[str]:

@@ -137,8 +137,12 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         try:
             self.engine = make_engine(url)
             self.keyword: KeywordIndex = keyword_index_for(self.engine.dialect.name)
-            with self.write() as conn:
-                _migrations.apply(conn, _migrations.CORE_MIGRATIONS + self.keyword.migrations)
+            migrations = _migrations.CORE_MIGRATIONS + self.keyword.migrations
+            with self.read() as conn:
+                behind = _migrations.behind(conn, migrations)
+            if behind:  # (a store at the current version is opened with a read alone)
+                with self.write() as conn:
+                    _migrations.apply(conn, migrations)
         except Exception as exc:  # one clear message for any driver failure
             cause = (exc.__cause__ or exc) if isinstance(exc, StoreUnavailable) else exc  # (said once)
             raise StoreUnavailable(f"Cannot open the memory store at {safe_url(url)}: {driver_said(cause)}.") from exc

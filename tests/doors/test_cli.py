@@ -158,7 +158,8 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(home, args):
 
 # What an inspection command loads: modules it must not import to print a few lines.
 HEAVY = ("chromadb", "onnxruntime", "torch", "sentence_transformers", "numpy", "tiktoken",
-         "hermes_cmms.vectors.embedders")
+         "hermes_cmms.vectors.embedders", "prometheus_client", "hermes_cmms.knowledge.extract")
+VECTORS = ("chromadb", "onnxruntime", "numpy", "hermes_cmms.vectors.embedders")  # what a search by meaning needs
 LOADED = '''
 import json, sys
 from hermes_cmms.cli.commands import main
@@ -167,7 +168,9 @@ try:
 except SystemExit as exc:  # argparse, after --help
     code = exc.code
 print("LOADED " + json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules],
-                              "sql": "sqlalchemy" in sys.modules}))
+                              "sql": "sqlalchemy" in sys.modules,
+                              "encoded": "hermes_cmms.common.tokens" in sys.modules
+                                         and sys.modules["hermes_cmms.common.tokens"].encoding.cache_info().currsize > 0}))
 ''' % (HEAVY,)
 
 
@@ -197,20 +200,31 @@ def stored_home(home):
 @pytest.mark.store
 @pytest.mark.parametrize("args", [("status",), ("status", "--json"), ("audit-log",), ("beliefs", "list")])
 def test_inspection_commands_load_no_model_no_vector_index(stored_home, args):
-    assert loaded(stored_home, *args) == {"code": 0, "heavy": [], "sql": True}
+    assert loaded(stored_home, *args) == {"code": 0, "heavy": [], "sql": True, "encoded": False}
 
 
 @pytest.mark.slow
 @pytest.mark.store
-def test_doctor_checks_the_model_without_loading_it(stored_home):
-    """(It reads the prepared model's file and the tokenizer's: not the runtime, not numpy.)"""
-    assert [m for m in loaded(stored_home, "doctor")["heavy"] if m not in ("tiktoken", "hermes_cmms.vectors.embedders")
-            ] == []
+def test_doctor_checks_the_model_and_the_tokenizer_without_loading_them(stored_home):
+    """(It reads the prepared model's file and the tokenizer's: not the runtime, not numpy, and
+    it builds no encoding.)"""
+    found = loaded(stored_home, "doctor")
+    assert [m for m in found["heavy"] if m not in ("tiktoken", "hermes_cmms.vectors.embedders")] == []
+    assert not found["encoded"]
+
+
+@pytest.mark.slow
+@pytest.mark.store
+def test_search_loads_the_model_and_the_index_and_nothing_else_heavy(stored_home):
+    """A search by meaning needs the model and the vector index, not the metrics, the extraction
+    rules, the token counter or torch."""
+    found = loaded(stored_home, "search", "boat")
+    assert found["code"] == 0 and set(found["heavy"]) == set(VECTORS) and not found["encoded"]
 
 
 @pytest.mark.slow
 def test_help_loads_not_even_the_store(home):
-    assert loaded(home, "--help") == {"code": 0, "heavy": [], "sql": False}
+    assert loaded(home, "--help") == {"code": 0, "heavy": [], "sql": False, "encoded": False}
 
 
 @pytest.mark.slow

