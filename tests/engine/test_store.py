@@ -203,6 +203,13 @@ def test_turns_are_numbered_per_session(url):
         rows = _sql(url, "SELECT session_id, turn, count(*) FROM memories GROUP BY 1, 2 ORDER BY 1, 2")
         assert rows == [("s1", 1, 2), ("s1", 2, 2), ("s1", 3, 2), ("s2", 1, 1)]
         assert store.counts()["outbox"] == 7
+        started = _sql(url, "SELECT started_at FROM sessions WHERE session_id = 's1'")[0][0]
+        assert store.mark_flushed(SCOPE, "s1") and store.unflushed_sessions(SCOPE) == [(SCOPE, "s2")]
+        store.add([NewMemory(scope=SCOPE, content="u3", role="user", session_id="s1")], turn_of=(SCOPE, "s1"))
+        # a new turn reopens a flushed session; when it started and what was extracted stay as they were
+        assert _sql(url, "SELECT last_turn, started_at, flushed_at, extracted_turn FROM sessions "
+                         "WHERE session_id = 's1'") == [(4, started, None, 0)]
+        assert _sql(url, "SELECT context FROM memories WHERE content = 'u3'") == [("a2",)]
     finally:
         store.close()
 
