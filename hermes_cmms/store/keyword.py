@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Optional, Protocol
 
 from sqlalchemy import Connection, Float, Integer, text
@@ -20,6 +21,10 @@ class KeywordIndex(Protocol):
                with_context: bool = False) -> list[tuple[str, float]]:
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
+
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        """search() for each of `views` (with_context False, True), sharing what they can."""
 
     def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False, every: bool = False,
                 scored: bool = True, between: Optional[tuple[int, int]] = None):
@@ -202,6 +207,10 @@ class SqliteKeywordIndex:
             found = _topped_up(found, self._newest(conn, scope, limit, common, match), limit)
         return found
 
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        return [self.search(conn, scope, query, limit, with_context) for with_context in views]
+
     def _newest(self, conn: Connection, scope: str, limit: int, quoted: list[str], match):
         """Rank the newest COMMON rows holding all (then any) of these common words.
 
@@ -310,12 +319,12 @@ class PostgresKeywordIndex:
 
     _LEXEMES = text("SELECT t.lexeme FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n), "
                     "unnest(to_tsvector('english'::regconfig, w.word)) AS t GROUP BY t.lexeme ORDER BY min(w.n)")
-    _COUNTS = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
-               "CAST(q.query AS tsquery) LIMIT :cap) AS hits) FROM unnest(CAST(:queries AS text[])) "
-               "WITH ORDINALITY AS q(query, n) ORDER BY q.n")
+    _COUNTS = "SELECT {counts} FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY AS q(query, n) ORDER BY q.n"
+    _COUNT = ("(SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
+              "CAST(q.query AS tsquery) LIMIT :cap) AS hits)")
     _SIZE = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope LIMIT :cap) AS rows), "
-             "(SELECT coalesce(avg(length({column})), 1) FROM (SELECT {column} FROM memories "
-             "WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) AS recent)")
+             "{averages} FROM (SELECT {columns} FROM memories WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) "
+             "AS recent")
     _CANDIDATES = ("(SELECT seq, id, {column} AS tsv FROM memories WHERE scope = :scope AND "
                    "{column} @@ CAST(:{name} AS tsquery){newest})")
     _SCORE = ("WITH words AS (SELECT unnest(CAST(:lexemes AS text[])) AS lexeme, "
@@ -348,15 +357,27 @@ class PostgresKeywordIndex:
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
-        column = "fts_all" if with_context else "fts_content"
+        return self.searches(conn, scope, query, limit, (with_context,))[0]
+
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        """search() for each of `views` (with_context False, True): the query's lexemes, the
+        scope's size and each lexeme's frequency in every view read once for all of them."""
+        columns = ["fts_all" if with_context else "fts_content" for with_context in views]
         words = terms(query)
         lexemes = list(conn.execute(self._LEXEMES, {"words": words}).scalars()) if words else []
         if not lexemes:
-            return []
-        size, avgdl = conn.execute(text(self._SIZE.format(column=column)),
-                                   {"scope": scope, "cap": self.SIZE_CAP}).one()
-        counts = conn.execute(text(self._COUNTS.format(column=column)), {
-            "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).scalars()
+            return [[] for _ in views]
+        size, *averages = conn.execute(_statement(self._SIZE, columns), {"scope": scope, "cap": self.SIZE_CAP}).one()
+        counts = conn.execute(_statement(self._COUNTS, columns), {
+            "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).all()
+        return [self._scored(conn, scope, limit, column, lexemes, size, average, [row[i] for row in counts])
+                for i, (column, average) in enumerate(zip(columns, averages))]
+
+    def _scored(self, conn: Connection, scope: str, limit: int, column: str, lexemes: list[str], size: int,
+                avgdl: float, counts: list[int]) -> list[tuple[str, float]]:
+        """The BM25 ranking of `column` for `lexemes`, given the scope's size, the column's
+        average length and each lexeme's frequency in it."""
         frequency = dict(zip(lexemes, counts))
         found = [lexeme for lexeme in lexemes if frequency[lexeme]]
         if not found:
@@ -378,6 +399,19 @@ class PostgresKeywordIndex:
         params["newest"] = self.COMMON
         statement = text(self._SCORE.format(candidates=" UNION ".join(parts)))
         return [(memory_id, float(score)) for memory_id, score in conn.execute(statement, params)]
+
+
+@lru_cache(maxsize=None)
+def _formatted(template: str, columns: tuple[str, ...]):
+    return text(template.format(
+        counts=", ".join(PostgresKeywordIndex._COUNT.format(column=column) for column in columns),
+        averages=", ".join(f"coalesce(avg(length({column})), 1)" for column in columns),
+        columns=", ".join(columns)))
+
+
+def _statement(template: str, columns: list[str]):
+    """`template` (_SIZE, _COUNTS) for these tsvector columns, made once per shape."""
+    return _formatted(template, tuple(columns))
 
 
 def _quoted(lexeme: str) -> str:

@@ -812,6 +812,15 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         with self.read() as conn:
             return [] if forgetting(conn, scope) else self.keyword.search(conn, scope, query, limit, with_context)
 
+    def keyword_views(self, scope: str, query: str, limit: int,
+                      filters: Optional[Filters] = None) -> list[list[tuple[str, float]]]:
+        """keyword_search of the memories' own text, then with their context (a recall ranks
+        by both), in one read: the scope checked once, the query's words looked up once."""
+        if filters is not None:
+            return [self.keyword_search(scope, query, limit, with_context, filters) for with_context in (False, True)]
+        with self.read() as conn:
+            return [[], []] if forgetting(conn, scope) else self.keyword.searches(conn, scope, query, limit)
+
     def containing(self, scope: str, fragment: str, sources: Sequence[str], limit: int = 5) -> list[Memory]:
         """The scope's current memories from `sources` whose text contains `fragment`."""
         escaped = like_literal(fragment)

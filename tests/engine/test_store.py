@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import insert, inspect, text
 
 from hermes_cmms.recall import _rows as recall_rows
 from hermes_cmms.store import _migrations
@@ -316,6 +316,14 @@ def test_an_answer_is_found_through_the_question_before_it(keyword_service):
     in_context = [m for m, _ in keyword_service.store.keyword_search(SCOPE, "paint", 10, with_context=True)]
     assert answer not in by_content and answer in in_context
     assert answer in {h.id for h in keyword_service.search(SCOPE, "what did they paint")}
+    # both views in one read (as a recall asks) rank as the two searches do, in the same order
+    both = keyword_service.store.keyword_views(SCOPE, "paint lake rested", 10)
+    assert both == [keyword_service.store.keyword_search(SCOPE, "paint lake rested", 10, with_context=view)
+                    for view in (False, True)] and all(both)
+    assert keyword_service.store.keyword_views(SCOPE, "the", 10) == [[], []]  # no word to look for
+    with keyword_service.store.writing() as conn:  # a scope being forgotten reads as empty
+        conn.execute(insert(Forgetting).values(scope=SCOPE, actor="test", started_at=0.0, updated_at=0.0))
+    assert keyword_service.store.keyword_views(SCOPE, "paint lake rested", 10) == [[], []]
 
 
 def test_context_never_crosses_sessions_or_scopes(keyword_service):
