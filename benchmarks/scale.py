@@ -25,7 +25,9 @@ Each run also records the CPU each acknowledged turn cost: in the writer threads
 itself, and the recall with `--reads in-turn`), in the workers' whole processes (with the
 indexer's embedding), in the servers (the processes listening on the PostgreSQL and Chroma ports
 and their children), `ours` (the workers and the servers: what the turns cost, whatever else the
-machine runs), and on the whole machine (anything else running too); and how busy the machine's cores were (`cpu_busy`, /proc/stat: 1.0 = every
+machine runs), `ours_drained` (the same from the start of the load to the end of the drain, once
+the outbox is empty: each turn written, recalled and embedded, whatever the indexer managed during
+the load), and on the whole machine (anything else running too); and how busy the machine's cores were (`cpu_busy`, /proc/stat: 1.0 = every
 core, all the time): with the cores full, more workers cannot add turns.
 The run tries to raise its own priority (nice -15: needs the right to) and records the load
 average before and after, since the machine it runs on may be shared.
@@ -185,6 +187,17 @@ def server_cpu(ports: list[int]) -> float:
     return total / tick
 
 
+def process_cpu(pids: list[int]) -> float:
+    """CPU seconds so far of these processes, all their threads."""
+    total = 0
+    for pid in pids:
+        try:
+            total += sum(map(int, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13]))
+        except OSError:
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _count(database_url: str, statement: str) -> int:
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
@@ -221,6 +234,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
                 p.stdin.write("go\n")
                 p.stdin.flush()
             started, cpu_before, servers_before = time.monotonic(), machine_cpu(), server_cpu(ports)
+            workers_before = process_cpu([p.pid for p in procs])
             results = [json.loads(p.stdout.readline()) for p in procs]
             load_s = time.monotonic() - started
             busy, total = (after - before for after, before in zip(machine_cpu(), cpu_before))
@@ -232,6 +246,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
                 time.sleep(0.5)
                 left = _count(database_url, "SELECT count(*) FROM outbox")
             drain_s = time.monotonic() - drained_at
+            whole = process_cpu([p.pid for p in procs]) - workers_before + server_cpu(ports) - servers_before
         finally:
             for p in procs:
                 try:
@@ -254,7 +269,8 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
                                 "workers": round(1000 * sum(r["cpu_s"] for r in results) / max(turns, 1), 2),
                                 "servers": round(1000 * servers / max(turns, 1), 2),
                                 "ours": round(1000 * (servers + sum(r["cpu_s"] for r in results)) / max(turns, 1), 2),
-                                "machine": round(1000 * busy / max(turns, 1), 2)},
+                                "machine": round(1000 * busy / max(turns, 1), 2),
+                                "ours_drained": round(1000 * whole / max(turns, 1), 2) if not left else None},
             "cpu_busy": round(busy / total, 2) if total else None,
             "errors": sum(r["error_count"] for r in results), "error_sample": [e for r in results for e in r["errors"]][:3]}
 

@@ -138,8 +138,6 @@ class SqliteKeywordIndex:
         "SELECT m.id, f.rank FROM ({ranked} ORDER BY rowid DESC LIMIT :newest) AS f "
         "JOIN memories AS m ON m.seq = f.rowid "
         "WHERE m.scope = :scope ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
-    _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
-                  "WHERE memories_fts MATCH :match LIMIT :cap)")
 
     MERGE_PAGES = 64  # leaf pages one purge step writes: ~40 ms at 100k memories on 2 cores
     LEVELS_MOST = 1000  # SQLite before 3.4x never drops an FTS5 level and calls >2000 corrupt
@@ -183,18 +181,34 @@ class SqliteKeywordIndex:
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
+        return self.searches(conn, scope, query, limit, (with_context,))[0]
+
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        """search() for each of `views` (with_context False, True): how many rows hold each word
+        in every view counted in one statement."""
         words = terms(query)
         if not words:
-            return []
-        columns = "{content context}" if with_context else "content"
-        token = _scope_token(scope)
+            return [[] for _ in views]
+        quoted = [f'"{word}"' for word in words]  # words are quoted: no FTS syntax
+        matchers = [_matcher(scope, "{content context}" if with_context else "content") for with_context in views]
+        counts = self._counts(conn, [match(q) for match in matchers for q in quoted])
+        return [self._ranked(conn, scope, limit, quoted, counts[i * len(quoted):(i + 1) * len(quoted)], match)
+                for i, match in enumerate(matchers)]
 
-        def match(expression: str, scoped: bool = True) -> str:  # words are quoted: no FTS syntax
-            return f'scope : "{token}" AND {columns} : ({expression})' if scoped else f"{columns} : ({expression})"
+    def _counts(self, conn: Connection, matches: list[str]) -> list[int]:
+        """For each MATCH expression, how many rows it finds, up to COMMON + 1."""
+        found = []
+        for start in range(0, len(matches), _COUNTED):
+            chunk = matches[start:start + _COUNTED]
+            found += conn.execute(_counting(len(chunk)), {"cap": self.COMMON + 1, **{
+                f"m{i}": match for i, match in enumerate(chunk)}}).one()
+        return found
 
-        quoted = [f'"{word}"' for word in words]
-        rare = [q for q in quoted if conn.execute(
-            self._COUNT, {"match": match(q), "cap": self.COMMON + 1}).scalar_one() <= self.COMMON]
+    def _ranked(self, conn: Connection, scope: str, limit: int, quoted: list[str], counts: list[int],
+                match) -> list[tuple[str, float]]:
+        """One view's ranking, given how many rows hold each of the quoted words."""
+        rare = [q for q, count in zip(quoted, counts) if count <= self.COMMON]
         common = [q for q in quoted if q not in rare]
         if not common:
             return self._run(conn, self._SEARCH, match(" OR ".join(quoted)), scope, limit)
@@ -206,10 +220,6 @@ class SqliteKeywordIndex:
         if len(found) < limit:  # then the newest rows holding the common words
             found = _topped_up(found, self._newest(conn, scope, limit, common, match), limit)
         return found
-
-    def searches(self, conn: Connection, scope: str, query: str, limit: int,
-                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
-        return [self.search(conn, scope, query, limit, with_context) for with_context in views]
 
     def _newest(self, conn: Connection, scope: str, limit: int, quoted: list[str], match):
         """Rank the newest COMMON rows holding all (then any) of these common words.
@@ -237,6 +247,26 @@ class SqliteKeywordIndex:
         rows = conn.execute(statement, {"match": match, "scope": scope, "limit": limit,
                                         "newest": self.COMMON})
         return [(memory_id, -rank) for memory_id, rank in rows]
+
+
+_COUNTED = 32  # MATCH expressions one counting statement holds
+
+
+@lru_cache(maxsize=None)
+def _counting(n: int):
+    """How many rows each of n MATCH expressions (:m0 ...) finds, up to :cap: one row of n counts."""
+    return text("SELECT " + ", ".join(f"(SELECT count(*) FROM (SELECT rowid FROM memories_fts "
+                                      f"WHERE memories_fts MATCH :m{i} LIMIT :cap))" for i in range(n)))
+
+
+def _matcher(scope: str, columns: str):
+    """A MATCH expression of the scope's rows whose `columns` hold `expression` (or, not
+    `scoped`, any row's)."""
+    token = _scope_token(scope)
+
+    def match(expression: str, scoped: bool = True) -> str:
+        return f'scope : "{token}" AND {columns} : ({expression})' if scoped else f"{columns} : ({expression})"
+    return match
 
 
 def _topped_up(found: list[tuple[str, float]], more: list[tuple[str, float]],

@@ -321,6 +321,10 @@ def test_an_answer_is_found_through_the_question_before_it(keyword_service):
     assert both == [keyword_service.store.keyword_search(SCOPE, "paint lake rested", 10, with_context=view)
                     for view in (False, True)] and all(both)
     assert keyword_service.store.keyword_views(SCOPE, "the", 10) == [[], []]  # no word to look for
+    many = "paint sunrise " + " ".join(f"word{n}" for n in range(40))  # more words than one count statement holds
+    assert keyword_service.store.keyword_views(SCOPE, many, 10) == [
+        keyword_service.store.keyword_search(SCOPE, many, 10, with_context=view) for view in (False, True)]
+    assert {m for m, _ in keyword_service.store.keyword_views(SCOPE, many, 10)[1]} >= {answer}
     with keyword_service.store.writing() as conn:  # a scope being forgotten reads as empty
         conn.execute(insert(Forgetting).values(scope=SCOPE, actor="test", started_at=0.0, updated_at=0.0))
     assert keyword_service.store.keyword_views(SCOPE, "paint lake rested", 10) == [[], []]
