@@ -23,8 +23,11 @@ views).
 The servers default to $CMMS_TEST_PG_URL / $CMMS_TEST_CHROMA_URL (.ci/services prints them).
 Each run also records the CPU each acknowledged turn cost: in the writer threads (sync_turn
 itself, and the recall with `--reads in-turn`), in the workers' whole processes (with the
-indexer's embedding), and on the whole machine (PostgreSQL and Chroma included, anything else
-running too); and how busy the machine's cores were (`cpu_busy`, /proc/stat: 1.0 = every
+indexer's embedding), in the servers (the processes listening on the PostgreSQL and Chroma ports
+and their children), `ours` (the workers and the servers: what the turns cost, whatever else the
+machine runs), `ours_drained` (the same from the start of the load to the end of the drain, once
+the outbox is empty: each turn written, recalled and embedded, whatever the indexer managed during
+the load), and on the whole machine (anything else running too); and how busy the machine's cores were (`cpu_busy`, /proc/stat: 1.0 = every
 core, all the time): with the cores full, more workers cannot add turns.
 The run tries to raise its own priority (nice -15: needs the right to) and records the load
 average before and after, since the machine it runs on may be shared.
@@ -41,9 +44,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from servers import server_databases  # shared with the tests
+from sqlalchemy.engine import make_url
 
 WRITERS = 4  # sync_turn threads per worker (--writers)
 QUESTIONS = ("Where did I leave the bike?", "What is the locker code?", "When is the dentist?",
@@ -147,6 +152,52 @@ def machine_cpu() -> tuple[float, float]:
     return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
 
 
+def _listening(port: int) -> list[int]:
+    """The pids of the processes listening on 127.0.0.1:`port` (/proc/net/tcp, then their fds)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":  # 0A: LISTEN
+            inodes.add(f"socket:[{fields[9]}]")
+    pids = []
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                pids.append(int(fd_dir.parent.name))
+        except OSError:
+            continue
+    return pids
+
+
+def server_cpu(ports: list[int]) -> float:
+    """CPU seconds so far of the servers listening on `ports` (PostgreSQL, Chroma): each
+    listener with its children, live (utime + stime) and reaped (cutime + cstime: a backend whose
+    connection closed), so a run's difference counts what the servers did for it alone."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0
+    stats = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(stat.parent.name)] = (int(fields[1]), sum(map(int, fields[11:15])), sum(map(int, fields[11:13])))
+    for pid in {pid for port in ports for pid in _listening(port)}:
+        total += stats.get(pid, (0, 0, 0))[1]  # the listener, and its children it reaped
+        total += sum(own for parent, _, own in stats.values() if parent == pid)  # its live children
+    return total / tick
+
+
+def process_cpu(pids: list[int]) -> float:
+    """CPU seconds so far of these processes, all their threads."""
+    total = 0
+    for pid in pids:
+        try:
+            total += sum(map(int, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13]))
+        except OSError:
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _count(database_url: str, statement: str) -> int:
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
@@ -168,7 +219,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
                    CMMS_MIRROR="off", HF_HUB_OFFLINE="1")
         if code:
             env["PYTHONPATH"] = code
-        procs = []
+        procs, ports = [], [make_url(database_url).port or 5432, urlsplit(chroma).port or 8000]
         for w in range(workers):
             home = Path(tmp) / f"home{w}"
             home.mkdir()
@@ -182,10 +233,12 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             for p in procs:
                 p.stdin.write("go\n")
                 p.stdin.flush()
-            started, cpu_before = time.monotonic(), machine_cpu()
+            started, cpu_before, servers_before = time.monotonic(), machine_cpu(), server_cpu(ports)
+            workers_before = process_cpu([p.pid for p in procs])
             results = [json.loads(p.stdout.readline()) for p in procs]
             load_s = time.monotonic() - started
             busy, total = (after - before for after, before in zip(machine_cpu(), cpu_before))
+            servers = server_cpu(ports) - servers_before
             memories = _count(database_url, "SELECT count(*) FROM memories")
             queued = _count(database_url, "SELECT count(*) FROM outbox")
             drained_at, left = time.monotonic(), queued
@@ -193,6 +246,7 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
                 time.sleep(0.5)
                 left = _count(database_url, "SELECT count(*) FROM outbox")
             drain_s = time.monotonic() - drained_at
+            whole = process_cpu([p.pid for p in procs]) - workers_before + server_cpu(ports) - servers_before
         finally:
             for p in procs:
                 try:
@@ -213,7 +267,10 @@ def run(workers: int, users: int, seconds: float, drain: float, pg_url: str, chr
             "prefetch_p95_ms": round(percentile(prefetch, 95) * 1000, 1), "prefetches": len(prefetch),
             "cpu_ms_per_turn": {"writer_threads": round(1000 * sum(r["write_cpu_s"] for r in results) / max(turns, 1), 2),
                                 "workers": round(1000 * sum(r["cpu_s"] for r in results) / max(turns, 1), 2),
-                                "machine": round(1000 * busy / max(turns, 1), 2)},
+                                "servers": round(1000 * servers / max(turns, 1), 2),
+                                "ours": round(1000 * (servers + sum(r["cpu_s"] for r in results)) / max(turns, 1), 2),
+                                "machine": round(1000 * busy / max(turns, 1), 2),
+                                "ours_drained": round(1000 * whole / max(turns, 1), 2) if not left else None},
             "cpu_busy": round(busy / total, 2) if total else None,
             "errors": sum(r["error_count"] for r in results), "error_sample": [e for r in results for e in r["errors"]][:3]}
 

@@ -76,9 +76,8 @@ def _hybrid(engine: "Engine", scope: str, query: str, filters: Optional[Filters]
     # in rank() covers it, so keyword search looks for the rest of the question.
     vectors = engine.pool.submit(_vector_search, engine, scope, query, searched)
     words = _without(query, _rows.speakers(store, scope, names)) if names else query
-    rankings = {
-        "keyword": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, filters=filters)],
-        "keyword_context": [m for m, _ in store.keyword_search(scope, words, CANDIDATES, True, filters=filters)]}
+    by_text, in_context = store.keyword_views(scope, words, CANDIDATES, filters)
+    rankings = {"keyword": [m for m, _ in by_text], "keyword_context": [m for m, _ in in_context]}
     found, meaning = vectors.result()  # (after the keyword half: the two run side by side)
     rankings.update(found)
     if searched is not None:

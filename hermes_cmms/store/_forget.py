@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Optional
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from . import recall_events
 from ._batches import in_batches, slices
@@ -16,9 +16,12 @@ from .models import AuditEvent, Belief, ConversationSession, Entity, Evidence, F
 Progress = Callable[[int], None]  # memories forgotten so far
 
 
+_FORGETTING = select(Forgetting.scope).where(Forgetting.scope == bindparam("scope"))  # made once: every read asks
+
+
 def forgetting(conn: Connection, scope: str) -> bool:
     """Whether a forget --all of `scope` has begun and not finished."""
-    return conn.execute(select(Forgetting.scope).where(Forgetting.scope == scope)).first() is not None
+    return conn.execute(_FORGETTING, {"scope": scope}).first() is not None
 
 
 class ForgetAll:

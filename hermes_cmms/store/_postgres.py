@@ -50,16 +50,22 @@ def make_engine(url: str) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
         if conn.get_execution_options().get("cmms_write"):
-            conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            scopes = conn.get_execution_options().get("cmms_scopes")
-            if not scopes:
-                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
-                return
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock_shared({WRITER_LOCK})")
-            for key in sorted({scope_lock(scope) for scope in scopes}):  # one order: no deadlock
-                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCOPE_LOCKS}, {key})")
+            conn.exec_driver_sql(write_locks(conn.get_execution_options().get("cmms_scopes")))
 
     return engine
+
+
+def write_locks(scopes) -> str:
+    """What a write transaction runs first, in one round trip: its lock timeout, then its
+    advisory locks (see make_engine), the scopes' in one order (no deadlock). Statements without
+    parameters, which the driver sends together and the server runs in turn."""
+    statements = [f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"]
+    if not scopes:
+        return "; ".join([*statements, f"SELECT pg_advisory_xact_lock({WRITER_LOCK})"])
+    statements.append(f"SELECT pg_advisory_xact_lock_shared({WRITER_LOCK})")
+    statements += [f"SELECT pg_advisory_xact_lock({SCOPE_LOCKS}, {key})"
+                   for key in sorted({scope_lock(scope) for scope in scopes})]
+    return "; ".join(statements)
 
 
 def scope_lock(scope: str, which: int = WRITER) -> int:

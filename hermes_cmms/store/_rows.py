@@ -11,6 +11,10 @@ from ..redact import redact_text
 from ..common.text import map_strings
 
 
+# statements made once: each execution then skips building them and their cache key
+INSERT_MEMORY, INSERT_OUTBOX, INSERT_EVENT = insert(Memory), insert(Outbox), insert(AuditEvent)
+
+
 def _memory(row) -> Memory:
     """A Memory from a row we wrote ourselves: no re-validation needed."""
     return Memory.model_construct(**row._mapping)
@@ -50,7 +54,7 @@ def _move(at: float, memory: Memory, state: str, why: str) -> dict:
 
 def _record(conn: Connection, events: list[dict]) -> None:
     if events:
-        conn.execute(insert(AuditEvent), events)
+        conn.execute(INSERT_EVENT, events)
 
 
 def _by_ids(conn: Connection, scope: Optional[str], ids) -> dict[str, Memory]:
@@ -73,7 +77,7 @@ def _add_rows(conn: Connection, items, now: float) -> list[str]:
         item.id, item.present = item.row["id"], item.row["id"] in stored
     fresh = [item.row for item in items if not item.present]
     if fresh:
-        conn.execute(insert(Memory), fresh)
-        conn.execute(insert(Outbox), [{"memory_id": row["id"], "scope": row["scope"], "op": "upsert",
+        conn.execute(INSERT_MEMORY, fresh)
+        conn.execute(INSERT_OUTBOX, [{"memory_id": row["id"], "scope": row["scope"], "op": "upsert",
                                        "created_at": now} for row in fresh])
     return [row["id"] for row in fresh]

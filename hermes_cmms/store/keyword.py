@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Optional, Protocol
 
 from sqlalchemy import Connection, Float, Integer, text
@@ -20,6 +21,10 @@ class KeywordIndex(Protocol):
                with_context: bool = False) -> list[tuple[str, float]]:
         """Return (memory id, score) pairs, best first; higher score is better. With
         `with_context`, a memory also matches through the message before it."""
+
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        """search() for each of `views` (with_context False, True), sharing what they can."""
 
     def matches(self, conn: Connection, scope: str, query: str, with_context: bool = False, every: bool = False,
                 scored: bool = True, between: Optional[tuple[int, int]] = None):
@@ -133,8 +138,6 @@ class SqliteKeywordIndex:
         "SELECT m.id, f.rank FROM ({ranked} ORDER BY rowid DESC LIMIT :newest) AS f "
         "JOIN memories AS m ON m.seq = f.rowid "
         "WHERE m.scope = :scope ORDER BY f.rank LIMIT :limit".format(ranked=_RANKED))
-    _COUNT = text("SELECT count(*) FROM (SELECT rowid FROM memories_fts "
-                  "WHERE memories_fts MATCH :match LIMIT :cap)")
 
     MERGE_PAGES = 64  # leaf pages one purge step writes: ~40 ms at 100k memories on 2 cores
     LEVELS_MOST = 1000  # SQLite before 3.4x never drops an FTS5 level and calls >2000 corrupt
@@ -178,18 +181,34 @@ class SqliteKeywordIndex:
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
+        return self.searches(conn, scope, query, limit, (with_context,))[0]
+
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        """search() for each of `views` (with_context False, True): how many rows hold each word
+        in every view counted in one statement."""
         words = terms(query)
         if not words:
-            return []
-        columns = "{content context}" if with_context else "content"
-        token = _scope_token(scope)
+            return [[] for _ in views]
+        quoted = [f'"{word}"' for word in words]  # words are quoted: no FTS syntax
+        matchers = [_matcher(scope, "{content context}" if with_context else "content") for with_context in views]
+        counts = self._counts(conn, [match(q) for match in matchers for q in quoted])
+        return [self._ranked(conn, scope, limit, quoted, counts[i * len(quoted):(i + 1) * len(quoted)], match)
+                for i, match in enumerate(matchers)]
 
-        def match(expression: str, scoped: bool = True) -> str:  # words are quoted: no FTS syntax
-            return f'scope : "{token}" AND {columns} : ({expression})' if scoped else f"{columns} : ({expression})"
+    def _counts(self, conn: Connection, matches: list[str]) -> list[int]:
+        """For each MATCH expression, how many rows it finds, up to COMMON + 1."""
+        found = []
+        for start in range(0, len(matches), _COUNTED):
+            chunk = matches[start:start + _COUNTED]
+            found += conn.execute(_counting(len(chunk)), {"cap": self.COMMON + 1, **{
+                f"m{i}": match for i, match in enumerate(chunk)}}).one()
+        return found
 
-        quoted = [f'"{word}"' for word in words]
-        rare = [q for q in quoted if conn.execute(
-            self._COUNT, {"match": match(q), "cap": self.COMMON + 1}).scalar_one() <= self.COMMON]
+    def _ranked(self, conn: Connection, scope: str, limit: int, quoted: list[str], counts: list[int],
+                match) -> list[tuple[str, float]]:
+        """One view's ranking, given how many rows hold each of the quoted words."""
+        rare = [q for q, count in zip(quoted, counts) if count <= self.COMMON]
         common = [q for q in quoted if q not in rare]
         if not common:
             return self._run(conn, self._SEARCH, match(" OR ".join(quoted)), scope, limit)
@@ -228,6 +247,26 @@ class SqliteKeywordIndex:
         rows = conn.execute(statement, {"match": match, "scope": scope, "limit": limit,
                                         "newest": self.COMMON})
         return [(memory_id, -rank) for memory_id, rank in rows]
+
+
+_COUNTED = 32  # MATCH expressions one counting statement holds
+
+
+@lru_cache(maxsize=None)
+def _counting(n: int):
+    """How many rows each of n MATCH expressions (:m0 ...) finds, up to :cap: one row of n counts."""
+    return text("SELECT " + ", ".join(f"(SELECT count(*) FROM (SELECT rowid FROM memories_fts "
+                                      f"WHERE memories_fts MATCH :m{i} LIMIT :cap))" for i in range(n)))
+
+
+def _matcher(scope: str, columns: str):
+    """A MATCH expression of the scope's rows whose `columns` hold `expression` (or, not
+    `scoped`, any row's)."""
+    token = _scope_token(scope)
+
+    def match(expression: str, scoped: bool = True) -> str:
+        return f'scope : "{token}" AND {columns} : ({expression})' if scoped else f"{columns} : ({expression})"
+    return match
 
 
 def _topped_up(found: list[tuple[str, float]], more: list[tuple[str, float]],
@@ -310,12 +349,12 @@ class PostgresKeywordIndex:
 
     _LEXEMES = text("SELECT t.lexeme FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, n), "
                     "unnest(to_tsvector('english'::regconfig, w.word)) AS t GROUP BY t.lexeme ORDER BY min(w.n)")
-    _COUNTS = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
-               "CAST(q.query AS tsquery) LIMIT :cap) AS hits) FROM unnest(CAST(:queries AS text[])) "
-               "WITH ORDINALITY AS q(query, n) ORDER BY q.n")
+    _COUNTS = "SELECT {counts} FROM unnest(CAST(:queries AS text[])) WITH ORDINALITY AS q(query, n) ORDER BY q.n"
+    _COUNT = ("(SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope AND {column} @@ "
+              "CAST(q.query AS tsquery) LIMIT :cap) AS hits)")
     _SIZE = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE scope = :scope LIMIT :cap) AS rows), "
-             "(SELECT coalesce(avg(length({column})), 1) FROM (SELECT {column} FROM memories "
-             "WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) AS recent)")
+             "{averages} FROM (SELECT {columns} FROM memories WHERE scope = :scope ORDER BY seq DESC LIMIT 1000) "
+             "AS recent")
     _CANDIDATES = ("(SELECT seq, id, {column} AS tsv FROM memories WHERE scope = :scope AND "
                    "{column} @@ CAST(:{name} AS tsquery){newest})")
     _SCORE = ("WITH words AS (SELECT unnest(CAST(:lexemes AS text[])) AS lexeme, "
@@ -348,15 +387,27 @@ class PostgresKeywordIndex:
 
     def search(self, conn: Connection, scope: str, query: str, limit: int,
                with_context: bool = False) -> list[tuple[str, float]]:
-        column = "fts_all" if with_context else "fts_content"
+        return self.searches(conn, scope, query, limit, (with_context,))[0]
+
+    def searches(self, conn: Connection, scope: str, query: str, limit: int,
+                 views: tuple[bool, ...] = (False, True)) -> list[list[tuple[str, float]]]:
+        """search() for each of `views` (with_context False, True): the query's lexemes, the
+        scope's size and each lexeme's frequency in every view read once for all of them."""
+        columns = ["fts_all" if with_context else "fts_content" for with_context in views]
         words = terms(query)
         lexemes = list(conn.execute(self._LEXEMES, {"words": words}).scalars()) if words else []
         if not lexemes:
-            return []
-        size, avgdl = conn.execute(text(self._SIZE.format(column=column)),
-                                   {"scope": scope, "cap": self.SIZE_CAP}).one()
-        counts = conn.execute(text(self._COUNTS.format(column=column)), {
-            "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).scalars()
+            return [[] for _ in views]
+        size, *averages = conn.execute(_statement(self._SIZE, columns), {"scope": scope, "cap": self.SIZE_CAP}).one()
+        counts = conn.execute(_statement(self._COUNTS, columns), {
+            "scope": scope, "queries": [_quoted(lexeme) for lexeme in lexemes], "cap": self.COMMON + 1}).all()
+        return [self._scored(conn, scope, limit, column, lexemes, size, average, [row[i] for row in counts])
+                for i, (column, average) in enumerate(zip(columns, averages))]
+
+    def _scored(self, conn: Connection, scope: str, limit: int, column: str, lexemes: list[str], size: int,
+                avgdl: float, counts: list[int]) -> list[tuple[str, float]]:
+        """The BM25 ranking of `column` for `lexemes`, given the scope's size, the column's
+        average length and each lexeme's frequency in it."""
         frequency = dict(zip(lexemes, counts))
         found = [lexeme for lexeme in lexemes if frequency[lexeme]]
         if not found:
@@ -378,6 +429,19 @@ class PostgresKeywordIndex:
         params["newest"] = self.COMMON
         statement = text(self._SCORE.format(candidates=" UNION ".join(parts)))
         return [(memory_id, float(score)) for memory_id, score in conn.execute(statement, params)]
+
+
+@lru_cache(maxsize=None)
+def _formatted(template: str, columns: tuple[str, ...]):
+    return text(template.format(
+        counts=", ".join(PostgresKeywordIndex._COUNT.format(column=column) for column in columns),
+        averages=", ".join(f"coalesce(avg(length({column})), 1)" for column in columns),
+        columns=", ".join(columns)))
+
+
+def _statement(template: str, columns: list[str]):
+    """`template` (_SIZE, _COUNTS) for these tsvector columns, made once per shape."""
+    return _formatted(template, tuple(columns))
 
 
 def _quoted(lexeme: str) -> str:

@@ -22,7 +22,7 @@ from ._forget import ForgetAll, forgetting
 from ._knowledge import _drop_knowledge
 from ._lifecycle import LifecycleRows
 from ._steer import corrected, forget_plan
-from ._rows import _add_rows, _by_ids, _event, _memory, _move, _record, _redact_item
+from ._rows import INSERT_MEMORY, INSERT_OUTBOX, _add_rows, _by_ids, _event, _memory, _move, _record, _redact_item
 from ..common.errors import StoreUnavailable
 from ..common.scrub import scrub_freed_memory
 from .keyword import KeywordIndex, keyword_index_for
@@ -41,6 +41,14 @@ _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
     "SELECT id, content_hash, tier, kind, role FROM memories WHERE scope = :scope AND content_hash IN :hashes "
     "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now) ORDER BY seq"
 ).bindparams(bindparam("hashes", expanding=True))
+
+
+_NEXT_TURN = text(  # a turn's number (its session started, or moved on by one) and the session's last message
+    "INSERT INTO sessions (scope, session_id, started_at, last_turn, flushed_at, extracted_turn) "
+    "VALUES (:scope, :session_id, :now, 1, NULL, 0) ON CONFLICT (scope, session_id) "
+    "DO UPDATE SET last_turn = sessions.last_turn + 1, flushed_at = NULL RETURNING last_turn, "
+    "(SELECT content FROM memories WHERE scope = :scope AND session_id = :session_id AND kind = 'message' "
+    "ORDER BY seq DESC LIMIT 1)")
 
 
 def _tail(text: Optional[str]) -> Optional[str]:
@@ -267,8 +275,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
              now: float) -> list[str]:
         rows = [self._row(item, now) for item in items]
         if turn_of:
-            turn = self._next_turn(conn, *turn_of, now)
-            previous = self._last_message(conn, *turn_of)
+            turn, previous = conn.execute(_NEXT_TURN, {"scope": turn_of[0], "session_id": turn_of[1], "now": now}).one()
             for row in rows:
                 row["turn"], row["context"] = turn, _tail(previous)
                 previous = row["content"]
@@ -300,7 +307,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
             events.append(_event(now, "retain" if turn_of else "remember", row["source"], row["scope"],
                                  row["id"], kind=row["kind"], tier=row["tier"], state=row["state"]))
         if fresh:
-            conn.execute(insert(Memory), [row for _, row in fresh])
+            conn.execute(INSERT_MEMORY, [row for _, row in fresh])
             facts = [{"memory_id": row["id"], "scope": item.scope, "subject": item.fact[0],
                       "predicate": item.fact[1], "object": item.fact[2], **_fact_keys(item.fact)}
                      for item, row in fresh if item.fact]
@@ -313,7 +320,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
                 conn.execute(insert(Belief), beliefs)
             for item, _ in fresh:
                 self._link(conn, item)
-            conn.execute(insert(Outbox), [
+            conn.execute(INSERT_OUTBOX, [
                 {"memory_id": r["id"], "scope": r["scope"], "op": "upsert", "created_at": now}
                 for _, r in fresh])
             for item, row in fresh:
@@ -462,24 +469,6 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
             "consolidated_at": None if item.tier == "episodic" else now,  # only episodes wait for it
             "detail": json.dumps(item.detail, ensure_ascii=False) if item.detail else None,
         }
-
-    @staticmethod
-    def _next_turn(conn: Connection, scope: str, session_id: str, now: float) -> int:
-        key = {"scope": scope, "session_id": session_id}
-        current = conn.execute(select(ConversationSession.last_turn).filter_by(**key)).scalar()
-        if current is None:
-            conn.execute(insert(ConversationSession).values(**key, started_at=now, last_turn=1))
-            return 1
-        conn.execute(update(ConversationSession).filter_by(**key)
-                     .values(last_turn=current + 1, flushed_at=None))
-        return current + 1
-
-    @staticmethod
-    def _last_message(conn: Connection, scope: str, session_id: str) -> Optional[str]:
-        return conn.execute(select(Memory.content)
-                            .where(Memory.scope == scope, Memory.session_id == session_id,
-                                   Memory.kind == "message")
-                            .order_by(Memory.seq.desc()).limit(1)).scalar()
 
     def previous_message_ids(self, scope: str, memories: Sequence[Memory]) -> dict[str, str]:
         """For each memory, the id of the message before it in its session (when there is one)."""
@@ -826,6 +815,15 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
             return [(memory.id, score) for memory, score in rows]
         with self.read() as conn:
             return [] if forgetting(conn, scope) else self.keyword.search(conn, scope, query, limit, with_context)
+
+    def keyword_views(self, scope: str, query: str, limit: int,
+                      filters: Optional[Filters] = None) -> list[list[tuple[str, float]]]:
+        """keyword_search of the memories' own text, then with their context (a recall ranks
+        by both), in one read: the scope checked once, the query's words looked up once."""
+        if filters is not None:
+            return [self.keyword_search(scope, query, limit, with_context, filters) for with_context in (False, True)]
+        with self.read() as conn:
+            return [[], []] if forgetting(conn, scope) else self.keyword.searches(conn, scope, query, limit)
 
     def containing(self, scope: str, fragment: str, sources: Sequence[str], limit: int = 5) -> list[Memory]:
         """The scope's current memories from `sources` whose text contains `fragment`."""

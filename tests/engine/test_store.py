@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import insert, inspect, text
 
 from hermes_cmms.recall import _rows as recall_rows
 from hermes_cmms.store import _migrations
@@ -221,6 +221,13 @@ def test_turns_are_numbered_per_session(url):
         rows = _sql(url, "SELECT session_id, turn, count(*) FROM memories GROUP BY 1, 2 ORDER BY 1, 2")
         assert rows == [("s1", 1, 2), ("s1", 2, 2), ("s1", 3, 2), ("s2", 1, 1)]
         assert store.counts()["outbox"] == 7
+        started = _sql(url, "SELECT started_at FROM sessions WHERE session_id = 's1'")[0][0]
+        assert store.mark_flushed(SCOPE, "s1") and store.unflushed_sessions(SCOPE) == [(SCOPE, "s2")]
+        store.add([NewMemory(scope=SCOPE, content="u3", role="user", session_id="s1")], turn_of=(SCOPE, "s1"))
+        # a new turn reopens a flushed session; when it started and what was extracted stay as they were
+        assert _sql(url, "SELECT last_turn, started_at, flushed_at, extracted_turn FROM sessions "
+                         "WHERE session_id = 's1'") == [(4, started, None, 0)]
+        assert _sql(url, "SELECT context FROM memories WHERE content = 'u3'") == [("a2",)]
     finally:
         store.close()
 
@@ -327,6 +334,18 @@ def test_an_answer_is_found_through_the_question_before_it(keyword_service):
     in_context = [m for m, _ in keyword_service.store.keyword_search(SCOPE, "paint", 10, with_context=True)]
     assert answer not in by_content and answer in in_context
     assert answer in {h.id for h in keyword_service.search(SCOPE, "what did they paint")}
+    # both views in one read (as a recall asks) rank as the two searches do, in the same order
+    both = keyword_service.store.keyword_views(SCOPE, "paint lake rested", 10)
+    assert both == [keyword_service.store.keyword_search(SCOPE, "paint lake rested", 10, with_context=view)
+                    for view in (False, True)] and all(both)
+    assert keyword_service.store.keyword_views(SCOPE, "the", 10) == [[], []]  # no word to look for
+    many = "paint sunrise " + " ".join(f"word{n}" for n in range(40))  # more words than one count statement holds
+    assert keyword_service.store.keyword_views(SCOPE, many, 10) == [
+        keyword_service.store.keyword_search(SCOPE, many, 10, with_context=view) for view in (False, True)]
+    assert {m for m, _ in keyword_service.store.keyword_views(SCOPE, many, 10)[1]} >= {answer}
+    with keyword_service.store.writing() as conn:  # a scope being forgotten reads as empty
+        conn.execute(insert(Forgetting).values(scope=SCOPE, actor="test", started_at=0.0, updated_at=0.0))
+    assert keyword_service.store.keyword_views(SCOPE, "paint lake rested", 10) == [[], []]
 
 
 def test_context_never_crosses_sessions_or_scopes(keyword_service):
