@@ -472,7 +472,10 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
 
     def previous_message_ids(self, scope: str, memories: Sequence[Memory]) -> dict[str, str]:
         """For each memory, the id of the message before it in its session (when there is one)."""
-        query = (select(Memory.id).where(Memory.scope == scope, Memory.kind == "message")
+        # `kind || ''` (the same test) keeps SQLite, which has no statistics, off the (scope, kind)
+        # index, which read every message of the scope for each memory (60% of an index writer's
+        # time at 50,000 memories): it takes the session's.
+        query = (select(Memory.id).where(Memory.scope == scope, Memory.kind.concat("") == "message")
                  .order_by(Memory.seq.desc()).limit(1))
         found = {}
         with self.read() as conn:
@@ -697,6 +700,11 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         with self.read() as conn:
             rows = conn.execute(select(Outbox).order_by(Outbox.op != "delete", Outbox.id).limit(limit))
             return [Outbox.model_validate(row._mapping) for row in rows]
+
+    def outbox_empty(self) -> bool:
+        """Whether no vector write or deletion waits (one row read, not the outbox sorted)."""
+        with self.read() as conn:
+            return conn.execute(select(Outbox.id).limit(1)).first() is None
 
     def claim(self, limit: int, by_scope: bool = False):
         """A context manager: up to `limit` outbox rows for this process to write vectors for

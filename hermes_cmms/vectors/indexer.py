@@ -199,7 +199,7 @@ class Indexer:
             return False
         told = time.monotonic()
         while time.monotonic() < deadline:
-            if not self.store.pending(1):
+            if self.store.outbox_empty():
                 if progress is not None:
                     progress(0)
                 return True

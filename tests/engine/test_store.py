@@ -17,7 +17,7 @@ from hermes_cmms.store.recall_events import RecallEvent, RecalledMemory
 from hermes_cmms.store.store import NewMemory, Store
 
 from conftest import SERVER, embedded_only, server_databases
-from db import keyword_rows, on_postgres, scalar, sql
+from db import keyword_rows, on_postgres, plan, scalar, sql
 from hermes_cmms.recall.search import search as ranked  # the engine's ranking: which index found each hit
 
 MODELS = (Memory, ConversationSession, Outbox, SchemaMigration, Fact, IndexState, AuditEvent, Job,
@@ -228,6 +228,33 @@ def test_turns_are_numbered_per_session(url):
         assert _sql(url, "SELECT last_turn, started_at, flushed_at, extracted_turn FROM sessions "
                          "WHERE session_id = 's1'") == [(4, started, None, 0)]
         assert _sql(url, "SELECT context FROM memories WHERE content = 'u3'") == [("a2",)]
+    finally:
+        store.close()
+
+
+@pytest.mark.quick
+def test_the_message_before_a_memory_is_read_through_its_session(url):
+    """The index writer asks, for each memory it embeds, the message before it in its session:
+    found through the (scope, session) index, not by reading every message of the scope (which
+    SQLite, without statistics, chose through the (scope, kind) index)."""
+    from sqlalchemy import event
+
+    store = Store(url)
+    try:
+        ids = []
+        for i in range(3):
+            ids += store.add([NewMemory(scope=SCOPE, content=f"u{i}", role="user", session_id="s1")],
+                             turn_of=(SCOPE, "s1"))
+        other = store.add([NewMemory(scope=SCOPE, content="elsewhere", session_id="s2")], turn_of=(SCOPE, "s2"))
+        memories = store.get(ids + other, SCOPE)
+        said = []
+        event.listen(store.engine, "before_cursor_execute", lambda c, cur, statement, params, *a: said.append(
+            (statement, params)))
+        assert store.previous_message_ids(SCOPE, [memories[i] for i in ids[1:] + other]) == {
+            ids[1]: ids[0], ids[2]: ids[1]}
+        statement, params = said[-1]
+        if not SERVER:
+            assert "USING INDEX ix_memories_scope_session" in plan(url, statement, *params)
     finally:
         store.close()
 
