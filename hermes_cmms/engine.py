@@ -1,7 +1,7 @@
 """The Engine: the parts every feature is handed, and `open_engine`, which builds them for the facade."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -31,7 +31,7 @@ class Engine:
     pm: pluggy.PluginManager
     store: Store
     indexer: Indexer
-    pool: ThreadPoolExecutor
+    pool: Executor
     in_hermes: bool = False
     summariser: Any = None
     service: Any = None
