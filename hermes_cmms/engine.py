@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pluggy
@@ -24,7 +25,8 @@ class Engine:
 
     `in_hermes` is set by the Hermes provider (Hermes' own model can be asked); `summariser`
     writes consolidation's summaries with an LLM (None: extractive); `service` is the facade,
-    only for firing the hooks whose contract passes `service=` (docs/hooks.md).
+    only for firing the hooks whose contract passes `service=` (docs/hooks.md); `recalled` is set
+    once the service has made a recall block (the scheduler's first jobs wait for the first).
     """
 
     settings: Settings
@@ -35,6 +37,7 @@ class Engine:
     in_hermes: bool = False
     summariser: Any = None
     service: Any = None
+    recalled: threading.Event = field(default_factory=threading.Event)  # set by the first recall
 
 
 def open_engine(settings: Settings, pm: pluggy.PluginManager, start_indexer: bool = True,
