@@ -7,13 +7,20 @@ memories whose vectors are indexed. Each run starts the real CLI, `hermes chat -
 and times, from the spawn: the reply on stdout ("start-up to first reply") and the process'
 end after it ("exit"), and the CPU seconds the process had used by the reply (all its threads,
 from /proc: a figure the other programs of a busy machine inflate less than wall time) and in
-all. Runs alternate plain / cmms after one warm-up run of each; the medians are reported.
+all. Runs alternate plain / cmms after one warm-up run of each; the medians are reported. With
+`--against COMMIT` the package as it was at that commit of this checkout answers in the same cmms
+home too (on PYTHONPATH, before the editable install), its runs alternating with this one's, so
+both meet the same load.
+
+Every `hermes` keeps its compiled bytecode (in a cache of the run's own, PYTHONPYCACHEPREFIX),
+as an installed package has it: with PYTHONDONTWRITEBYTECODE set (as on this project's machines)
+each run would compile hermes_cmms from source again, a cost no user pays after the first start.
 
 For cmms it also reads the request the fake LLM received: whether it carried a memory block
 and whether that block holds the seeded fact. The question shares no word with the fact nor
 with the filler memories, so finding the fact means the first turn's recall used vectors.
 
-    python benchmarks/first_reply.py [--runs 7] [--memories 300] [--json OUT]
+    python benchmarks/first_reply.py [--runs 7] [--memories 300] [--against COMMIT] [--json OUT]
 """
 from __future__ import annotations
 
@@ -88,10 +95,25 @@ def seed(home: Path, memories: int) -> dict:
         service.close()
 
 
-def run_once(home: Path, log: Path) -> dict:
-    """One fresh `hermes chat -q`: seconds to the reply line, then to the process' end."""
+def tree_at(commit: str, into: Path) -> Path:
+    """The package as installed (hooks/, mcp_bridge/, install/ inside it) from `commit` of this
+    checkout, for PYTHONPATH: it goes before the editable install of this one."""
+    archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", commit, "hermes_cmms", "hooks", "mcp_bridge",
+                              "install"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    for part in ("hooks", "mcp_bridge", "install"):
+        shutil.move(str(into / part), str(into / "hermes_cmms" / part))
+    return into
+
+
+def run_once(home: Path, log: Path, tree: Path | None = None) -> dict:
+    """One fresh `hermes chat -q` (with the package from `tree`, if given): seconds to the reply
+    line, then to the process' end."""
     log.unlink(missing_ok=True)
-    env = dict(os.environ, HERMES_HOME=str(home), **QUIET_ENV)
+    env = dict(os.environ, HERMES_HOME=str(home), PYTHONPYCACHEPREFIX=str(log.parent / "bytecode"), **QUIET_ENV)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     hermes = str(Path(sys.executable).with_name("hermes"))
     started = time.monotonic()
     proc = subprocess.Popen([hermes, "chat", "-Q", "-q", QUESTION], env=env, stdout=subprocess.PIPE,
@@ -139,6 +161,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="Measured runs of each home (default 7).")
     parser.add_argument("--memories", type=int, default=300, help="Memories seeded in the cmms store.")
+    parser.add_argument("--against", metavar="COMMIT", help="Also run the package at this commit, alternating.")
     parser.add_argument("--json", help="Also write every run to this JSON file.")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cmms-first-reply-"))
@@ -147,12 +170,17 @@ def main() -> int:
         homes = {"plain": make_home(work / "plain", port, False), "cmms": make_home(work / "cmms", port, True)}
         seeded = seed(homes["cmms"], args.memories)
         print(f"seeded: {seeded['memories']} memories, {seeded['indexed']} indexed, embedder {seeded['embedder']}")
-        for name, home in homes.items():
-            run_once(home, log)  # warm-up: Hermes' first-run files, the page cache
-        runs: dict[str, list] = {"plain": [], "cmms": []}
+        runners = {"plain": (homes["plain"], None), "cmms": (homes["cmms"], None)}
+        if args.against:
+            (work / "against").mkdir()
+            runners = {"plain": runners["plain"], f"cmms {args.against}": (homes["cmms"], tree_at(args.against,
+                       work / "against")), "cmms": runners["cmms"]}
+        for home, tree in runners.values():
+            run_once(home, log, tree)  # warm-up: Hermes' first-run files, the bytecode, the page cache
+        runs: dict[str, list] = {name: [] for name in runners}
         for _ in range(args.runs):
-            for name, home in homes.items():
-                runs[name].append(run_once(home, log))
+            for name, (home, tree) in runners.items():
+                runs[name].append(run_once(home, log, tree))
         result = {name: summary(r) for name, r in runs.items()}
         result["load_before"] = os.getloadavg()
         report(result)
@@ -166,13 +194,16 @@ def main() -> int:
 
 
 def report(result: dict) -> None:
-    plain, cmms = result["plain"], result["cmms"]
-    for key, label in (("reply_s", "start-up to first reply"), ("exit_s", "exit after the reply"),
-                       ("reply_cpu_s", "CPU s by the reply"), ("total_cpu_s", "CPU s in all")):
-        print(f"{label:<24} plain {plain[key]['median']:6.2f} s   cmms {cmms[key]['median']:6.2f} s   "
-              f"difference {cmms[key]['median'] - plain[key]['median']:+.2f} s  (medians of {plain['runs']})")
-    print(f"cmms first turns with the fact recalled by vectors: {cmms['vector_hit']} of {cmms['runs']} "
-          f"(a memory block in {cmms['memory_block']})")
+    plain = result["plain"]
+    for name in [n for n in result if n.startswith("cmms")]:
+        cmms = result[name]
+        print(f"-- {name}")
+        for key, label in (("reply_s", "start-up to first reply"), ("exit_s", "exit after the reply"),
+                           ("reply_cpu_s", "CPU s by the reply"), ("total_cpu_s", "CPU s in all")):
+            print(f"{label:<24} plain {plain[key]['median']:6.2f} s   cmms {cmms[key]['median']:6.2f} s   "
+                  f"difference {cmms[key]['median'] - plain[key]['median']:+.2f} s  (medians of {plain['runs']})")
+        print(f"cmms first turns with the fact recalled by vectors: {cmms['vector_hit']} of {cmms['runs']} "
+              f"(a memory block in {cmms['memory_block']})")
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

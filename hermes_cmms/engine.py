@@ -1,8 +1,9 @@
 """The Engine: the parts every feature is handed, and `open_engine`, which builds them for the facade."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Executor
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pluggy
@@ -24,17 +25,19 @@ class Engine:
 
     `in_hermes` is set by the Hermes provider (Hermes' own model can be asked); `summariser`
     writes consolidation's summaries with an LLM (None: extractive); `service` is the facade,
-    only for firing the hooks whose contract passes `service=` (docs/hooks.md).
+    only for firing the hooks whose contract passes `service=` (docs/hooks.md); `recalled` is set
+    once the service has made a recall block (the scheduler's first jobs wait for the first).
     """
 
     settings: Settings
     pm: pluggy.PluginManager
     store: Store
     indexer: Indexer
-    pool: ThreadPoolExecutor
+    pool: Executor
     in_hermes: bool = False
     summariser: Any = None
     service: Any = None
+    recalled: threading.Event = field(default_factory=threading.Event)  # set by the first recall
 
 
 def open_engine(settings: Settings, pm: pluggy.PluginManager, start_indexer: bool = True,

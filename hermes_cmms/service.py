@@ -58,7 +58,7 @@ class MemoryService:
                 "consolidate": (settings.consolidate_interval_s, self.upkeep.consolidate_all),
                 "learn": (settings.sweep_interval_s, lambda now: self.upkeep.learn_history(
                     HISTORY_BATCH, stop=lambda: self.scheduler is not None and self.scheduler.stopping))},
-                threads=settings.threads).start()
+                threads=settings.threads, after=self.engine.recalled).start()
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -317,8 +317,11 @@ class MemoryService:
             raise InvalidInput(f"The token budget must be a positive whole number, not {budget!r}.")
         if kind not in RECALL_KINDS:
             raise InvalidInput(f"A recall's kind is one of {', '.join(RECALL_KINDS)}, not {kind!r}.")
-        return self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query, budget_tokens=budget,
-                                   session_id=session_id, seen=seen, prepared=None, kind=kind) or ""
+        try:
+            return self.pm.hook.recall(service=self, engine=self.engine, scope=scope, query=query, budget_tokens=budget,
+                                       session_id=session_id, seen=seen, prepared=None, kind=kind) or ""
+        finally:
+            self.engine.recalled.set()  # (the scheduler's first jobs waited for it)
 
     def context(self, scope: str, query: str, limit: int = 30) -> tuple[str, list[Item]]:
         """The memory block for `query` (as `recall` gives it) and the hits of the one search it

@@ -28,8 +28,13 @@ class Scheduler:
     """Runs `jobs` ({name: (interval seconds, function(now))}) while it holds the lease."""
 
     def __init__(self, store, jobs: dict[str, tuple[float, Callable[[float], object]]],
-                 tick: float = TICK_S, lease: float = LEASE_S, threads: Threads = IN_CONTEXT):
+                 tick: float = TICK_S, lease: float = LEASE_S, threads: Threads = IN_CONTEXT,
+                 after: Optional[threading.Event] = None):
+        """With `after`, the first step waits until it is set or a tick has passed: a service's
+        first recall (the first turn of a fresh Hermes) goes before the jobs due since the last
+        process ran them, which then run while the turn waits for the model's reply."""
         self.store = store
+        self._after = after
         self.jobs = jobs
         self.tick = tick
         self.lease = max(lease, 3 * tick)
@@ -65,6 +70,10 @@ class Scheduler:
         return self._stop.is_set()
 
     def _run(self) -> None:
+        if self._after is not None:
+            deadline = time.monotonic() + self.tick
+            while not (self._stop.is_set() or self._after.wait(0.05)) and time.monotonic() < deadline:
+                pass
         while not self._stop.is_set():
             try:
                 self.step(time.time())

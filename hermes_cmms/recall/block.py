@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Executor, wait
 from typing import TYPE_CHECKING, Callable, Optional
 
 from ..common.checks import scope_of
@@ -34,8 +35,10 @@ LINE_TOKENS = 15  # enough candidates to fill the budget even with short memorie
 MIN_CANDIDATES = 30
 SETTLE_S = 10.0  # how long a read of the events waits for this process's queued ones
 # A recall event is written on a thread of its own, in the order recalled: its transaction (a
-# commit the disk must hold, ~20 ms) never lengthens the turn it was recalled for.
-_writer = ThreadPoolExecutor(1, thread_name_prefix="cmms-recall-events")
+# commit the disk must hold, ~20 ms) never lengthens the turn it was recalled for. The thread is
+# started by the spawner of the first engine that records one (the host's, in Hermes 0.23).
+_writer: Optional[Executor] = None
+_writer_lock = threading.Lock()
 
 
 def candidates(budget_tokens: int) -> int:
@@ -127,13 +130,16 @@ def _stems(text: str) -> set[str]:
 def settled(timeout: float = SETTLE_S) -> bool:
     """Wait (`timeout` at most) until the recall events this process queued are written or
     given up; whether they are."""
-    return not wait([_writer.submit(lambda: None)], timeout).not_done
+    return _writer is None or not wait([_writer.submit(lambda: None)], timeout).not_done
 
 
 def _record(engine: "Engine", scope: str, session_id: Optional[str], memory_ids: list[str], kind: str,
             begun: float) -> None:
     """Queue the recall event of a block that gave something (see _writer), dated `begun`."""
+    global _writer
     if memory_ids:
+        with _writer_lock:
+            _writer = _writer or engine.settings.threads.pool(1, "cmms-recall-events")
         _writer.submit(engine.settings.threads.bind(_write), engine.store, scope_of(scope), clean_key(session_id) if session_id else None,
                        memory_ids, engine.settings.recall_events, begun, kind)
 

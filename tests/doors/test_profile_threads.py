@@ -7,6 +7,9 @@ they carry a copy of the caller's context."""
 from __future__ import annotations
 
 import contextvars
+import re
+import sys
+import sysconfig
 import threading
 import time
 from pathlib import Path
@@ -131,3 +134,71 @@ def test_each_profiles_threads_see_and_touch_only_its_own_home(host, tmp_path, m
         assert {"cmms-indexer", "cmms-scheduler", "cmms-scheduler-lease", "cmms-mirror",
                 "cmms-turn-recall"} <= set(spawner.spawned)
         assert spawner.bound > 0
+
+
+class RecordingSpawner(Spawner):
+    """The 0.23 double's spawner, keeping each thread it started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[threading.Thread] = []
+
+    def spawn_context_thread(self, target, **kwargs) -> threading.Thread:
+        thread = super().spawn_context_thread(target, **kwargs)
+        self.threads.append(thread)
+        return thread
+
+
+def _threads_started(monkeypatch) -> list[tuple[threading.Thread, str]]:
+    """Every Python thread started from now on, with the module that started it: the nearest
+    caller outside the standard library (threading, a ThreadPoolExecutor) and this test."""
+    started: list[tuple[threading.Thread, str]] = []
+    original = threading.Thread.start
+    stdlib = sysconfig.get_paths()["stdlib"]
+
+    def start(thread):
+        frame = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename.startswith((stdlib, "<")) or
+                                     frame.f_code.co_filename == __file__):
+            frame = frame.f_back
+        started.append((thread, frame.f_globals.get("__name__", "") if frame is not None else ""))
+        return original(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    return started
+
+
+def test_every_thread_the_engine_starts_in_a_session_is_started_by_the_hosts_spawner(home, monkeypatch):
+    """Hermes 0.23 (item 9): the indexer, the scheduler, the mirror, the turn's early recall, the
+    query pool's and the writers' workers and the int8 model's preparation are all started by
+    `spawn_context_thread`, none by a pool or a thread of cmms' own. (Libraries start threads of
+    their own, out of cmms' hands: watchdog's observer, which only says that a file changed, and
+    OpenTelemetry's resource detectors while Chroma is imported.)"""
+    for name in ("CMMS_DATABASE_URL", "CMMS_CHROMA_URL", "CMMS_EMBEDDER", "CMMS_SCHEDULER", "CMMS_MIRROR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(embedders, "_cache", {})  # a model of this session's own: its int8 is made here
+    monkeypatch.setattr(embedders, "INT8_AFTER", 0)  # (stored texts go through int8 from the first)
+    spawner = RecordingSpawner()
+    spawner.install(monkeypatch)
+    started = _threads_started(monkeypatch)
+    (home / "memories").mkdir(exist_ok=True)
+    (home / "memories" / "MEMORY.md").write_text("The orchard keeps apricots in crate 7.", encoding="utf-8")
+    provider = CmmsMemoryProvider()
+    provider.initialize("spawn-session", hermes_home=str(home), platform="cli", agent_context="primary")
+    try:
+        for turn, (said, answer) in enumerate([("Which fruit does the orchard keep?", "Apricots."),
+                                               ("Ana moved to Lisbon in May.", "Noted.")], start=1):
+            provider.on_turn_start(turn, said)
+            provider.prefetch(said)
+            provider.sync_turn(said, answer, session_id="spawn-session")
+        _wait(lambda: provider.service.upkeep.drain(0.1))
+        embedder = embedders.load_embedder("auto")
+        assert embedder.storing(wait=WAIT_S) is not None, "the int8 model for storing was not made"
+    finally:
+        provider.shutdown()
+    names = {re.sub(r"_\d+$", "", thread.name) for thread, _ in started}  # (a pool's workers: name_N)
+    assert {"cmms-indexer", "cmms-query", "cmms-vector-write", "cmms-scheduler", "cmms-scheduler-lease",
+            "cmms-mirror", "cmms-turn-recall", "cmms-prepare-int8"} <= names, names
+    mine = {id(thread) for thread in spawner.threads}
+    outside = [(thread.name, by) for thread, by in started if id(thread) not in mine and by.startswith("hermes_cmms")]
+    assert not outside, f"threads cmms started outside the host's spawner (name, by): {outside}"

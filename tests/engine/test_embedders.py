@@ -130,6 +130,23 @@ def test_texts_to_store_fall_back_to_the_query_arithmetic_when_int8_cannot_load(
     assert "the int8 MiniLM for storing is unavailable" in caplog.text and "no int8 here" in caplog.text
 
 
+def test_a_few_texts_to_store_never_load_the_int8_model_and_a_backlog_does():
+    """A second model costs ~0.15 CPU-s to load: a short session (a `hermes -z` turn's texts)
+    stores through the float32 one; once INT8_AFTER texts were stored, the int8 one is made."""
+    made = []
+
+    def int8():
+        made.append(True)
+        return embedders.load_embedder("onnx:int8")
+    embedder = embedders.OnnxMiniLMEmbedder(embedders.prepared_minilm(embedders.packaged_int8_minilm()),
+                                            documents=int8)
+    for _ in range(embedders.INT8_AFTER // len(TEXTS)):
+        assert embedder.embed_documents(TEXTS) == embedder.embed(TEXTS)
+    assert not made and embedder._preparing is None
+    embedder.embed_documents(TEXTS)  # past INT8_AFTER: the int8 model is made on a thread
+    assert embedder.storing(wait=120) is not None and made == [True]
+
+
 def test_an_unknown_onnx_arithmetic_is_refused(home):
     with pytest.raises(InvalidInput, match=r"^Unknown embedder 'onnx:int4'; choose one of "):
         Settings.load(home, embedder="onnx:int4")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -624,6 +625,27 @@ def test_a_long_job_keeps_the_lease_and_a_failed_one_waits_a_full_interval(home)
         assert store.job_times()["broken"] > 0  # stamped when it started: not retried every tick
     finally:
         store.close()
+
+
+def test_a_services_first_recall_goes_before_the_schedulers_first_jobs(home):
+    """The jobs due since the last process ran them (a fresh `hermes -z` an hour later) wait
+    for the service's first recall block, or a tick; a scheduler stopped while it waits stops."""
+    with MemoryService(Settings.load(home, embedder="none")) as service:
+        service.scheduler.stop()  # (the service's own, started with its default tick of 5 s)
+        waiting = Scheduler(service.store, {"sweep": (0.0, lambda now: "swept")}, tick=30.0,
+                            after=service.engine.recalled).start()
+        time.sleep(0.5)
+        assert not waiting.leader and not service.store.job_times().get("sweep")
+        service.recall("user:cli:first", "What did I plan for the weekend?")
+        deadline = time.monotonic() + 10
+        while not service.store.job_times().get("sweep") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting.leader and service.store.job_times()["sweep"] > 0
+        assert waiting.stop()
+        never = Scheduler(service.store, {"sweep": (0.0, lambda now: "swept")}, tick=30.0,
+                          after=threading.Event()).start()
+        started = time.monotonic()
+        assert never.stop() and time.monotonic() - started < 2 and not never.leader
 
 
 def test_a_service_starts_its_scheduler_and_releases_the_lease_on_close(home, monkeypatch):

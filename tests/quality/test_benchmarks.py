@@ -235,3 +235,16 @@ def test_precision_benchmark_counts_injected_lines_and_finds_facts(tmp_path):
     answer = result["related"][0]["answer_line"]
     assert precision.found(answer, "q", f"- user: {answer}")
     assert not precision.found(answer, "q", f"- user: q\n- user: {answer[:20]}")
+
+
+def test_first_reply_runs_another_commits_package_from_its_own_tree(tmp_path):
+    """`first_reply.py --against COMMIT`: the commit's package, hooks/ and mcp_bridge/ inside it,
+    goes before the editable install of this checkout on PYTHONPATH."""
+    import subprocess
+
+    first_reply = importlib.import_module("first_reply")
+    tree = first_reply.tree_at("HEAD", tmp_path)
+    found = subprocess.run([sys.executable, "-c", "import hermes_cmms.hooks.specs as s, hermes_cmms.provider as p; "
+                            "print(s.__file__); print(p.__file__)"], env=dict(os.environ, PYTHONPATH=str(tree)),
+                           cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+    assert all(Path(path).is_relative_to(tree / "hermes_cmms") for path in found), found
