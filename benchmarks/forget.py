@@ -23,7 +23,7 @@ before it returns). The store is built once: N memories as maintenance.py's fill
 views of the scope's Chroma collections (a sentence vector per sentence, as the indexer writes);
 each run forgets a fresh copy of it. Wall time, CPU seconds (the child's rusage) and peak RSS,
 medians of `--runs`, the load average beside each; after each run, what is left: memories and
-events of the scope, the scope's collections, and any of a sample of its texts still readable
+unblanked events of the scope, the scope's collections, and any of a sample of its texts still readable
 in the files under the home. `--against COMMIT` runs the package at that commit too, alternating.
 
     python benchmarks/forget.py --all --memories 60000 --runs 3 --against 6fa3763 --json forget-all.json
@@ -201,8 +201,8 @@ def residue(home: Path, sample: list[str]) -> dict:
 
     with sqlite3.connect(store_file(Settings.load(home))) as conn:
         memories = conn.execute("SELECT COUNT(*) FROM memories WHERE scope = ?", (ALL_SCOPE,)).fetchone()[0]
-        events = conn.execute("SELECT COUNT(*) FROM audit_log WHERE scope = ? AND action != 'forget_all'",
-                              (ALL_SCOPE,)).fetchone()[0]
+        events = conn.execute("SELECT COUNT(*) FROM audit_log WHERE scope = ? AND action != 'forget_all' "
+                              "AND (snapshot IS NOT NULL OR detail != '{}')", (ALL_SCOPE,)).fetchone()[0]
     with sqlite3.connect(Settings.load(home).chroma_path / "chroma.sqlite3") as conn:
         names = [collection_name(ALL_SCOPE, view) for view in VIEWS]
         collections = conn.execute(f"SELECT COUNT(*) FROM collections WHERE name IN ({','.join('?' * 3)})",
@@ -210,7 +210,7 @@ def residue(home: Path, sample: list[str]) -> dict:
     blobs = [p.read_bytes() for p in home.rglob("*") if p.is_file()]
     readable = sum(any(text.encode() in blob for blob in blobs) for text in sample)
     segments = sum(scope_key(ALL_SCOPE).encode() in blob for blob in blobs)
-    return {"memories_left": memories, "events_left": events, "collections_left": collections,
+    return {"memories_left": memories, "events_unblanked": events, "collections_left": collections,
             "sample_texts_readable": readable, "files_naming_scope": segments}
 
 
