@@ -87,6 +87,19 @@ def test_forget_all_works_in_bounded_batches_while_another_scope_keeps_writing(k
     assert service.page(OTHER)[1] == 2 * len(bystander.log)
 
 
+def test_a_fact_written_into_the_scope_while_forget_all_runs_goes_with_it(keyword_service):
+    """The scope's facts, graph and links go by scope before its memories; a fact stored between
+    two batches of memories (its memory then taken by a later batch) goes in the last transaction."""
+    service, written = keyword_service, []
+    fill(service, SCOPE, 600)
+
+    def meanwhile(done: int) -> None:
+        if not written:
+            written.append(service.remember_fact(SCOPE, "Ana Lindqvist", "works at", "Quorvex Industries"))
+    assert service.forget_all(SCOPE, "test", progress=meanwhile) == 601
+    assert written and _left(service, SCOPE) == {}
+
+
 def test_forget_by_tag_and_decay_write_in_several_short_transactions(keyword_service):
     service = keyword_service
     fill(service, SCOPE, 1000)
