@@ -3,15 +3,17 @@ go on meanwhile, and crash-safe: the scope is marked first, its memories read as
 on, and running the forget again finishes it."""
 from __future__ import annotations
 
+import json
 import time
 from typing import Callable, Optional
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from . import recall_events
-from ._batches import in_batches, slices
-from ._rows import _by_ids, _event, _memory, _record
-from .models import AuditEvent, Belief, ConversationSession, Entity, Evidence, Forgetting, Link, Memory, Relation
+from ._batches import MOST_ROWS, Batches, in_batches, slices
+from ._rows import _event, _memory, _record
+from .models import (AuditEvent, Belief, ConversationSession, Entity, Evidence, Fact, Forgetting, Link, Memory,
+                     Outbox, Relation)
 
 Progress = Callable[[int], None]  # memories forgotten so far
 
@@ -33,21 +35,28 @@ class ForgetAll:
         and graph, and the scope's own words on its audit trail (every event's snapshot and detail
         blanked, its actor cut to its door, see door_of); one 'forget_all' event carries the
         count. Batches of about TARGET_S each; in order: the mark, the events, the belief and
-        graph rows, the memories (with what they cascade to), the sessions, then one last
+        graph rows, the rest of what was learned (links, evidence, relations, facts) and the
+        recall events, the memories (their rows a batch, set-based), the sessions, then one last
         transaction for anything written meanwhile, the event and the end of the mark. Then the
         files are scrubbed (_checkpoint) so the deleted text is gone from them too.
         Returns how many memories went (in this run and any interrupted one before it)."""
         self._mark_forgetting(scope, actor)
         events, newest = self._event_rows(scope)
-        batches = in_batches(self, _moving(scope, slices(events, _blank_events)))
-        for table, key in ((Belief, Belief.memory_id), (Entity, Entity.id)):  # what the belief and graph doors read
-            in_batches(self, _moving(scope, lambda conn, size: _delete_some(conn, table, key, scope, size)), batches)
-        self._forget_memories(scope, actor, batches, progress or (lambda done: None))
+        in_batches(self, _moving(scope, slices(events, _blank_events)), self._batches())
+        for table, key in KNOWLEDGE:  # the belief and graph doors' rows first, then the rest the scope's own
+            in_batches(self, _moving(scope, lambda conn, size: _delete_some(conn, table, key, scope, size)),
+                       self._batches())
+        in_batches(self, _moving(scope, lambda conn, size: recall_events.drop_some(conn, scope, size)), self._batches())
+        self._forget_memories(scope, actor, self._batches(), progress or (lambda done: None))
         in_batches(self, _moving(scope, lambda conn, size: _delete_some(
-            conn, ConversationSession, ConversationSession.session_id, scope, size)), batches)
+            conn, ConversationSession, ConversationSession.session_id, scope, size)), self._batches())
         count = self._finish_forget(scope, actor, newest)
         self._checkpoint()  # the keyword index and the files scrubbed, in short steps of their own
         return count
+
+    def _batches(self) -> Batches:
+        """The sizes of one kind of row's batches (each kind costs its own time a row)."""
+        return Batches(self.engine.dialect.name, most=forget_most(self.engine.dialect.name))
 
     def unfinished_forgets(self, before: float) -> list[tuple[str, str]]:
         """(scope, actor) of each forget --all that has not moved since `before` (interrupted:
@@ -76,28 +85,17 @@ class ForgetAll:
             return rows, conn.execute(select(func.coalesce(func.max(AuditEvent.id), 0))).scalar_one()
 
     def _forget_memories(self, scope: str, actor: str, batches, progress: Progress) -> None:
-        """Every memory of the scope, read first (without the lock), then deleted by id; again
-        until none is left (a turn may have been written into the scope meanwhile)."""
+        """Every memory of the scope, a batch at a time, each batch the next memories the scope's
+        index finds (set-based: the whole scope goes, so what a single forget works out first,
+        what goes with a memory and who quotes it, is the scope itself), until none is left."""
         done = 0
 
-        def forget(conn: Connection, part: list[str]) -> None:
+        def forget(conn: Connection, size: int) -> int:
             nonlocal done
-            done += self._forget_some(conn, scope, actor, part)
-        while ids := self._memory_ids(scope):
-            in_batches(self, _moving(scope, slices(ids, forget)), batches, after=lambda: progress(done))
-
-    def _memory_ids(self, scope: str) -> list[str]:
-        with self.read() as conn:
-            return list(conn.execute(select(Memory.id).where(Memory.scope == scope)).scalars())
-
-    def _forget_some(self, conn: Connection, scope: str, actor: str, ids: list[str]) -> int:
-        rows = list(_by_ids(conn, scope, ids).values())
-        if rows:
-            now = time.time()
-            self._delete_rows(conn, scope, rows, "forget_all", actor, now, snapshots=False, scrub_context=False)
-            conn.execute(update(Forgetting).where(Forgetting.scope == scope)
-                         .values(memories=Forgetting.memories + len(rows)))
-        return len(rows)
+            found = _forget_some(conn, scope, actor, size)
+            done += found
+            return found
+        in_batches(self, forget, batches, after=lambda: progress(done))
 
     def _finish_forget(self, scope: str, actor: str, newest: int) -> int:
         """The last transaction: what was written into the scope since its pass (memories, and
@@ -113,13 +111,29 @@ class ForgetAll:
                 self._delete_rows(conn, scope, late, "forget_all", actor, now, snapshots=False, scrub_context=False)
             _blank_events(conn, [tuple(row) for row in conn.execute(select(AuditEvent.id, AuditEvent.actor).where(
                 AuditEvent.id > newest, AuditEvent.scope == scope, AuditEvent.action != "forget_all"))])
-            for table in (Link, Belief, Evidence, Relation, Entity, ConversationSession):
+            for table in (Link, Belief, Evidence, Relation, Entity, Fact, ConversationSession):
                 conn.execute(delete(table).where(table.scope == scope))
             recall_events.drop_scope(conn, scope)  # which memories its turns were given
             count = mark.memories + len(late)
             _record(conn, [_event(now, "forget_all", actor or mark.actor, scope, None, memories=count)])
             conn.execute(delete(Forgetting).where(Forgetting.scope == scope))
             return count
+
+
+# what forget --all deletes by scope before the memories: the belief and graph doors' rows, then
+# the rest of what was learned (a table and the key its rows are deleted by)
+KNOWLEDGE = ((Belief, Belief.memory_id), (Entity, Entity.id), (Link, Link.memory_id), (Evidence, Evidence.id),
+             (Relation, Relation.id), (Fact, Fact.memory_id))
+
+
+def forget_most(dialect: str) -> int:
+    """The most rows a forget --all batch takes: on SQLite, which looks each id of a list up in
+    its index however long the list, as many as fit in TARGET_S; PostgreSQL may plan a scan
+    past ~500 ids (MOST_ROWS)."""
+    return SQLITE_MOST if dialect == "sqlite" else MOST_ROWS
+
+
+SQLITE_MOST = 5000
 
 
 def _moving(scope: str, step: Callable[[Connection, int], int]) -> Callable[[Connection, int], int]:
@@ -130,6 +144,26 @@ def _moving(scope: str, step: Callable[[Connection, int], int]) -> Callable[[Con
         conn.execute(update(Forgetting).where(Forgetting.scope == scope).values(updated_at=time.time()))
         return done
     return moved
+
+
+def _forget_some(conn: Connection, scope: str, actor: str, size: int) -> int:
+    """Forget up to `size` memories of `scope` in one transaction: a 'forget_all' event each
+    (written in one statement, no snapshot), the rows themselves (the keyword index's triggers
+    go with them) and their vectors queued for removal. What the knowledge layer and the recall
+    events held of the scope went before them, by scope (no id crosses a scope, so nothing
+    outside it points at them); what was written meanwhile goes in _finish_forget."""
+    rows = conn.execute(select(Memory.id, Memory.state).where(Memory.scope == scope).limit(size)).all()
+    now = time.time()
+    if rows:
+        ids = [row.id for row in rows]
+        event = _event(now, "forget_all", actor, scope, None)  # (its actor redacted once)
+        _record(conn, [{**event, "memory_id": row.id, "detail": json.dumps({"state_from": row.state,
+                                                                             "state_to": "forgotten"})} for row in rows])
+        conn.execute(delete(Memory).where(Memory.id.in_(ids)))
+        conn.execute(insert(Outbox), [{"memory_id": i, "scope": scope, "op": "delete", "created_at": now} for i in ids])
+    conn.execute(update(Forgetting).where(Forgetting.scope == scope).values(
+        memories=Forgetting.memories + len(rows), updated_at=now))  # (the mark moved, as _moving does)
+    return len(rows)
 
 
 def _delete_some(conn: Connection, table, key, scope: str, size: int) -> int:

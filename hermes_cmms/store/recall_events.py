@@ -71,6 +71,15 @@ def drop_memories(conn: Connection, ids: Sequence[str]) -> None:
     conn.execute(delete(RecalledMemory).where(naming(ids)))
 
 
+def drop_some(conn: Connection, scope: str, size: int) -> int:
+    """Up to `size` of a forgotten scope's recall events, with their lines; how many."""
+    ids = list(conn.execute(select(RecallEvent.id).where(RecallEvent.scope == scope).limit(size)).scalars())
+    if ids:
+        conn.execute(delete(RecalledMemory).where(RecalledMemory.event_id.in_(ids)))
+        conn.execute(delete(RecallEvent).where(RecallEvent.id.in_(ids)))
+    return len(ids)
+
+
 def drop_scope(conn: Connection, scope: str) -> None:
     """A forgotten scope's recall events, every one."""
     conn.execute(delete(RecalledMemory).where(RecalledMemory.event_id.in_(

@@ -16,7 +16,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from . import _migrations, _postgres, _sqlite, graph_rows, outbox_claims, recall_events
 from ..common import lifecycle_rules as lifecycle
-from ._batches import WriteHolds, in_batches, slices
+from ._batches import Batches, WriteHolds, in_batches, slices
 from ._browse import BrowseRows, Filters
 from ._forget import ForgetAll, forgetting
 from ._knowledge import _drop_knowledge
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 CONTEXT_CHARS = 400
 UNDATED = ":undated"  # a source ending so: learned from an imported turn whose date is not known
 CONNECT_RETRY_S = 5.0  # how long a caller waits for a database server that is away
+OUTBOX_ROWS = 20_000  # most outbox rows one transaction of drop_deletes removes (selected by scope, not by id)
 
 _SAME_TEXTS = text(  # plain SQL: this runs inside every sync_turn
     "SELECT id, content_hash, tier, kind, role FROM memories WHERE scope = :scope AND content_hash IN :hashes "
@@ -741,6 +742,24 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
         """Whether any memory of `scope` is stored (raw: expired and superseded ones count)."""
         with self.read() as conn:
             return conn.execute(select(Memory.id).where(Memory.scope == scope).limit(1)).first() is not None
+
+    def drop_deletes(self, scope: str, claimed: Sequence[int]) -> int:
+        """Remove the queued vector deletions of `scope` but the `claimed` outbox rows (the index
+        writer has just deleted the scope's collections whole, so the others have nothing left
+        to delete; the claimed ones go when the claim is done, after the index files are
+        scrubbed, which is what a forget waits for), in bounded transactions; how many. One
+        drop then ends a forget --all of 60,000 memories, not 60,000 rows taken 64 at a time,
+        each batch deleting the collections again."""
+        gone = 0
+
+        def step(conn: Connection, size: int) -> int:
+            nonlocal gone
+            doomed = select(Outbox.id).where(Outbox.scope == scope, Outbox.op == "delete",
+                                             Outbox.id.not_in(list(claimed))).limit(size)
+            gone += (done := conn.execute(delete(Outbox).where(Outbox.id.in_(doomed))).rowcount)
+            return done
+        in_batches(self, step, Batches(self.engine.dialect.name, first=1000, most=OUTBOX_ROWS))
+        return gone
 
     def done(self, outbox_ids: Sequence[int]) -> None:
         """Forget finished outbox rows and bump the index generation other processes watch."""

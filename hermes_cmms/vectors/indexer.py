@@ -351,7 +351,8 @@ class Indexer:
             by_scope[row.scope][row.op].append(row.memory_id)
         for scope, ops in by_scope.items():
             if ops["delete"] and not self.store.has_memories(scope):
-                self.vectors.drop(scope)  # forget --all: the scope's collections go whole
+                self.vectors.drop(scope)  # forget --all: the scope's collections go whole, and with
+                self.store.drop_deletes(scope, [row.id for row in batch])  # them its other deletions
             elif ops["delete"]:
                 self.vectors.delete(scope, ops["delete"], save=False)
                 self._unsaved.add(scope)

@@ -177,6 +177,18 @@ def test_forget_all_through_the_cli_leaves_no_trace_in_any_file(remembered):
     assert {"vector", "id", *(f"word {w}" for w in _words(KEPT))} <= kept_found
 
 
+@embedded_only
+def test_forget_all_in_the_process_that_writes_the_index_returns_once_no_trace_is_left(remembered):
+    """forget_all returns when the index writer is done with the scope: its collections deleted
+    and Chroma's file vacuumed, not merely its queued deletions answered."""
+    service, root, (gone, gone_vector), (kept, kept_vector) = remembered
+
+    assert service.forget_all(SCOPE) == 1 + len(FILLER)
+
+    assert _all_kinds(traces(root, GONE, gone, gone_vector)) <= {"id"}  # the audit trail keeps ids only
+    assert "vector" in _all_kinds(traces(root, KEPT, kept, kept_vector))
+
+
 def _middles(text: str) -> list[str]:
     return [word.lower()[3:-3] for word in _words(text)]
 

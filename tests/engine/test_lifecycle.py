@@ -549,6 +549,27 @@ def test_forget_all_erases_a_scope_and_its_audit_snapshots_and_spares_the_others
         assert b"lagoon" not in files and b"Flores" not in files  # not in a page, an FTS segment or the WAL
 
 
+
+def test_forget_all_drops_the_scopes_vectors_once_for_all_its_queued_deletions(service):
+    """More forgotten memories than the index writer takes at a time: the first batch finds the
+    scope empty and deletes its collections whole, and the scope's other queued deletions go
+    with them, not a batch at a time (each deleting the collections again)."""
+    from hermes_cmms.vectors.indexer import BATCH
+    from maintenance import fill
+
+    fill(service, SCOPE, 3 * BATCH)  # rows only: their removal is queued all the same
+    indexed = service.remember(SCOPE, "The harbour crane is painted orange")
+    kept = service.remember(OTHER, "The harbour crane is painted orange")
+    assert service.upkeep.drain(60) and service.indexer.vectors.get(SCOPE, [indexed]).keys() == {indexed}
+    before = service.store.index_generation()  # moved once by every batch the index writer finishes
+
+    assert service.forget_all(SCOPE) == 3 * BATCH + 1
+
+    assert service.upkeep.vectors_pending(SCOPE) == 0 and not service.store.pending(1)
+    assert service.store.index_generation() == before + 1
+    assert service.indexer.vectors.get(SCOPE, [indexed]) == {}
+    assert service.indexer.vectors.get(OTHER, [kept]).keys() == {kept}
+
 # -- scheduler ------------------------------------------------------------------------------------
 
 CHILD = """
