@@ -281,6 +281,8 @@ def behind(conn: Connection, migrations: list[Migration]) -> bool:
     version is opened without a write, so opening it never waits for another process's writer)."""
     if not inspect(conn).has_table("schema_migrations"):
         return True
+    if conn.dialect.name == "postgresql" and conn.execute(text("SHOW transaction_read_only")).scalar() == "on":
+        return True  # a read-only database (a replica, default_transaction_read_only): the write at open refuses it
     done = {row[0] for row in conn.execute(text("SELECT name FROM schema_migrations"))}
     return any(name not in done for name, _ in migrations)
 

@@ -48,8 +48,8 @@ _NEXT_TURN = text(  # a turn's number (its session started, or moved on by one) 
     "INSERT INTO sessions (scope, session_id, started_at, last_turn, flushed_at, extracted_turn) "
     "VALUES (:scope, :session_id, :now, 1, NULL, 0) ON CONFLICT (scope, session_id) "
     "DO UPDATE SET last_turn = sessions.last_turn + 1, flushed_at = NULL RETURNING last_turn, "
-    "(SELECT content FROM memories WHERE scope = :scope AND session_id = :session_id AND kind = 'message' "
-    "ORDER BY seq DESC LIMIT 1)")
+    "(SELECT content FROM memories WHERE scope = :scope AND session_id = :session_id AND kind || '' = 'message' "
+    "ORDER BY seq DESC LIMIT 1)")  # (`kind || ''`: the session's index, see previous_message_ids)
 
 
 def _tail(text: Optional[str]) -> Optional[str]:

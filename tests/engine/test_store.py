@@ -255,6 +255,13 @@ def test_the_message_before_a_memory_is_read_through_its_session(url):
         statement, params = said[-1]
         if not SERVER:
             assert "USING INDEX ix_memories_scope_session" in plan(url, statement, *params)
+        said.clear()  # and a turn's write finds the session's last message the same way
+        store.add([NewMemory(scope=SCOPE, content="u3", role="user", session_id="s1")], turn_of=(SCOPE, "s1"))
+        statement, params = next((st, p) for st, p in said if "ON CONFLICT (scope, session_id)" in st)
+        assert _sql(url, "SELECT context FROM memories WHERE content = 'u3'") == [("u2",)]
+        if not SERVER:
+            used = plan(url, statement, *params)
+            assert "ix_memories_scope_session" in used and "ix_memories_scope_kind_created" not in used
     finally:
         store.close()
 
