@@ -10,6 +10,7 @@ too. The engine never imports Hermes: it is given this.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import queue
 import threading
@@ -69,6 +70,11 @@ class BoundPool(Executor):
         self._idle = 0
         self._lock = threading.Lock()
         self._closed = False
+        # As ThreadPoolExecutor's: the workers are no daemons (a task queued when the process
+        # ends, a recall event, is still done) and are told to stop, then joined, at exit, before
+        # Python waits for the threads that are not daemons (an idle worker would keep it waiting).
+        with contextlib.suppress(RuntimeError):  # (a pool made while the process ends: no exit to wait for)
+            threading._register_atexit(self.shutdown)  # what concurrent.futures' pools use
 
     def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
@@ -78,7 +84,8 @@ class BoundPool(Executor):
                 raise RuntimeError("cannot schedule new futures after shutdown")
             self._tasks.put((future, bound, args, kwargs))
             if self._idle == 0 and len(self._workers) < self._max:
-                self._workers.append(self._threads.start(self._work, f"{self._prefix}_{len(self._workers)}"))
+                self._workers.append(self._threads.start(self._work, f"{self._prefix}_{len(self._workers)}",
+                                                         daemon=False))
             elif self._idle:
                 self._idle -= 1  # (the task is that worker's: the next finds it busy)
         return future

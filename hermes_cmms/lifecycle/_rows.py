@@ -38,7 +38,7 @@ def forget_preview(store: Store, scope: str, ids: Sequence[str]) -> Optional[dic
         gone = plan.ids
         count = lambda table, clause: conn.execute(  # noqa: E731
             select(func.count()).select_from(table).where(clause)).scalar_one()
-        counts = {table.__tablename__: count(table, clause) for table, clause in knowledge_clauses(gone)}
+        counts = {table.__tablename__: count(table, clause) for table, clause in knowledge_clauses(scope, gone)}
         restored = conn.execute(select(func.count()).select_from(Memory).where(
             Memory.superseded_by.in_(gone), Memory.id.not_in(gone))).scalar_one()
         return {"memories": [m for m in plan.rows if m.id not in plan.cascaded],

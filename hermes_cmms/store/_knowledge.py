@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import Connection, delete, or_, select
+from sqlalchemy import Connection, and_, delete, or_, select
 
 from ._rows import _by_ids
 from .models import Belief, Entity, Evidence, Link, Memory, Relation
@@ -30,15 +30,15 @@ def _only_learned(memory: Memory) -> bool:
     return all(receipt.startswith(LEARNED_RECEIPTS) for receipt in receipts)
 
 
-def knowledge_clauses(ids: list[str]) -> list[tuple[type, object]]:
-    """(table, where) of the rows the knowledge layer holds about the memories `ids`: their
-    links, belief rows and evidence, and the graph edges they are the provenance of. The one
-    reading a forget deletes (_drop_knowledge) and its preview counts."""
+def knowledge_clauses(scope: str, ids: list[str]) -> list[tuple[type, object]]:
+    """(table, where) of the rows the knowledge layer holds about the memories `ids` of `scope`:
+    their links, belief rows and evidence, and the graph edges they are the provenance of. The
+    one reading a forget deletes (_drop_knowledge) and its preview counts."""
     return [(Link, or_(Link.memory_id.in_(ids), Link.source_id.in_(ids))),
             (Belief, Belief.memory_id.in_(ids)),
             (Evidence, or_(Evidence.belief_id.in_(ids), Evidence.memory_id.in_(ids),
-                           Evidence.source_ref.in_(ids))),  # a marker naming a merge
-            (Relation, Relation.memory_id.in_(ids))]
+                           and_(Evidence.source_ref.in_(ids), Evidence.scope == scope))),  # a marker naming a
+            (Relation, Relation.memory_id.in_(ids))]  # merge; another scope's outside source naming the same id stays
 
 
 def orphaned_entities(conn: Connection, ids: list[str]) -> list[str]:
@@ -53,11 +53,11 @@ def orphaned_entities(conn: Connection, ids: list[str]) -> list[str]:
     return [e for e in touched if e not in still]
 
 
-def _drop_knowledge(conn: Connection, ids: list[str]) -> None:
+def _drop_knowledge(conn: Connection, scope: str, ids: list[str]) -> None:
     """Remove what the knowledge layer holds about these (deleted) memories (knowledge_clauses),
     with every entity left without an edge."""
     orphans = orphaned_entities(conn, ids)
-    for table, clause in knowledge_clauses(ids):
+    for table, clause in knowledge_clauses(scope, ids):
         conn.execute(delete(table).where(clause))
     if orphans:
         conn.execute(delete(Entity).where(Entity.id.in_(orphans)))

@@ -550,7 +550,7 @@ class Store(LifecycleRows, ForgetAll, BrowseRows):
                               snapshot=_snapshot(m, facts.get(m.id)) if snapshots and m.id not in cascaded else None,
                               **({"reason": cascaded[m.id]} if m.id in cascaded else detail))
                        for m in rows])
-        _drop_knowledge(conn, ids)
+        _drop_knowledge(conn, scope, ids)
         recall_events.drop_memories(conn, ids)
         conn.execute(delete(Fact).where(Fact.memory_id.in_(ids)))
         conn.execute(delete(Memory).where(Memory.id.in_(ids)))

@@ -125,3 +125,20 @@ def test_non_primary_context_writes_nothing(home, monkeypatch, context):
     finally:
         other.shutdown()
         primary.shutdown()
+
+
+@pytest.mark.parametrize("how", ["forget", "forget_all"])
+def test_forgetting_a_memory_leaves_another_scopes_evidence_naming_its_id(service, how):
+    """A belief of one scope may cite, as an outside source, an id that is a memory of another
+    scope: forgetting that memory (one forget, or its whole scope) changes nothing of the first
+    scope, the two ways alike (the single forget deleted that evidence row, forget --all kept it)."""
+    noted = service.remember("local:s", "the note of scope s")
+    service.set_belief("local:t", "tea is better than coffee",
+                       sources=[{"source_type": "observation", "source_id": noted}])
+    cited = "SELECT source_ref FROM evidence WHERE scope = 'local:t' AND source_ref = ?"
+    assert sql(service, cited, noted) == [(noted,)]
+    if how == "forget":
+        assert service.forget("local:s", noted)
+    else:
+        service.forget_all("local:s", actor="test")
+    assert sql(service, cited, noted) == [(noted,)]

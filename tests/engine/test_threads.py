@@ -66,3 +66,31 @@ def test_a_pool_gives_a_tasks_failure_to_its_future_and_cancels_what_waits_at_sh
         assert other.submit(lambda: "still working").result(30) == "still working"
     finally:
         other.shutdown()
+
+
+@pytest.mark.quick
+def test_a_task_queued_when_the_process_ends_is_done_and_an_idle_pool_does_not_hold_the_exit(tmp_path):
+    """As ThreadPoolExecutor's: a process that ends without shutting its pool down still runs
+    what was queued (a recall event), and then exits at once; the CLI's wait for its daemon
+    threads (cli.commands.settled) does not wait for a pool's idle worker."""
+    import subprocess
+    import sys
+    import textwrap
+
+    done = tmp_path / "done"
+    script = textwrap.dedent(f"""
+        import threading, time
+        from pathlib import Path
+        from hermes_cmms.common.threads import IN_CONTEXT
+        idle = IN_CONTEXT.pool(1, "cmms-idle")
+        idle.submit(lambda: None).result()
+        from hermes_cmms.cli.commands import settled
+        started = time.monotonic()
+        assert settled(), "the CLI waited for an idle pool worker"
+        assert time.monotonic() - started < 1.0
+        slow = IN_CONTEXT.pool(1, "cmms-slow")
+        slow.submit(lambda: (time.sleep(0.3), Path({str(done)!r}).write_text("written")))
+    """)
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 0, ended.stderr[-2000:]
+    assert done.read_text() == "written"
